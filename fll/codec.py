@@ -1,0 +1,264 @@
+"""Encodings of an operation set: canonical msgpack, checksum, JSON dicts.
+
+The canonical form (version `CANONICAL_VERSION`) is what the checksum hashes
+and what a `d|` row stores. It must never change silently: a different
+encoding of the same operations would give a different checksum and split
+one operation set into two. Changing it needs a new version number and a
+migration. Decoding never trusts its input: every malformed value raises
+`InvalidLineageError` naming where it is.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import msgpack
+import xxhash
+
+from .errors import InvalidLineageError
+from .model import (EndPoint, EndPointField, FieldLineageInfo, InputField, Operation,
+                    ReadOperation, Transformation, TransformOperation, WriteOperation)
+
+CANONICAL_VERSION = 1
+
+_KIND = {ReadOperation: "READ", TransformOperation: "TRANSFORM", WriteOperation: "WRITE"}
+
+
+def _endpoint_dict(ep: EndPoint) -> dict:
+    return {"namespace": ep.namespace, "name": ep.name, "properties": dict(ep.properties)}
+
+
+def _input_dict(op: TransformOperation | WriteOperation, inp: InputField) -> dict:
+    d: dict[str, Any] = {"origin": inp.origin, "name": inp.name}
+    tags = op.transformations.get(inp) if isinstance(op, TransformOperation) else None
+    if tags:
+        d["transformations"] = [t.to_dict() for t in tags]
+    return d
+
+
+def operation_to_dict(op: Operation) -> dict:
+    """The JSON/msgpack form of one operation (plain dicts and lists only)."""
+    d: dict[str, Any] = {"type": _KIND[type(op)], "name": op.name, "description": op.description}
+    if isinstance(op, ReadOperation):
+        d["source"] = _endpoint_dict(op.source)
+        d["outputs"] = list(op.outputs)
+    elif isinstance(op, TransformOperation):
+        d["inputs"] = [_input_dict(op, i) for i in op.inputs]
+        d["outputs"] = list(op.outputs)
+    else:
+        d["destination"] = _endpoint_dict(op.destination)
+        d["inputs"] = [_input_dict(op, i) for i in op.inputs]
+    return d
+
+
+def _sorted_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted_keys(value[k]) for k in sorted(value)}
+    if isinstance(value, (list, tuple)):
+        return [_sorted_keys(v) for v in value]
+    return value
+
+
+def canonical_bytes(operations: Iterable[Operation]) -> bytes:
+    """Versioned msgpack of the operations sorted by name, map keys sorted,
+    lists in declared order. Independent of the order operations were given."""
+    ops = sorted(operations, key=lambda o: o.name)
+    doc = {"v": CANONICAL_VERSION, "operations": [operation_to_dict(o) for o in ops]}
+    return msgpack.packb(_sorted_keys(doc), use_bin_type=True)
+
+
+def checksum(operations: Iterable[Operation]) -> str:
+    """xxh3-128 of the canonical encoding, as 32 hex digits."""
+    return xxhash.xxh3_128_hexdigest(canonical_bytes(operations))
+
+
+def info_to_dict(info: FieldLineageInfo) -> dict:
+    return {"checksum": info.checksum,
+            "operations": [operation_to_dict(o) for o in info.operations]}
+
+
+# -- decoding ---------------------------------------------------------------
+
+def _need(d: Any, key: str, kind: type | tuple, where: str) -> Any:
+    if not isinstance(d, dict):
+        raise InvalidLineageError(f"{where}: expected an object, got {type(d).__name__}")
+    if key not in d:
+        raise InvalidLineageError(f"{where}: missing {key!r}")
+    v = d[key]
+    if not isinstance(v, kind):
+        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise InvalidLineageError(f"{where}.{key}: expected {names}, got {type(v).__name__}")
+    return v
+
+
+def _str_list(d: dict, key: str, where: str) -> list[str]:
+    values = _need(d, key, list, where)
+    for i, v in enumerate(values):
+        if not isinstance(v, str):
+            raise InvalidLineageError(f"{where}.{key}[{i}]: expected a string")
+    return values
+
+
+def _endpoint(d: Any, where: str) -> EndPoint:
+    ns = _need(d, "namespace", str, where)
+    name = _need(d, "name", str, where)
+    props = d.get("properties") or {}
+    if not isinstance(props, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in props.items()):
+        raise InvalidLineageError(f"{where}.properties: expected an object of strings")
+    try:
+        return EndPoint(ns, name, props)
+    except InvalidLineageError as e:
+        raise InvalidLineageError(f"{where}: {e}") from None
+
+
+def _inputs(d: dict, where: str) -> tuple[list[InputField], dict]:
+    raw = _need(d, "inputs", list, where)
+    inputs: list[InputField] = []
+    tags: dict[InputField, tuple[Transformation, ...]] = {}
+    for i, item in enumerate(raw):
+        w = f"{where}.inputs[{i}]"
+        inp = InputField(_need(item, "origin", str, w), _need(item, "name", str, w))
+        inputs.append(inp)
+        ts = item.get("transformations")
+        if ts is not None:
+            if not isinstance(ts, list):
+                raise InvalidLineageError(f"{w}.transformations: expected a list")
+            parsed = []
+            for j, t in enumerate(ts):
+                tw = f"{w}.transformations[{j}]"
+                masking = t.get("masking", False) if isinstance(t, dict) else False
+                if not isinstance(masking, bool):
+                    raise InvalidLineageError(f"{tw}.masking: expected a boolean")
+                try:
+                    parsed.append(Transformation(
+                        _need(t, "type", str, tw), _opt_str(t, "subtype", tw),
+                        _opt_str(t, "description", tw), masking))
+                except InvalidLineageError as e:
+                    raise InvalidLineageError(f"{tw}: {e}") from None
+            if parsed:
+                tags[inp] = tags.get(inp, ()) + tuple(parsed)
+    return inputs, tags
+
+
+def _opt_str(d: dict, key: str, where: str) -> str:
+    v = d.get(key) or ""
+    if not isinstance(v, str):
+        raise InvalidLineageError(f"{where}.{key}: expected a string")
+    return v
+
+
+def operation_from_dict(d: Any, where: str = "operation") -> Operation:
+    kind = _need(d, "type", str, where).upper()
+    name = _need(d, "name", str, where)
+    desc = d.get("description") or ""
+    if not isinstance(desc, str):
+        raise InvalidLineageError(f"{where}.description: expected a string")
+    where = f"{where} {name!r}"
+    if kind == "READ":
+        return ReadOperation(name, desc, _endpoint(_need(d, "source", dict, where),
+                                                   f"{where}.source"),
+                             tuple(_str_list(d, "outputs", where)))
+    if kind == "TRANSFORM":
+        inputs, tags = _inputs(d, where)
+        return TransformOperation(name, desc, tuple(inputs), tuple(_str_list(d, "outputs", where)),
+                                  tags)
+    if kind == "WRITE":
+        inputs, _ = _inputs(d, where)
+        return WriteOperation(name, desc, _endpoint(_need(d, "destination", dict, where),
+                                                    f"{where}.destination"), tuple(inputs))
+    raise InvalidLineageError(f"{where}.type: expected READ, TRANSFORM or WRITE, got {kind!r}")
+
+
+def operations_from_list(items: Any, where: str = "operations") -> list[Operation]:
+    if not isinstance(items, list):
+        raise InvalidLineageError(f"{where}: expected a list of operations")
+    return [operation_from_dict(item, f"{where}[{i}]") for i, item in enumerate(items)]
+
+
+def info_from_dict(data: Any) -> FieldLineageInfo:
+    """Parse the `to_dict` form (or a bare list of operations) and validate it."""
+    items = data.get("operations") if isinstance(data, dict) else data
+    if isinstance(data, dict) and "operations" not in data:
+        raise InvalidLineageError("missing 'operations'")
+    return FieldLineageInfo(operations_from_list(items))
+
+
+def decode_canonical(raw: bytes) -> FieldLineageInfo:
+    """Inverse of `canonical_bytes`; a corrupt or unknown-version row is an error."""
+    try:
+        doc = msgpack.unpackb(raw, raw=False, strict_map_key=True)
+    except Exception as e:  # msgpack raises several unrelated types on garbage
+        raise InvalidLineageError(f"corrupt operation row: {e}") from None
+    if not isinstance(doc, dict) or doc.get("v") != CANONICAL_VERSION:
+        version = doc.get("v") if isinstance(doc, dict) else None
+        raise InvalidLineageError(
+            f"operation row has encoding version {version!r}; this fll reads version "
+            f"{CANONICAL_VERSION}")
+    return FieldLineageInfo(operations_from_list(doc.get("operations")))
+
+
+# -- summaries stored beside the operations ----------------------------------
+
+def summaries_to_bytes(info: FieldLineageInfo) -> bytes:
+    """Precomputed answers of one operation set, so queries never recompute them.
+
+    Endpoints and fields are interned into tables and referenced by index,
+    which keeps a wide set's row small.
+    """
+    eps: list[EndPoint] = []
+    ep_index: dict[EndPoint, int] = {}
+    fields: list[tuple[int, str]] = []
+    field_index: dict[EndPointField, int] = {}
+
+    def f(ef: EndPointField) -> int:
+        if ef not in field_index:
+            if ef.endpoint not in ep_index:
+                ep_index[ef.endpoint] = len(eps)
+                eps.append(ef.endpoint)
+            field_index[ef] = len(fields)
+            fields.append((ep_index[ef.endpoint], ef.field))
+        return field_index[ef]
+
+    incoming = sorted((f(k), sorted(f(x) for x in v)) for k, v in info.incoming_summary().items())
+    outgoing = sorted((f(k), sorted(f(x) for x in v)) for k, v in info.outgoing_summary().items())
+    doc = {
+        "v": CANONICAL_VERSION,
+        "endpoints": [[e.namespace, e.name] for e in eps],
+        "fields": [list(x) for x in fields],
+        "in": incoming,
+        "out": outgoing,
+        "src": sorted([f(EndPointField(ep, n)) for ep, ns in info.source_fields().items()
+                       for n in ns]),
+        "dst": sorted([f(EndPointField(ep, n)) for ep, ns in info.destination_fields().items()
+                       for n in ns]),
+    }
+    return msgpack.packb(doc, use_bin_type=True)
+
+
+class Summaries:
+    """Decoded summaries of one operation set (see `summaries_to_bytes`)."""
+
+    def __init__(self, raw: bytes):
+        try:
+            doc = msgpack.unpackb(raw, raw=False, strict_map_key=True)
+            eps = [EndPoint(ns, n) for ns, n in doc["endpoints"]]
+            self.fields = [EndPointField(eps[e], n) for e, n in doc["fields"]]
+            self.incoming = {self.fields[k]: frozenset(self.fields[x] for x in v)
+                             for k, v in doc["in"]}
+            self.outgoing = {self.fields[k]: frozenset(self.fields[x] for x in v)
+                             for k, v in doc["out"]}
+            self.source_fields = frozenset(self.fields[i] for i in doc["src"])
+            self.destination_fields = frozenset(self.fields[i] for i in doc["dst"])
+        except Exception as e:
+            raise InvalidLineageError(f"corrupt summary row: {e}") from None
+
+
+def summaries_of(info: FieldLineageInfo) -> Summaries:
+    return Summaries(summaries_to_bytes(info))
+
+
+def endpoint_fields_by(items: Iterable[EndPointField]) -> Mapping[EndPoint, set[str]]:
+    out: dict[EndPoint, set[str]] = {}
+    for ef in items:
+        out.setdefault(ef.endpoint, set()).add(ef.field)
+    return out

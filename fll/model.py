@@ -1,0 +1,368 @@
+"""The field-lineage model: endpoints, fields, operations and one run's operation set.
+
+Everything that produces lineage (directives, pipeline plugins, Spark plan
+capture, OpenLineage events) builds these objects; everything that reads
+lineage reads what `FieldLineageInfo` computed from them. All value objects
+are immutable and hashable. This module must never touch a store or Spark.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, Sequence, Union
+
+from .errors import InvalidLineageError
+
+__all__ = [
+    "EndPoint", "EndPointField", "InputField", "Transformation",
+    "ReadOperation", "TransformOperation", "WriteOperation", "Operation",
+    "FieldLineageInfo", "DROPPED",
+]
+
+
+def _check_str(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidLineageError(f"{what} must be a string, got {type(value).__name__}")
+    return value
+
+
+class EndPoint:
+    """A dataset. Identity is ``(namespace, name)``; ``properties`` describe it
+    (path, format, stage...) and take part in the checksum, not in equality."""
+
+    __slots__ = ("namespace", "name", "properties")
+    namespace: str
+    name: str
+    properties: Mapping[str, str]
+
+    def __init__(self, namespace: str, name: str, properties: Mapping[str, str] | None = None):
+        _check_str(namespace, "EndPoint namespace")
+        _check_str(name, "EndPoint name")
+        if not namespace or not name:
+            raise InvalidLineageError(
+                f"EndPoint needs a non-empty namespace and name, got {namespace!r}, {name!r}")
+        props = dict(properties or {})
+        for k, v in props.items():
+            _check_str(k, f"property key of endpoint {namespace}:{name}")
+            _check_str(v, f"property {k!r} of endpoint {namespace}:{name}")
+        object.__setattr__(self, "namespace", namespace)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "properties", MappingProxyType(dict(sorted(props.items()))))
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError("EndPoint is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EndPoint):
+            return NotImplemented
+        return (self.namespace, self.name) == (other.namespace, other.name)
+
+    def __lt__(self, other: "EndPoint") -> bool:
+        return (self.namespace, self.name) < (other.namespace, other.name)
+
+    def __hash__(self) -> int:
+        return hash(("EndPoint", self.namespace, self.name))
+
+    def __repr__(self) -> str:
+        if self.properties:
+            return f"EndPoint({self.namespace!r}, {self.name!r}, {dict(self.properties)!r})"
+        return f"EndPoint({self.namespace!r}, {self.name!r})"
+
+    def __str__(self) -> str:
+        return f"{self.namespace}:{self.name}"
+
+    def __reduce__(self):
+        return (EndPoint, (self.namespace, self.name, dict(self.properties)))
+
+
+@dataclass(frozen=True, order=True)
+class EndPointField:
+    """A field of a dataset."""
+
+    endpoint: EndPoint
+    field: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.endpoint, EndPoint):
+            raise InvalidLineageError("EndPointField endpoint must be an EndPoint")
+        _check_str(self.field, "EndPointField field")
+
+    def __str__(self) -> str:
+        return f"{self.endpoint}:{self.field}"
+
+
+@dataclass(frozen=True, order=True)
+class InputField:
+    """Field ``name`` as produced by the operation called ``origin``."""
+
+    origin: str
+    name: str
+
+    def __post_init__(self) -> None:
+        _check_str(self.origin, "InputField origin")
+        _check_str(self.name, "InputField name")
+
+
+@dataclass(frozen=True)
+class Transformation:
+    """An OpenLineage transformation tag on one input of a transform.
+
+    ``type`` is DIRECT or INDIRECT; ``subtype`` one of IDENTITY, TRANSFORMATION,
+    AGGREGATION, JOIN, GROUP_BY, FILTER, SORT, WINDOW, CONDITIONAL.
+    """
+
+    type: str
+    subtype: str = ""
+    description: str = ""
+    masking: bool = False
+
+    TYPES = ("DIRECT", "INDIRECT")
+    SUBTYPES = ("IDENTITY", "TRANSFORMATION", "AGGREGATION", "JOIN", "GROUP_BY",
+                "FILTER", "SORT", "WINDOW", "CONDITIONAL")
+
+    def __post_init__(self) -> None:
+        if self.type not in self.TYPES:
+            raise InvalidLineageError(
+                f"transformation type must be one of {', '.join(self.TYPES)}, got {self.type!r}")
+        if self.subtype and self.subtype not in self.SUBTYPES:
+            raise InvalidLineageError(
+                f"transformation subtype must be one of {', '.join(self.SUBTYPES)}, "
+                f"got {self.subtype!r}")
+        _check_str(self.description, "transformation description")
+        if not isinstance(self.masking, bool):
+            raise InvalidLineageError("transformation masking must be a boolean")
+
+    def to_dict(self) -> dict:
+        return {"type": self.type, "subtype": self.subtype,
+                "description": self.description, "masking": self.masking}
+
+
+def _names(values: Iterable[str], what: str, op: str) -> tuple[str, ...]:
+    if isinstance(values, str):
+        raise InvalidLineageError(f"operation {op!r}: {what} must be a list of field names, "
+                                  f"not a single string", operation=op)
+    out = tuple(values)
+    for v in out:
+        if not isinstance(v, str):
+            raise InvalidLineageError(f"operation {op!r}: {what} must hold strings, got "
+                                      f"{type(v).__name__}", operation=op)
+    return out
+
+
+def _inputs(values: Iterable[InputField], op: str) -> tuple[InputField, ...]:
+    out = tuple(values)
+    for v in out:
+        if not isinstance(v, InputField):
+            raise InvalidLineageError(
+                f"operation {op!r}: inputs must be InputField(origin, name), got {v!r}",
+                operation=op)
+    return out
+
+
+@dataclass(frozen=True)
+class ReadOperation:
+    """Reads ``outputs`` from the dataset ``source``."""
+
+    name: str
+    description: str
+    source: EndPoint
+    outputs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_str(self.name, "operation name")
+        _check_str(self.description, f"description of operation {self.name!r}")
+        object.__setattr__(self, "outputs", _names(self.outputs, "outputs", self.name))
+
+    @property
+    def inputs(self) -> tuple[InputField, ...]:
+        return ()
+
+
+@dataclass(frozen=True)
+class TransformOperation:
+    """Every output depends on every input; no outputs means the inputs are dropped.
+
+    ``transformations`` optionally tags inputs with OpenLineage transformation
+    types: a mapping from an input (an `InputField` of ``inputs``) to a tuple
+    of `Transformation`.
+    """
+
+    name: str
+    description: str
+    inputs: tuple[InputField, ...] = ()
+    outputs: tuple[str, ...] = ()
+    transformations: Mapping[InputField, tuple[Transformation, ...]] = field(
+        default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        _check_str(self.name, "operation name")
+        _check_str(self.description, f"description of operation {self.name!r}")
+        object.__setattr__(self, "inputs", _inputs(self.inputs, self.name))
+        object.__setattr__(self, "outputs", _names(self.outputs, "outputs", self.name))
+        tags: dict[InputField, tuple[Transformation, ...]] = {}
+        for key, value in dict(self.transformations or {}).items():
+            if key not in self.inputs:
+                raise InvalidLineageError(
+                    f"operation {self.name!r}: transformation tags given for "
+                    f"{key.origin}.{key.name}, which is not one of its inputs",
+                    operation=self.name, field=getattr(key, "name", None))
+            ts = tuple(value)
+            for t in ts:
+                if not isinstance(t, Transformation):
+                    raise InvalidLineageError(
+                        f"operation {self.name!r}: tags must be Transformation objects",
+                        operation=self.name)
+            if ts:
+                tags[key] = ts
+        # keep tags in input order so equality and encoding are deterministic
+        ordered = {i: tags[i] for i in self.inputs if i in tags}
+        object.__setattr__(self, "transformations", MappingProxyType(ordered))
+
+    def _key(self) -> tuple:
+        return (self.name, self.description, self.inputs, self.outputs,
+                tuple(self.transformations.items()))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TransformOperation):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(("TransformOperation",) + self._key())
+
+
+@dataclass(frozen=True)
+class WriteOperation:
+    """Writes ``inputs`` to the dataset ``destination`` under their own names."""
+
+    name: str
+    description: str
+    destination: EndPoint
+    inputs: tuple[InputField, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_str(self.name, "operation name")
+        _check_str(self.description, f"description of operation {self.name!r}")
+        object.__setattr__(self, "inputs", _inputs(self.inputs, self.name))
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return ()
+
+
+Operation = Union[ReadOperation, TransformOperation, WriteOperation]
+
+#: The marker an outgoing summary maps a source field to when every path from
+#: it ends in a drop.
+DROPPED = EndPointField(EndPoint("_fll", "_dropped"), "")
+
+
+class FieldLineageInfo:
+    """One run's validated operation set and everything computed from it.
+
+    Construction validates (semantics §1) and raises `InvalidLineageError`
+    naming the operation and field. Summaries are computed lazily, once, in
+    time linear in the size of the operation graph.
+    """
+
+    def __init__(self, operations: Iterable[Operation]):
+        from . import graph  # local: graph imports this module
+
+        ops = list(operations)
+        self._graph = graph.OperationGraph(ops)  # validates
+        self._checksum: str | None = None
+        self._incoming: dict[EndPointField, frozenset[EndPointField]] | None = None
+        self._outgoing: dict[EndPointField, frozenset[EndPointField]] | None = None
+
+    # -- identity --------------------------------------------------------
+    @property
+    def checksum(self) -> str:
+        if self._checksum is None:
+            from .codec import checksum
+            self._checksum = checksum(self._graph.operations)
+        return self._checksum
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FieldLineageInfo) and self.checksum == other.checksum
+
+    def __hash__(self) -> int:
+        return hash(self.checksum)
+
+    def __repr__(self) -> str:
+        return f"FieldLineageInfo({len(self.operations)} operations, checksum={self.checksum})"
+
+    # -- structure -------------------------------------------------------
+    @property
+    def operations(self) -> tuple[Operation, ...]:
+        """The operations in topological order (ties broken by name)."""
+        return self._graph.operations
+
+    @property
+    def sources(self) -> frozenset[EndPoint]:
+        return frozenset(op.source for op in self.operations if isinstance(op, ReadOperation))
+
+    @property
+    def destinations(self) -> frozenset[EndPoint]:
+        return frozenset(op.destination for op in self.operations
+                         if isinstance(op, WriteOperation))
+
+    def endpoint(self, namespace: str, name: str) -> EndPoint | None:
+        """The endpoint (with its properties) this set uses for ``namespace:name``."""
+        key = EndPoint(namespace, name)
+        for ep in self.sources | self.destinations:
+            if ep == key:
+                return ep
+        return None
+
+    def destination_fields(self) -> dict[EndPoint, frozenset[str]]:
+        """Per destination endpoint, the fields written to it."""
+        out: dict[EndPoint, set[str]] = {}
+        for op in self.operations:
+            if isinstance(op, WriteOperation):
+                out.setdefault(op.destination, set()).update(i.name for i in op.inputs)
+        return {k: frozenset(v) for k, v in out.items()}
+
+    def source_fields(self) -> dict[EndPoint, frozenset[str]]:
+        """Per source endpoint, the fields read from it."""
+        out: dict[EndPoint, set[str]] = {}
+        for op in self.operations:
+            if isinstance(op, ReadOperation):
+                out.setdefault(op.source, set()).update(op.outputs)
+        return {k: frozenset(v) for k, v in out.items()}
+
+    # -- summaries -------------------------------------------------------
+    def incoming_summary(self) -> dict[EndPointField, frozenset[EndPointField]]:
+        """Destination field → the source fields it derives from."""
+        if self._incoming is None:
+            self._incoming = self._graph.incoming_summary()
+        return dict(self._incoming)
+
+    def outgoing_summary(self) -> dict[EndPointField, frozenset[EndPointField]]:
+        """Source field → destination fields, or {DROPPED} when every path ends in a drop."""
+        if self._outgoing is None:
+            self._outgoing = self._graph.outgoing_summary()
+        return dict(self._outgoing)
+
+    def incoming_operations(self, endpoint_field: EndPointField) -> list[Operation]:
+        """Operations on some path from a source to this destination field, in topological order."""
+        return self._graph.incoming_operations(endpoint_field)
+
+    def outgoing_operations(self, endpoint_field: EndPointField) -> list[Operation]:
+        """The READ of this source field and every operation reachable from its consumption."""
+        return self._graph.outgoing_operations(endpoint_field)
+
+    # -- encoding --------------------------------------------------------
+    def to_dict(self) -> dict:
+        from .codec import info_to_dict
+        return info_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "FieldLineageInfo":
+        from .codec import info_from_dict
+        return info_from_dict(data)
+
+
+def make_field(namespace: str, name: str, field_name: str) -> EndPointField:
+    """Shorthand for ``EndPointField(EndPoint(namespace, name), field_name)``."""
+    return EndPointField(EndPoint(namespace, name), field_name)
+

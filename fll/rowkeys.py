@@ -1,0 +1,160 @@
+"""Row keys of the wide-row layout.
+
+| key | one per |
+|---|---|
+| ``d|<checksum>`` | distinct operation set: operations and precomputed summaries |
+| ``b|<ns>|<name>|<inv start>|<run>`` | run × destination endpoint (backward lineage) |
+| ``f|<ns>|<name>|<inv start>|<run>`` | run × source endpoint (forward lineage) |
+| ``B|<ns>|<name>|<checksum>|<inv start>|<run>`` | the same, grouped by operation set, so a |
+| ``F|<ns>|<name>|<checksum>|<inv start>|<run>`` | query costs per distinct set, not per run |
+| ``r|<run>`` | run: start time, program, checksum (idempotence and lookup) |
+
+Every variable part is escaped so it never contains the separator ``|``:
+``%`` becomes ``%25`` and ``|`` becomes ``%7C`` (and bytes below 0x20 are
+escaped too, so keys stay printable). Since an escaped part has no ``|``,
+the prefix ``b|<ns>|<name>|`` of one dataset can never be a prefix of another
+dataset's keys, whatever characters their names hold.
+
+The inverted start time is ``2**63 - 1 - start_ms`` as 8 big-endian bytes:
+newest runs sort first and a time range ``[start, end)`` is one contiguous
+key range. This module must never depend on a backend.
+"""
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+SEP = b"|"
+MAX_TIME = 2**63 - 1
+
+DATA = b"d"
+BACKWARD = b"b"
+FORWARD = b"f"
+BACKWARD_BY_SET = b"B"
+FORWARD_BY_SET = b"F"
+RUN = b"r"
+KINDS = {DATA: "data", BACKWARD: "backward", FORWARD: "forward",
+         BACKWARD_BY_SET: "backward-by-set", FORWARD_BY_SET: "forward-by-set", RUN: "run"}
+
+_ESCAPE = {ord("%"): "%25", ord("|"): "%7C"}
+_ESCAPE.update({c: f"%{c:02X}" for c in range(0x20)})
+_ESCAPE[0x7F] = "%7F"
+
+
+def escape(part: str) -> bytes:
+    """UTF-8 of ``part`` with ``%``, ``|`` and control characters percent-escaped."""
+    if not isinstance(part, str):
+        raise TypeError(f"key part must be a string, got {type(part).__name__}")
+    return part.translate(_ESCAPE).encode("utf-8")
+
+
+def unescape(raw: bytes) -> str:
+    text = raw.decode("utf-8")
+    if "%" not in text:
+        return text
+    out = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "%" and i + 3 <= len(text):
+            out.append(chr(int(text[i + 1:i + 3], 16)))
+            i += 3
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def invert(start_ms: int) -> bytes:
+    if not 0 <= start_ms <= MAX_TIME:
+        raise ValueError(f"start time must be between 0 and {MAX_TIME} ms, got {start_ms}")
+    return struct.pack(">Q", MAX_TIME - start_ms)
+
+
+def uninvert(raw: bytes) -> int:
+    return MAX_TIME - struct.unpack(">Q", raw)[0]
+
+
+def data(checksum: str) -> bytes:
+    return DATA + SEP + escape(checksum)
+
+
+def dataset_prefix(kind: bytes, namespace: str, name: str) -> bytes:
+    """``<kind>|<ns>|<name>|``: every key of one dataset in one index."""
+    return kind + SEP + escape(namespace) + SEP + escape(name) + SEP
+
+
+def backward(namespace: str, name: str, start_ms: int, run_id: str) -> bytes:
+    return dataset_prefix(BACKWARD, namespace, name) + invert(start_ms) + SEP + escape(run_id)
+
+
+def forward(namespace: str, name: str, start_ms: int, run_id: str) -> bytes:
+    return dataset_prefix(FORWARD, namespace, name) + invert(start_ms) + SEP + escape(run_id)
+
+
+def by_set_prefix(kind: bytes, namespace: str, name: str, checksum: str) -> bytes:
+    return dataset_prefix(kind, namespace, name) + escape(checksum) + SEP
+
+
+def by_set(kind: bytes, namespace: str, name: str, checksum: str, start_ms: int,
+           run_id: str) -> bytes:
+    return by_set_prefix(kind, namespace, name, checksum) + invert(start_ms) + SEP + escape(run_id)
+
+
+def run(run_id: str) -> bytes:
+    return RUN + SEP + escape(run_id)
+
+
+def time_range(prefix: bytes, start_ms: int, end_ms: int) -> tuple[bytes, bytes]:
+    """Key range ``[lo, hi)`` under ``prefix`` holding runs with start in ``[start, end)``.
+
+    Newest first: the range starts at ``inv(end - 1)`` and stops just past
+    every key of ``inv(start)``.
+    """
+    if end_ms <= start_ms:
+        return prefix, prefix  # empty
+    lo = prefix + invert(min(end_ms - 1, MAX_TIME))
+    hi = prefix + invert(max(start_ms, 0)) + b"\xff"
+    return lo, hi
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The smallest key greater than every key starting with ``prefix``."""
+    p = bytearray(prefix)
+    while p and p[-1] == 0xFF:
+        p.pop()
+    if not p:
+        return b""
+    p[-1] += 1
+    return bytes(p)
+
+
+class Key(NamedTuple):
+    """A decoded row key, for display and repair."""
+
+    kind: str
+    namespace: str | None = None
+    name: str | None = None
+    checksum: str | None = None
+    start_ms: int | None = None
+    run_id: str | None = None
+
+
+def decode(key: bytes) -> Key:
+    """Parse any fll row key; raises ValueError on a key of no known shape."""
+    kind, sep, rest = key[:1], key[1:2], key[2:]
+    if sep != SEP or kind not in KINDS:
+        raise ValueError(f"not an fll row key: {key!r}")
+    if kind == DATA:
+        return Key("data", checksum=unescape(rest))
+    if kind == RUN:
+        return Key("run", run_id=unescape(rest))
+    ns, name, rest = rest.split(SEP, 2)
+    checksum = None
+    if kind in (BACKWARD_BY_SET, FORWARD_BY_SET):
+        c, rest = rest.split(SEP, 1)
+        checksum = unescape(c)
+    if len(rest) < 10 or rest[8:9] != SEP:
+        raise ValueError(f"truncated fll row key: {key!r}")
+    return Key(KINDS[kind], unescape(ns), unescape(name), checksum, uninvert(rest[:8]),
+               unescape(rest[9:]))

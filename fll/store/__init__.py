@@ -1,0 +1,26 @@
+"""Storage: the `Table` protocol, its backends, and the lineage store on top.
+
+`open_store(url)` is the one way in: it picks the backend by URL scheme
+(`sqlite://`, `hbase://`, `bigtable://`) and wraps it in a `LineageStore`.
+"""
+from __future__ import annotations
+
+import os
+
+from .base import Table, known_schemes, open_table, redact, register_backend
+from .lineage import LineageStore, OperationGroup, RunInfo
+
+DEFAULT_URL = "sqlite:///fll-data/fll.db"
+
+__all__ = ["Table", "LineageStore", "RunInfo", "OperationGroup", "open_store", "open_table",
+           "register_backend", "known_schemes", "redact", "DEFAULT_URL", "default_url"]
+
+
+def default_url() -> str:
+    """`FLL_STORE` if set, else the embedded default ``./fll-data/fll.db``."""
+    return os.environ.get("FLL_STORE") or DEFAULT_URL
+
+
+def open_store(url: str | None = None, **options) -> LineageStore:
+    """Open a lineage store; ``url`` defaults to `default_url()`."""
+    return LineageStore(open_table(url or default_url()), **options)

@@ -1,0 +1,224 @@
+"""The embedded default backend: one SQLite file, WAL mode.
+
+One ``WITHOUT ROWID`` table clustered on ``(row, col)``, so a row range is a
+contiguous B-tree range. Several processes may write at once: every write is
+one ``BEGIN IMMEDIATE`` transaction (a batch is all or nothing), waits on a
+busy timeout and retries with backoff when the lock is still held. Each
+thread (and each process after a fork) gets its own connection. Scans page
+through the table in short statements, so no read transaction stays open
+while a caller walks a generator. This module must never hold a lock across
+a yield.
+
+URL: ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``, with
+optional ``?timeout=30&synchronous=NORMAL|FULL``.
+"""
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import threading
+import time
+from typing import Iterator, Mapping
+from urllib.parse import parse_qs
+
+from ..errors import StoreError
+from .base import Row, register_backend
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS cells (
+    row BLOB NOT NULL,
+    col TEXT NOT NULL,
+    val BLOB NOT NULL,
+    PRIMARY KEY (row, col)
+) WITHOUT ROWID
+"""
+_PAGE = 2048
+_RETRIES = 8
+
+
+class SQLiteTable:
+    """A `Table` in one SQLite file."""
+
+    def __init__(self, path: str, *, timeout: float = 30.0, synchronous: str = "NORMAL",
+                 url: str | None = None):
+        if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise StoreError(f"sqlite synchronous must be OFF, NORMAL, FULL or EXTRA, "
+                             f"got {synchronous!r}")
+        self.path = os.path.abspath(path)
+        self.url = url or f"sqlite:///{self.path}"
+        self.timeout = timeout
+        self.synchronous = synchronous.upper()
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        parent = os.path.dirname(self.path)
+        try:
+            os.makedirs(parent, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot create the store directory {parent}: {e.strerror}") from None
+        self._retry(lambda c: c.execute(_SCHEMA), write=False)
+
+    # -- connections ---------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        pid = getattr(self._local, "pid", None)
+        if conn is None or pid != os.getpid():
+            try:
+                conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
+                                       check_same_thread=False)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            except sqlite3.Error as e:
+                raise self._error("open", e) from None
+            self._local.conn = conn
+            self._local.pid = os.getpid()
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    def _error(self, what: str, e: BaseException) -> StoreError:
+        return StoreError(f"sqlite store {self.path}: {what} failed: {e}")
+
+    def _retry(self, fn, *, write: bool):
+        delay = 0.01
+        for attempt in range(_RETRIES):
+            conn = self._conn()
+            try:
+                if not write:
+                    return fn(conn)
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    result = fn(conn)
+                    conn.execute("COMMIT")
+                    return result
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.OperationalError as e:
+                locked = "locked" in str(e) or "busy" in str(e)
+                if not locked or attempt == _RETRIES - 1:
+                    raise self._error("write" if write else "read", e) from None
+                time.sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 1.0)
+            except sqlite3.Error as e:
+                raise self._error("write" if write else "read", e) from None
+        raise StoreError(f"sqlite store {self.path}: gave up after {_RETRIES} retries")
+
+    # -- Table protocol ------------------------------------------------------
+    def put(self, rows: Mapping[bytes, Row]) -> None:
+        cells = [(bytes(r), c, bytes(v)) for r, cols in rows.items() for c, v in cols.items()]
+        if not cells:
+            return
+        self._retry(lambda c: c.executemany(
+            "INSERT OR REPLACE INTO cells (row, col, val) VALUES (?, ?, ?)", cells), write=True)
+
+    def get(self, row: bytes) -> dict[str, bytes] | None:
+        found = self._retry(lambda c: c.execute(
+            "SELECT col, val FROM cells WHERE row = ?", (bytes(row),)).fetchall(), write=False)
+        return {col: val for col, val in found} if found else None
+
+    def get_many(self, rows: list[bytes]) -> dict[bytes, dict[str, bytes]]:
+        out: dict[bytes, dict[str, bytes]] = {}
+        keys = [bytes(r) for r in rows]
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            found = self._retry(lambda c, chunk=chunk, marks=marks: c.execute(
+                f"SELECT row, col, val FROM cells WHERE row IN ({marks})", chunk).fetchall(),
+                write=False)
+            for r, col, val in found:
+                out.setdefault(r, {})[col] = val
+        return out
+
+    def scan(self, start: bytes = b"", stop: bytes = b"", *, limit: int | None = None,
+             reverse: bool = False) -> Iterator[tuple[bytes, dict[str, bytes]]]:
+        if limit is not None and limit <= 0:
+            return
+        start, stop = bytes(start), bytes(stop)
+        if stop and stop <= start:
+            return
+        emitted = 0
+        current: bytes | None = None
+        cols: dict[str, bytes] = {}
+        cursor: tuple[bytes, str] | None = None
+        while True:
+            page = self._page(start, stop, reverse, cursor)
+            for r, col, val in page:
+                if r != current:
+                    if current is not None:
+                        yield current, cols
+                        emitted += 1
+                        if limit is not None and emitted >= limit:
+                            return
+                    current, cols = r, {}
+                cols[col] = val
+            if len(page) < _PAGE:
+                break
+            cursor = (page[-1][0], page[-1][1])
+        if current is not None:
+            yield current, cols
+
+    def _page(self, start: bytes, stop: bytes, reverse: bool,
+              cursor: tuple[bytes, str] | None) -> list[tuple[bytes, str, bytes]]:
+        where = ["row >= ?"]
+        args: list[object] = [start]
+        if stop:
+            where.append("row < ?")
+            args.append(stop)
+        if cursor is not None:
+            where.append("(row, col) < (?, ?)" if reverse else "(row, col) > (?, ?)")
+            args.extend(cursor)
+        order = "row DESC, col DESC" if reverse else "row, col"
+        sql = (f"SELECT row, col, val FROM cells WHERE {' AND '.join(where)} "
+               f"ORDER BY {order} LIMIT {_PAGE}")
+        return self._retry(lambda c: c.execute(sql, args).fetchall(), write=False)
+
+    def delete(self, rows: list[bytes]) -> None:
+        keys = [(bytes(r),) for r in rows]
+        if keys:
+            self._retry(lambda c: c.executemany("DELETE FROM cells WHERE row = ?", keys),
+                        write=True)
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal"):
+            try:
+                total += os.path.getsize(self.path + suffix)
+            except OSError:
+                pass
+        return total
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+            self._all.clear()
+        self._local = threading.local()
+
+
+def _open(url: str) -> SQLiteTable:
+    rest = url.split("://", 1)[1]
+    if not rest.startswith("/"):
+        raise StoreError(f"sqlite URL must look like sqlite:///path/to/fll.db, got {url!r}")
+    path, _, query = rest[1:].partition("?")
+    if not path:
+        raise StoreError(f"sqlite URL {url!r} names no file")
+    params = {k: v[-1] for k, v in parse_qs(query).items()}
+    unknown = set(params) - {"timeout", "synchronous"}
+    if unknown:
+        raise StoreError(f"unknown sqlite URL parameter(s) {', '.join(sorted(unknown))} in "
+                         f"{url!r}; known: timeout, synchronous")
+    try:
+        timeout = float(params.get("timeout", 30))
+    except ValueError:
+        raise StoreError(f"sqlite URL parameter timeout must be a number, in {url!r}") from None
+    return SQLiteTable(path, timeout=timeout, synchronous=params.get("synchronous", "NORMAL"),
+                       url=url)
+
+
+register_backend("sqlite", _open)
