@@ -221,17 +221,13 @@ def summaries_to_bytes(info: FieldLineageInfo) -> bytes:
 
     incoming = sorted((f(k), sorted(f(x) for x in v)) for k, v in info.incoming_summary().items())
     outgoing = sorted((f(k), sorted(f(x) for x in v)) for k, v in info.outgoing_summary().items())
-    doc = {
-        "v": CANONICAL_VERSION,
-        "endpoints": [[e.namespace, e.name] for e in eps],
-        "fields": [list(x) for x in fields],
-        "in": incoming,
-        "out": outgoing,
-        "src": sorted([f(EndPointField(ep, n)) for ep, ns in info.source_fields().items()
-                       for n in ns]),
-        "dst": sorted([f(EndPointField(ep, n)) for ep, ns in info.destination_fields().items()
-                       for n in ns]),
-    }
+    src = sorted(f(EndPointField(ep, n)) for ep, ns in info.source_fields().items() for n in ns)
+    dst = sorted(f(EndPointField(ep, n)) for ep, ns in info.destination_fields().items()
+                 for n in ns)
+    # the interning tables last: every f() call above may have grown them
+    doc = {"v": CANONICAL_VERSION, "endpoints": [[e.namespace, e.name] for e in eps],
+           "fields": [list(x) for x in fields], "in": incoming, "out": outgoing,
+           "src": src, "dst": dst}
     return msgpack.packb(doc, use_bin_type=True)
 
 

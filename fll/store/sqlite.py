@@ -143,8 +143,11 @@ class SQLiteTable:
         current: bytes | None = None
         cols: dict[str, bytes] = {}
         cursor: tuple[bytes, str] | None = None
+        # a short first page for limited scans: a skip-scan seek wants one row,
+        # not a full page of cells
+        size = min(_PAGE, limit * 4) if limit is not None else _PAGE
         while True:
-            page = self._page(start, stop, reverse, cursor)
+            page = self._page(start, stop, reverse, cursor, size)
             for r, col, val in page:
                 if r != current:
                     if current is not None:
@@ -154,14 +157,15 @@ class SQLiteTable:
                             return
                     current, cols = r, {}
                 cols[col] = val
-            if len(page) < _PAGE:
+            if len(page) < size:
                 break
+            size = _PAGE
             cursor = (page[-1][0], page[-1][1])
         if current is not None:
             yield current, cols
 
     def _page(self, start: bytes, stop: bytes, reverse: bool,
-              cursor: tuple[bytes, str] | None) -> list[tuple[bytes, str, bytes]]:
+              cursor: tuple[bytes, str] | None, size: int) -> list[tuple[bytes, str, bytes]]:
         where = ["row >= ?"]
         args: list[object] = [start]
         if stop:
@@ -172,7 +176,7 @@ class SQLiteTable:
             args.extend(cursor)
         order = "row DESC, col DESC" if reverse else "row, col"
         sql = (f"SELECT row, col, val FROM cells WHERE {' AND '.join(where)} "
-               f"ORDER BY {order} LIMIT {_PAGE}")
+               f"ORDER BY {order} LIMIT {size}")
         return self._retry(lambda c: c.execute(sql, args).fetchall(), write=False)
 
     def delete(self, rows: list[bytes]) -> None:

@@ -1,0 +1,52 @@
+"""Key layout: escaping, inverted time, ranges that never overlap."""
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fll import rowkeys as rk
+
+
+def test_newest_runs_sort_first():
+    assert rk.backward("n", "d", 2000, "r") < rk.backward("n", "d", 1000, "r")
+
+
+def test_keys_decode_back_to_their_parts():
+    key = rk.by_set(rk.BACKWARD_BY_SET, "a|b", "c%d e/f", "abc", 42, "run|1")
+    k = rk.decode(key)
+    assert (k.kind, k.namespace, k.name, k.checksum, k.start_ms, k.run_id) == \
+        ("backward-by-set", "a|b", "c%d e/f", "abc", 42, "run|1")
+    assert rk.decode(rk.data("ff00")).checksum == "ff00"
+    assert rk.decode(rk.run("r|x")).run_id == "r|x"
+
+
+def test_time_range_is_start_inclusive_end_exclusive():
+    prefix = rk.dataset_prefix(rk.BACKWARD, "n", "d")
+    lo, hi = rk.time_range(prefix, 0, 10000)
+    assert not lo <= rk.backward("n", "d", 10000, "r") < hi
+    lo, hi = rk.time_range(prefix, 0, 10001)
+    assert lo <= rk.backward("n", "d", 10000, "r") < hi
+    lo, hi = rk.time_range(prefix, 10000, 10001)
+    assert lo <= rk.backward("n", "d", 10000, "r") < hi
+    assert not lo <= rk.backward("n", "d", 9999, "r") < hi
+
+
+names = st.text(alphabet=st.sampled_from("ab|%:/ \x00\x7c\xff"), min_size=1, max_size=6)
+
+
+@given(names, names, names, names, st.integers(0, 2**40), st.text(max_size=5))
+@settings(max_examples=500, deadline=None)
+def test_two_datasets_never_share_a_key_range(ns1, n1, ns2, n2, t, run):
+    if (ns1, n1) == (ns2, n2):
+        return
+    p1 = rk.dataset_prefix(rk.BACKWARD, ns1, n1)
+    key2 = rk.backward(ns2, n2, t, run)
+    assert not key2.startswith(p1)
+    assert rk.decode(key2)[1:3] == (ns2, n2)
+
+
+@given(st.text(max_size=20))
+def test_escape_round_trips_and_never_contains_the_separator(s):
+    e = rk.escape(s)
+    assert b"|" not in e
+    assert rk.unescape(e) == s
