@@ -1,0 +1,492 @@
+"""The Cloud Bigtable backend (and Google's emulator, ``cbtemulator``, for tests).
+
+URL: ``bigtable://<project>/<instance>/<table>`` with optional
+``?emulator=host:port`` (default: the ``BIGTABLE_EMULATOR_HOST`` variable; unset
+means the managed service with Application Default Credentials),
+``app_profile=…``, ``timeout=30`` (seconds per call), ``deadline=60`` (seconds
+of retrying before giving up), ``create=true|false`` (create the table and
+column family when missing), ``batch=1000`` (rows per MutateRows request) and
+``page=500`` (rows per ReadRows page).
+
+It speaks the v2 data and admin APIs through the generated gRPC clients so that
+it alone decides what is retried: every mutation's per-row status is checked
+(a row the server did not confirm is retried while the error is transient and
+otherwise raises `StoreError` naming the row), reads are paged and resumed from
+the last row received, and reverse scans use Bigtable's native reversed reads
+(announced with the ``bigtable-features`` request header, which the emulator
+requires); a server that answers those with UNIMPLEMENTED gets a forward read
+of the whole range reversed in memory, holding at most ``limit`` rows, whose
+cost grows with the range instead of the limit. Bigtable applies each row atomically but not a batch of rows, so
+``atomic_batches`` is False and the lineage store orders its writes instead.
+Cells are written with server timestamps and read latest-version-only.
+
+This module must never report a write as done before every row's status said
+OK, and never put credentials in a message.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import random
+import threading
+import time
+from collections import deque
+from typing import Callable, Iterator, Mapping, TypeVar
+from urllib.parse import parse_qs, urlsplit
+
+from ..errors import StoreError
+from .base import Row, redact, register_backend
+
+FAMILY = "c"
+_EXTRA_HINT = "pip install 'fll[bigtable]'"
+# gRPC status codes worth another attempt: DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED,
+# ABORTED, UNAVAILABLE. Anything else (INVALID_ARGUMENT, PERMISSION_DENIED…) will
+# fail the same way again.
+_TRANSIENT = {4, 8, 10, 14}
+_NOT_FOUND = 5
+# The emulator's gRPC server takes at most 4 MiB per message; real Bigtable 256 MB.
+_MAX_REQUEST_BYTES = 3 * 1024 * 1024 + 512 * 1024
+_T = TypeVar("_T")
+
+
+class BigtableTable:
+    """A `Table` in one Bigtable table, one column family ``c``."""
+
+    atomic_batches = False
+
+    def __init__(self, project: str, instance: str, table: str, *, emulator: str | None = None,
+                 app_profile: str = "", timeout: float = 30.0, deadline: float = 60.0,
+                 create: bool = True, batch_rows: int = 1000, page_rows: int = 500,
+                 url: str | None = None):
+        try:
+            import grpc
+            from google.cloud.bigtable_admin_v2 import BigtableTableAdminClient
+            from google.cloud.bigtable_admin_v2.services.bigtable_table_admin.transports import (
+                BigtableTableAdminGrpcTransport,
+            )
+            from google.cloud.bigtable_v2 import BigtableClient
+            from google.cloud.bigtable_v2.services.bigtable.transports import (
+                BigtableGrpcTransport,
+            )
+            from google.cloud.bigtable_v2.types import FeatureFlags
+        except ImportError as e:
+            raise StoreError(f"the bigtable:// backend needs google-cloud-bigtable ({e}); "
+                             f"{_EXTRA_HINT}") from None
+        self.project, self.instance, self.table_id = project, instance, table
+        self.emulator = emulator
+        self.app_profile = app_profile
+        self.timeout = timeout
+        self.deadline = deadline
+        self.create = create
+        self.batch_rows = batch_rows
+        self.page_rows = page_rows
+        self.url = url or f"bigtable://{project}/{instance}/{table}"
+        self.instance_path = f"projects/{project}/instances/{instance}"
+        self.table_path = f"{self.instance_path}/tables/{table}"
+        self._where = f"bigtable table {self.table_path}" + (
+            f" (emulator {emulator})" if emulator else "")
+        self._features = [("bigtable-features", base64.urlsafe_b64encode(
+            FeatureFlags.serialize(FeatureFlags(reverse_scans=True))).decode())]
+        self._ensure_lock = threading.Lock()
+        self._native_reverse = True
+        try:
+            if emulator:
+                # short reconnect backoff: an emulator restarted on the same port
+                # is reachable again within a second, not gRPC's default minutes
+                options = [("grpc.max_send_message_length", -1),
+                           ("grpc.max_receive_message_length", -1),
+                           ("grpc.initial_reconnect_backoff_ms", 100),
+                           ("grpc.min_reconnect_backoff_ms", 100),
+                           ("grpc.max_reconnect_backoff_ms", 1000)]
+                self._channel = grpc.insecure_channel(emulator, options=options)
+                self._data = BigtableClient(transport=BigtableGrpcTransport(
+                    channel=self._channel))
+                self._admin = BigtableTableAdminClient(transport=BigtableTableAdminGrpcTransport(
+                    channel=self._channel))
+            else:
+                self._channel = None
+                self._data = BigtableClient()
+                self._admin = BigtableTableAdminClient()
+        except Exception as e:  # google.auth raises DefaultCredentialsError, among others
+            raise StoreError(f"{self._where}: cannot create the client: {_brief(e)} (set "
+                             f"GOOGLE_APPLICATION_CREDENTIALS, or BIGTABLE_EMULATOR_HOST "
+                             f"for the emulator)") from None
+        if create:
+            self._ensure_table()
+
+    # -- errors and retries ----------------------------------------------------
+    def _error(self, what: str, e: BaseException | str) -> StoreError:
+        return StoreError(f"{self._where}: {what} failed: "
+                          f"{e if isinstance(e, str) else _brief(e)}")
+
+    def _call(self, what: str, fn: Callable[[], _T]) -> _T:
+        """Run ``fn`` until it succeeds, retrying transient errors with jittered
+        backoff until the deadline; re-create a vanished table once."""
+        give_up = time.monotonic() + self.deadline
+        delay = 0.05
+        recreated = False
+        while True:
+            try:
+                return fn()
+            except (StoreError, _NoReverse):
+                raise
+            except Exception as e:
+                code = _code(e)
+                if code == _NOT_FOUND and self.create and not recreated and \
+                        "table" in str(e).lower():
+                    # a fresh emulator (or a dropped table): create it and try again
+                    recreated = True
+                    self._ensure_table()
+                    continue
+                if code not in _TRANSIENT:
+                    raise self._error(what, e) from None
+                if time.monotonic() + delay > give_up:
+                    raise self._error(what, f"gave up after {self.deadline:g}s of retries: "
+                                      f"{_brief(e)}") from None
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 2.0)
+
+    def _ensure_table(self) -> None:
+        from google.cloud.bigtable_admin_v2 import (
+            ColumnFamily,
+            GcRule,
+            GetTableRequest,
+            ModifyColumnFamiliesRequest,
+        )
+        from google.cloud.bigtable_admin_v2 import Table as TablePb
+
+        family = ColumnFamily(gc_rule=GcRule(max_num_versions=1))
+        schema = GetTableRequest(name=self.table_path, view=TablePb.View.SCHEMA_VIEW)
+
+        def ensure() -> None:
+            try:
+                found = self._admin.get_table(request=schema, timeout=self.timeout, retry=None)
+            except Exception as e:
+                code = _code(e)
+                if code == 7:  # PERMISSION_DENIED: data-only credentials; assume it exists
+                    return
+                if code != _NOT_FOUND:
+                    raise
+                try:
+                    self._admin.create_table(parent=self.instance_path, table_id=self.table_id,
+                                             table=TablePb(column_families={FAMILY: family}),
+                                             timeout=self.timeout, retry=None)
+                    return
+                except Exception as e2:
+                    if _code(e2) != 6:  # ALREADY_EXISTS: another client won the race
+                        raise
+                found = self._admin.get_table(request=schema, timeout=self.timeout, retry=None)
+            if FAMILY not in found.column_families:
+                self._admin.modify_column_families(
+                    name=self.table_path, timeout=self.timeout, retry=None,
+                    modifications=[ModifyColumnFamiliesRequest.Modification(
+                        id=FAMILY, create=family)])
+
+        with self._ensure_lock:
+            give_up = time.monotonic() + self.deadline
+            delay = 0.05
+            while True:
+                try:
+                    return ensure()
+                except Exception as e:
+                    if _code(e) not in _TRANSIENT or time.monotonic() + delay > give_up:
+                        raise self._error("creating the table and column family", e) from None
+                    time.sleep(delay * (0.5 + random.random()))
+                    delay = min(delay * 2, 2.0)
+
+    # -- writes ----------------------------------------------------------------
+    def put(self, rows: Mapping[bytes, Row]) -> None:
+        from google.cloud.bigtable_v2.types import MutateRowsRequest, Mutation
+
+        entries = []
+        for key, cols in rows.items():
+            key = bytes(key)
+            if not key:
+                raise StoreError(f"{self._where}: Bigtable row keys cannot be empty")
+            if not cols:
+                continue
+            entries.append((key, [Mutation(set_cell=Mutation.SetCell(
+                family_name=FAMILY, column_qualifier=c.encode("utf-8"),
+                timestamp_micros=-1, value=bytes(v))) for c, v in cols.items()],
+                len(key) + sum(len(c) + len(v) + 16 for c, v in cols.items())))
+        self._mutate("write", entries, MutateRowsRequest)
+
+    def delete(self, rows: list[bytes]) -> None:
+        from google.cloud.bigtable_v2.types import MutateRowsRequest, Mutation
+
+        entries = [(bytes(k), [Mutation(delete_from_row=Mutation.DeleteFromRow())], len(k) + 8)
+                   for k in dict.fromkeys(rows) if k]
+        self._mutate("delete", entries, MutateRowsRequest)
+
+    def _mutate(self, what: str, entries: list, request_type) -> None:
+        chunk: list = []
+        size = 0
+        for entry in entries:
+            if chunk and (len(chunk) >= self.batch_rows or size + entry[2] > _MAX_REQUEST_BYTES):
+                self._mutate_chunk(what, chunk, request_type)
+                chunk, size = [], 0
+            chunk.append(entry)
+            size += entry[2]
+        if chunk:
+            self._mutate_chunk(what, chunk, request_type)
+
+    def _mutate_chunk(self, what: str, chunk: list, request_type) -> None:
+        """One MutateRows request; rows without an OK status are retried
+        (transient) or reported (anything else); never silently dropped."""
+        pending = list(range(len(chunk)))
+
+        def attempt() -> None:
+            nonlocal pending
+            request = request_type(
+                table_name=self.table_path, app_profile_id=self.app_profile,
+                entries=[request_type.Entry(row_key=chunk[i][0], mutations=chunk[i][1])
+                         for i in pending])
+            statuses: dict[int, tuple[int, str]] = {}
+            try:
+                for response in self._data.mutate_rows(request=request, timeout=self.timeout,
+                                                       retry=None):
+                    for e in response.entries:
+                        statuses[pending[e.index]] = (e.status.code, e.status.message)
+            finally:
+                # rows confirmed OK are done even if the stream broke afterwards
+                failed = [(i, st) for i, st in statuses.items()
+                          if st[0] != 0 and st[0] not in _TRANSIENT]
+                pending = [i for i in pending if statuses.get(i, (-1,))[0] != 0]
+            if failed:
+                i, (code, message) = failed[0]
+                raise StoreError(f"{self._where}: {what} of row {_show(chunk[i][0])} failed: "
+                                 f"{_code_name(code)}: {message}" +
+                                 (f" (and {len(failed) - 1} more rows)" if len(failed) > 1
+                                  else ""))
+            if pending:
+                code, message = statuses.get(pending[0], (14, "no status returned"))
+                raise _Transient(code, f"{len(pending)} of {len(chunk)} rows not confirmed, "
+                                       f"e.g. {_show(chunk[pending[0]][0])}: "
+                                       f"{_code_name(code)} {message}")
+
+        self._call(what, attempt)
+
+    # -- reads -----------------------------------------------------------------
+    def _read(self, *, keys: list[bytes] | None = None, start: bytes = b"",
+              start_open: bool = False, stop: bytes = b"", limit: int = 0,
+              reverse: bool = False) -> list[tuple[bytes, dict[str, bytes]]]:
+        """One bounded ReadRows call, returned whole so no stream outlives it."""
+        from google.cloud.bigtable_v2.types import ReadRowsRequest, RowFilter, RowRange, RowSet
+
+        if keys is not None:
+            row_set = RowSet(row_keys=keys)
+        else:
+            rng = RowRange()
+            if start:
+                if start_open:
+                    rng.start_key_open = start
+                else:
+                    rng.start_key_closed = start
+            if stop:
+                rng.end_key_open = stop
+            row_set = RowSet(row_ranges=[rng])
+        request = ReadRowsRequest(table_name=self.table_path, app_profile_id=self.app_profile,
+                                  rows=row_set, rows_limit=limit, reversed=reverse,
+                                  filter=RowFilter(cells_per_column_limit_filter=1))
+
+        def attempt() -> list[tuple[bytes, dict[str, bytes]]]:
+            try:
+                # the first response is fetched by read_rows itself, hence inside
+                return list(_merge_chunks(self._data.read_rows(
+                    request=request, timeout=self.timeout, retry=None,
+                    metadata=self._features)))
+            except Exception as e:
+                if reverse and _code(e) == 12:  # UNIMPLEMENTED: no reversed reads here
+                    raise _NoReverse() from None
+                raise
+
+        return self._call("read", attempt)
+
+    def get(self, row: bytes) -> dict[str, bytes] | None:
+        if not row:
+            return None
+        found = self._read(keys=[bytes(row)])
+        return found[0][1] if found and found[0][1] else None
+
+    def get_many(self, rows: list[bytes]) -> dict[bytes, dict[str, bytes]]:
+        keys = list(dict.fromkeys(bytes(r) for r in rows if r))
+        out: dict[bytes, dict[str, bytes]] = {}
+        for i in range(0, len(keys), self.page_rows):
+            for key, cols in self._read(keys=keys[i:i + self.page_rows]):
+                if cols:
+                    out[key] = cols
+        return out
+
+    def scan(self, start: bytes = b"", stop: bytes = b"", *, limit: int | None = None,
+             reverse: bool = False) -> Iterator[tuple[bytes, dict[str, bytes]]]:
+        if limit is not None and limit <= 0:
+            return
+        start, stop = bytes(start), bytes(stop)
+        if stop and stop <= start:
+            return
+        if reverse and not self._native_reverse:
+            yield from self._reverse_in_memory(start, stop, limit)
+            return
+        emitted = 0
+        lo, lo_open, hi = start, False, stop
+        while True:
+            want = self.page_rows if limit is None else min(self.page_rows, limit - emitted)
+            try:
+                page = self._read(start=lo, start_open=lo_open, stop=hi, limit=want,
+                                  reverse=reverse)
+            except _NoReverse:
+                self._native_reverse = False
+                yield from self._reverse_in_memory(start, hi, None if limit is None
+                                                   else limit - emitted)
+                return
+            for key, cols in page:
+                yield key, cols
+            emitted += len(page)
+            if len(page) < want or (limit is not None and emitted >= limit):
+                return
+            # resume after the last row: forward moves the open start up,
+            # reverse moves the exclusive end down
+            if reverse:
+                hi = page[-1][0]
+            else:
+                lo, lo_open = page[-1][0], True
+
+    def _reverse_in_memory(self, start: bytes, stop: bytes, limit: int | None
+                           ) -> Iterator[tuple[bytes, dict[str, bytes]]]:
+        """Reverse scan for servers without reversed reads: reads the whole range
+        forward (I/O grows with the range, not the limit) and keeps only the last
+        ``limit`` rows in memory (the whole range when there is no limit)."""
+        tail: deque = deque(maxlen=limit)
+        tail.extend(self.scan(start, stop))
+        while tail:
+            yield tail.pop()
+
+    def close(self) -> None:
+        try:
+            if self._channel is not None:
+                self._channel.close()
+            else:
+                self._data.transport.close()
+                self._admin.transport.close()
+        except Exception:  # closing twice or a dead channel: nothing left to release
+            pass
+
+
+class _NoReverse(Exception):
+    """The server answered a reversed read with UNIMPLEMENTED."""
+
+
+class _Transient(Exception):
+    """Rows left unconfirmed by a MutateRows call, with their gRPC code."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.grpc_code = code
+
+
+def _merge_chunks(stream) -> Iterator[tuple[bytes, dict[str, bytes]]]:
+    """Rows from ReadRows responses: a row's cells arrive as chunks, a cell's
+    value may be split over several (value_size > 0 until the last piece)."""
+    key = b""
+    cols: dict[str, bytes] = {}
+    family = qualifier = None
+    parts: list[bytes] = []
+    for response in stream:
+        for ch in response.chunks:
+            if ch.reset_row:
+                key, cols, family, qualifier, parts = b"", {}, None, None, []
+                continue
+            if ch.row_key and ch.row_key != key:
+                # a new row (the emulator repeats the key on every chunk of a row)
+                key, cols = ch.row_key, {}
+            if "family_name" in ch:
+                family = ch.family_name
+            if "qualifier" in ch:
+                qualifier = ch.qualifier
+            parts.append(ch.value)
+            if ch.value_size == 0:
+                if family == FAMILY and qualifier is not None:
+                    cols[qualifier.decode("utf-8")] = b"".join(parts)
+                parts = []
+            if ch.commit_row:
+                yield key, cols
+                key, cols = b"", {}
+
+
+def _code(e: BaseException) -> int | None:
+    """The numeric gRPC status code of an error, if it carries one."""
+    code = getattr(e, "grpc_code", None)
+    if isinstance(code, int):
+        return code
+    code = getattr(e, "grpc_status_code", None)
+    if code is not None:
+        return code.value[0]
+    code_fn = getattr(e, "code", None)
+    if callable(code_fn):  # a raw grpc.RpcError
+        try:
+            return code_fn().value[0]
+        except Exception:
+            return None
+    return None
+
+
+def _code_name(code: int) -> str:
+    names = {0: "OK", 1: "CANCELLED", 2: "UNKNOWN", 3: "INVALID_ARGUMENT", 4: "DEADLINE_EXCEEDED",
+             5: "NOT_FOUND", 6: "ALREADY_EXISTS", 7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED",
+             9: "FAILED_PRECONDITION", 10: "ABORTED", 11: "OUT_OF_RANGE", 12: "UNIMPLEMENTED",
+             13: "INTERNAL", 14: "UNAVAILABLE", 16: "UNAUTHENTICATED"}
+    return names.get(code, f"code {code}")
+
+
+def _brief(e: BaseException) -> str:
+    """One line: the gRPC code name and the server's message, no debug blob."""
+    code = _code(e)
+    message = getattr(e, "message", None) or str(e)
+    message = message.splitlines()[0] if message else type(e).__name__
+    if code is not None and _code_name(code) not in message:
+        return f"{_code_name(code)}: {message}"
+    return message
+
+
+def _show(key: bytes) -> str:
+    return repr(key if len(key) <= 80 else key[:80] + b"...")
+
+
+def _open(url: str) -> BigtableTable:
+    parts = urlsplit(url)
+    path = [p for p in parts.path.split("/")]
+    if len(path) != 3 or path[0] != "" or not parts.netloc or not all(path[1:]):
+        raise StoreError(f"bigtable URL must look like bigtable://project/instance/table, "
+                         f"got {redact(url)!r}")
+    params = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    known = {"emulator", "app_profile", "timeout", "deadline", "create", "batch", "page"}
+    unknown = set(params) - known
+    if unknown:
+        raise StoreError(f"unknown bigtable URL parameter(s) {', '.join(sorted(unknown))} in "
+                         f"{redact(url)!r}; known: {', '.join(sorted(known))}")
+
+    def number(name: str, default: float, kind=float):
+        try:
+            value = kind(params.get(name, default))
+        except ValueError:
+            raise StoreError(f"bigtable URL parameter {name} must be a number, "
+                             f"in {redact(url)!r}") from None
+        if value <= 0:
+            raise StoreError(f"bigtable URL parameter {name} must be positive, "
+                             f"in {redact(url)!r}")
+        return value
+
+    create = params.get("create", "true").lower()
+    if create not in ("true", "false", "1", "0", "yes", "no"):
+        raise StoreError(f"bigtable URL parameter create must be true or false, "
+                         f"in {redact(url)!r}")
+    emulator = params.get("emulator") or os.environ.get("BIGTABLE_EMULATOR_HOST") or None
+    return BigtableTable(parts.netloc, path[1], path[2], emulator=emulator,
+                         app_profile=params.get("app_profile", ""),
+                         timeout=number("timeout", 30.0), deadline=number("deadline", 60.0),
+                         create=create in ("true", "1", "yes"),
+                         batch_rows=number("batch", 1000, int), page_rows=number("page", 500, int),
+                         url=url)
+
+
+register_backend("bigtable", _open, extra="bigtable")
