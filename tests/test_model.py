@@ -38,7 +38,8 @@ def test_operations_are_immutable_and_hashable():
     t = TransformOperation("t", "d", [InputField("r", "a")], ["x"],
                            {InputField("r", "a"): (Transformation("DIRECT", "IDENTITY"),)})
     assert len({t, t}) == 1
-    with pytest.raises(Exception):
+    from dataclasses import FrozenInstanceError
+    with pytest.raises(FrozenInstanceError):
         op.name = "other"  # type: ignore[misc]
 
 

@@ -269,6 +269,25 @@ class LineageStore:
         groups.sort(key=lambda g: (-g.runs[0].start_ms if g.runs else 0, g.checksum))
         return groups
 
+    def field_map(self, endpoint: EndPoint, start: int, end: int,
+                  direction: str = "incoming") -> dict[EndPointField, set[EndPointField]]:
+        """Every field of ``endpoint`` with its lineage over the range, from the
+        precomputed summaries: incoming = each field written to it → its source
+        fields; outgoing = each field read from it → the fields built from it
+        (the dropped marker left out). Fields without lineage map to an empty set."""
+        out: dict[EndPointField, set[EndPointField]] = {}
+        for _, s in self._summaries(endpoint, start, end, direction):
+            if direction == "incoming":
+                mine, summary = s.destination_fields, s.incoming
+            else:
+                mine, summary = s.source_fields, s.outgoing
+            for f in mine:
+                if f.endpoint == endpoint:
+                    out.setdefault(f, set()).update(summary.get(f, frozenset()))
+        for targets in out.values():
+            targets.discard(DROPPED)
+        return out
+
     def _runs_by_set(self, kind: bytes, endpoint: EndPoint, checksum: str, start: int,
                      end: int, limit: int | None = None) -> Iterator[RunInfo]:
         prefix = rk.by_set_prefix(kind, endpoint.namespace, endpoint.name, checksum)

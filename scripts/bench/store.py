@@ -81,8 +81,8 @@ def main(runs: int, workdir: str | None) -> None:
                 recorded += k
                 bar.update(k)
             end = 1_000 + recorded
-            results.append((goal, timed(lambda: store.incoming(target, 0, end)),
-                            timed(lambda: store.fields(DST, 0, end))))
+            results.append((goal, timed(lambda end=end: store.incoming(target, 0, end)),
+                            timed(lambda end=end: store.fields(DST, 0, end))))
     batched_rate = recorded / write_time
 
     print()

@@ -1,0 +1,424 @@
+"""OpenLineage in and out: RunEvents with `columnLineage` facets <-> field operations.
+
+Ingest (`run_event_to_lineage`) turns one OpenLineage RunEvent (spec 2-0-x)
+into one run's `FieldLineageInfo`: per input dataset a READ of the fields the
+facets name, per output field one TRANSFORM whose inputs carry the facet's
+transformation tags, per output dataset one WRITE. Construction is
+deterministic (inputs sorted, names derived from identities), so the same
+facet always gives the same operation set and checksum, and an exported event
+re-ingested gives the run back unchanged.
+
+Export (`facet_from_info`, `export_events`) goes the other way: per output
+field the source fields it derives from, with the transformation tags composed
+along every path (semantics §5: INDIRECT beats DIRECT; among DIRECT,
+AGGREGATION beats TRANSFORMATION beats IDENTITY).
+
+This module must never write to a store and never half-parse an event: any
+malformed value is a `BadRequest` naming its JSON path before anything else
+happens.
+"""
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from typing import Any, Iterable, Mapping
+
+from . import __version__
+from .errors import BadRequest, InvalidLineageError
+from .model import (EndPoint, EndPointField, FieldLineageInfo, InputField, Operation,
+                    ReadOperation, Transformation, TransformOperation, WriteOperation)
+
+__all__ = ["run_event_to_lineage", "check_shape", "facet_from_info", "export_events", "input_transformations",
+           "event_run_id", "event_time_ms", "PRODUCER", "RUN_EVENT_SCHEMA_URL",
+           "COLUMN_LINEAGE_SCHEMA_URL", "PROPERTIES_FACET"]
+
+#: URI identifying fll as the producer of exported events and facets.
+# who produced an exported event; override with FLL_PRODUCER (any URI)
+PRODUCER = os.environ.get("FLL_PRODUCER") or f"urn:fll:{__version__}"
+RUN_EVENT_SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
+COLUMN_LINEAGE_SCHEMA_URL = \
+    "https://openlineage.io/spec/facets/1-2-0/ColumnLineageDatasetFacet.json"
+#: Our own dataset facet carrying `EndPoint.properties`, so they survive a round trip.
+PROPERTIES_FACET = "fllProperties"
+PROPERTIES_SCHEMA_URL = f"{PRODUCER}/spec/FllPropertiesDatasetFacet.json"
+
+# subtypes that, per OpenLineage, belong in the facet's top-level `dataset` list
+_DATASET_WIDE = frozenset({"FILTER", "JOIN", "GROUP_BY", "SORT"})
+_DIRECT_RANK = {"IDENTITY": 1, "TRANSFORMATION": 2, "AGGREGATION": 3}
+_LEGACY_TYPES = {"IDENTITY": Transformation("DIRECT", "IDENTITY"),
+                 "MASKED": Transformation("DIRECT", "TRANSFORMATION", masking=True)}
+
+
+# -- small JSON readers that name the path of what is wrong ---------------------
+
+def _obj(value: Any, path: str) -> dict:
+    if not isinstance(value, dict):
+        raise BadRequest(f"{path} must be a JSON object, got {_kind(value)}", path)
+    return value
+
+
+def _arr(value: Any, path: str) -> list:
+    if not isinstance(value, list):
+        raise BadRequest(f"{path} must be a JSON array, got {_kind(value)}", path)
+    return value
+
+
+def _str(value: Any, path: str, *, empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise BadRequest(f"{path} must be a string, got {_kind(value)}", path)
+    if not empty and not value:
+        raise BadRequest(f"{path} must not be empty", path)
+    return value
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _list_or_none(value: Any, path: str) -> list:
+    return [] if value is None else _arr(value, path)
+
+
+def _opt(d: dict, key: str, reader, path: str, default: Any) -> Any:
+    return reader(d[key], f"{path}.{key}") if d.get(key) is not None else default
+
+
+# -- ingest --------------------------------------------------------------------
+
+def event_time_ms(event: Any) -> int:
+    """`eventTime` of a RunEvent as epoch milliseconds (UTC if no offset is given)."""
+    text = _str(_obj(event, "$").get("eventTime"), "$.eventTime")
+    try:
+        dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise BadRequest(f"$.eventTime={text!r} is not an ISO 8601 date-time",
+                         "$.eventTime") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    ms = int(dt.timestamp() * 1000)
+    if ms < 0:
+        raise BadRequest(f"$.eventTime={text!r} is before 1970", "$.eventTime")
+    return ms
+
+
+def check_shape(event: Any) -> None:
+    """The checks every event must pass, even one without column lineage."""
+    ev = _obj(event, "$")
+    event_run_id(ev)
+    event_time_ms(ev)
+    job = _obj(ev.get("job"), "$.job")
+    _str(job.get("namespace"), "$.job.namespace")
+    _str(job.get("name"), "$.job.name")
+    for side in ("inputs", "outputs"):
+        for i, ds in enumerate(_list_or_none(ev.get(side), f"$.{side}")):
+            d = _obj(ds, f"$.{side}[{i}]")
+            _str(d.get("namespace"), f"$.{side}[{i}].namespace")
+            _str(d.get("name"), f"$.{side}[{i}].name")
+            if d.get("facets") is not None:
+                _obj(d["facets"], f"$.{side}[{i}].facets")
+
+
+def event_run_id(event: Any) -> str:
+    """`run.runId` of a RunEvent."""
+    run = _obj(_obj(event, "$").get("run"), "$.run")
+    return _str(run.get("runId"), "$.run.runId")
+
+
+def _transformation(value: Any, path: str) -> Transformation:
+    t = _obj(value, path)
+    try:
+        return Transformation(
+            type=_str(t.get("type"), f"{path}.type"),
+            subtype=_opt(t, "subtype", lambda v, p: _str(v, p, empty=True), path, ""),
+            description=_opt(t, "description", lambda v, p: _str(v, p, empty=True), path, ""),
+            masking=_opt(t, "masking", _bool, path, False))
+    except InvalidLineageError as e:
+        raise BadRequest(f"{path}: {e}", path) from None
+
+
+def _bool(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise BadRequest(f"{path} must be a boolean, got {_kind(value)}", path)
+    return value
+
+
+def _input_ref(value: Any, path: str) -> tuple[EndPointField, tuple[Transformation, ...] | None]:
+    d = _obj(value, path)
+    ep = _endpoint(d.get("namespace"), d.get("name"), path, {})
+    fld = _str(d.get("field"), f"{path}.field")
+    tags = None
+    if d.get("transformations") is not None:
+        tags = tuple(_transformation(t, f"{path}.transformations[{i}]")
+                     for i, t in enumerate(_arr(d["transformations"], f"{path}.transformations")))
+    return EndPointField(ep, fld), tags
+
+
+def _endpoint(namespace: Any, name: Any, path: str, properties: Mapping[str, str]) -> EndPoint:
+    ns = _str(namespace, f"{path}.namespace")
+    nm = _str(name, f"{path}.name")
+    return EndPoint(ns, nm, properties)
+
+
+def _properties(dataset: dict, path: str) -> dict[str, str]:
+    facets = dataset.get("facets")
+    if not isinstance(facets, dict) or not isinstance(facets.get(PROPERTIES_FACET), dict):
+        return {}
+    fpath = f"{path}.facets.{PROPERTIES_FACET}.properties"
+    props = _obj(facets[PROPERTIES_FACET].get("properties", {}), fpath)
+    return {k: _str(v, f"{fpath}.{k}", empty=True) for k, v in props.items()}
+
+
+def _merge_tags(a: tuple[Transformation, ...], b: tuple[Transformation, ...]
+                ) -> tuple[Transformation, ...]:
+    return tuple(dict.fromkeys(a + b))
+
+
+def run_event_to_lineage(event: Any) -> tuple[FieldLineageInfo, str, int, str]:
+    """One RunEvent → (operations, run id, start ms, program ``job.namespace/job.name``).
+
+    The start time returned is this event's ``eventTime``; a caller that has
+    seen an earlier event for the run uses that one instead. Raises
+    `BadRequest` (malformed JSON shape, naming its path such as
+    ``$.outputs[0].facets.columnLineage.fields.id.inputFields[1].field``) or
+    `InvalidLineageError` (no output carries column lineage, or the result
+    breaks a model rule).
+    """
+    ev = _obj(event, "$")
+    run_id = event_run_id(ev)
+    start_ms = event_time_ms(ev)
+    job = _obj(ev.get("job"), "$.job")
+    program = f"{_str(job.get('namespace'), '$.job.namespace')}/{_str(job.get('name'), '$.job.name')}"
+    if ev.get("eventType") is not None:
+        _str(ev["eventType"], "$.eventType")
+
+    # properties of every dataset the event names, so READs and WRITEs carry them
+    props: dict[EndPoint, dict[str, str]] = {}
+    for side in ("inputs", "outputs"):
+        for i, ds in enumerate(_list_or_none(ev.get(side), f"$.{side}")):
+            p = f"$.{side}[{i}]"
+            d = _obj(ds, p)
+            ep = _endpoint(d.get("namespace"), d.get("name"), p, {})
+            props.setdefault(ep, {}).update(_properties(d, p))
+
+    # destination -> field -> source field -> tags (insertion order kept, then sorted)
+    lineage: dict[EndPoint, dict[str, dict[EndPointField, tuple[Transformation, ...]]]] = {}
+    for i, ds in enumerate(_list_or_none(ev.get("outputs"), "$.outputs")):
+        p = f"$.outputs[{i}]"
+        d = _obj(ds, p)
+        facets = d.get("facets")
+        if facets is None:
+            continue
+        facets = _obj(facets, f"{p}.facets")
+        if facets.get("columnLineage") is None:
+            continue
+        fp = f"{p}.facets.columnLineage"
+        facet = _obj(facets["columnLineage"], fp)
+        dest = _endpoint(d.get("namespace"), d.get("name"), p, {})
+        fields = _obj(facet.get("fields"), f"{fp}.fields")
+        wide: dict[EndPointField, tuple[Transformation, ...]] = {}
+        for j, ref in enumerate(_list_or_none(facet.get("dataset"), f"{fp}.dataset")):
+            src, tags = _input_ref(ref, f"{fp}.dataset[{j}]")
+            wide[src] = _merge_tags(wide.get(src, ()), tags or ())
+        per_field = lineage.setdefault(dest, {})
+        for out_name, spec in fields.items():
+            sp = f"{fp}.fields.{out_name}"
+            spec = _obj(spec, sp)
+            legacy: tuple[Transformation, ...] = ()
+            if spec.get("transformationType") is not None:
+                legacy_type = _str(spec["transformationType"], f"{sp}.transformationType")
+                if legacy_type.upper() in _LEGACY_TYPES:
+                    legacy = (_LEGACY_TYPES[legacy_type.upper()],)
+            inputs = per_field.setdefault(out_name, {})
+            for k, ref in enumerate(_arr(spec.get("inputFields"), f"{sp}.inputFields")):
+                src, tags = _input_ref(ref, f"{sp}.inputFields[{k}]")
+                inputs[src] = _merge_tags(inputs.get(src, ()),
+                                          tags if tags is not None else legacy)
+            for src, tags in wide.items():
+                inputs[src] = _merge_tags(inputs.get(src, ()), tags)
+    if not lineage:
+        raise InvalidLineageError(
+            "the event has no output with a columnLineage facet "
+            "($.outputs[*].facets.columnLineage): nothing to record")
+    return _build(lineage, props), run_id, start_ms, program
+
+
+def _build(lineage: dict[EndPoint, dict[str, dict[EndPointField, tuple[Transformation, ...]]]],
+           props: dict[EndPoint, dict[str, str]]) -> FieldLineageInfo:
+    reads: dict[EndPoint, set[str]] = {}
+    for per_field in lineage.values():
+        for inputs in per_field.values():
+            for src in inputs:
+                reads.setdefault(src.endpoint, set()).add(src.field)
+    ops: list[Operation] = []
+    read_name = {ep: f"read:{ep.namespace}:{ep.name}" for ep in reads}
+    for ep in sorted(reads):
+        ops.append(ReadOperation(read_name[ep], f"read {ep.namespace}:{ep.name}",
+                                 EndPoint(ep.namespace, ep.name, props.get(ep)),
+                                 tuple(sorted(reads[ep]))))
+    for dest in sorted(lineage):
+        writes: list[InputField] = []
+        for out_name in sorted(lineage[dest]):
+            inputs = lineage[dest][out_name]
+            name = f"transform:{dest.namespace}:{dest.name}:{out_name}"
+            ins = [InputField(read_name[s.endpoint], s.field) for s in sorted(inputs)]
+            tags = {InputField(read_name[s.endpoint], s.field): t
+                    for s, t in inputs.items() if t}
+            ops.append(TransformOperation(name, f"columnLineage of {out_name}", tuple(ins),
+                                          (out_name,), tags))
+            writes.append(InputField(name, out_name))
+        ops.append(WriteOperation(f"write:{dest.namespace}:{dest.name}",
+                                  f"write {dest.namespace}:{dest.name}",
+                                  EndPoint(dest.namespace, dest.name, props.get(dest)),
+                                  tuple(writes)))
+    return FieldLineageInfo(ops)
+
+
+# -- composing transformation tags along paths -------------------------------
+
+def _compose(a: tuple[Transformation, ...], b: tuple[Transformation, ...]
+             ) -> tuple[Transformation, ...]:
+    """Tags of a path made of a step tagged ``a`` followed by a step tagged ``b``.
+
+    An untagged step says nothing, so it is neutral. INDIRECT tags win over
+    DIRECT ones (the value only shaped the result); among DIRECT tags the
+    strongest subtype wins and masking is kept if any step masked.
+    """
+    if not a:
+        return b
+    if not b:
+        return a
+    both = a + b
+    indirect = tuple(t for t in both if t.type == "INDIRECT")
+    if indirect:
+        return tuple(dict.fromkeys(indirect))
+    best = max(both, key=lambda t: _DIRECT_RANK.get(t.subtype, 0))
+    masking = any(t.masking for t in both)
+    return (Transformation("DIRECT", best.subtype, best.description, masking),)
+
+
+def input_transformations(info: FieldLineageInfo, destination: EndPointField
+                          ) -> dict[EndPointField, list[Transformation]]:
+    """Per source field of ``destination`` (in this operation set), the distinct
+    transformation tags composed along every path from its READ; ``[]`` when no
+    step on any path was tagged. Linear in the graph: one pass over the field's operations."""
+    by_name = {op.name: op for op in info.operations}
+    # operations on the field's paths come in topological order, so one forward
+    # pass sees every producer before its consumers (no recursion, no path listing)
+    per_op: dict[str, dict[EndPointField, set[tuple[Transformation, ...]]]] = {}
+
+    def of_input(inp: InputField) -> dict[EndPointField, set[tuple[Transformation, ...]]]:
+        origin = by_name[inp.origin]
+        if isinstance(origin, ReadOperation):
+            return {EndPointField(EndPoint(origin.source.namespace, origin.source.name),
+                                  inp.name): {()}}
+        return per_op.get(inp.origin, {})
+
+    result: dict[EndPointField, set[tuple[Transformation, ...]]] = {}
+    for op in info.incoming_operations(destination):
+        if isinstance(op, TransformOperation):
+            acc: dict[EndPointField, set[tuple[Transformation, ...]]] = {}
+            for inp in op.inputs:
+                step = op.transformations.get(inp, ())
+                for src, paths in of_input(inp).items():
+                    acc.setdefault(src, set()).update(_compose(p, step) for p in paths)
+            per_op[op.name] = acc
+        elif isinstance(op, WriteOperation) and op.destination == destination.endpoint:
+            for inp in op.inputs:
+                if inp.name == destination.field:
+                    for src, paths in of_input(inp).items():
+                        result.setdefault(src, set()).update(paths)
+    return {src: _flatten(paths) for src, paths in result.items()}
+
+
+def _flatten(paths: Iterable[tuple[Transformation, ...]]) -> list[Transformation]:
+    tags: dict[Transformation, None] = {}
+    for p in sorted(paths, key=lambda p: [(t.type, t.subtype, t.description, t.masking)
+                                          for t in p]):
+        tags.update(dict.fromkeys(p))
+    return list(tags)
+
+
+# -- export --------------------------------------------------------------------
+
+def _input_field_json(src: EndPointField, tags: list[Transformation]) -> dict:
+    return {"namespace": src.endpoint.namespace, "name": src.endpoint.name, "field": src.field,
+            "transformations": [t.to_dict() for t in tags]}
+
+
+def facet_from_info(info: FieldLineageInfo, destination: EndPoint) -> dict:
+    """The `ColumnLineageDatasetFacet` (1-2-0) of ``destination`` in this operation set.
+
+    An input every output field depends on with the same tags, all of them
+    dataset-wide (FILTER, JOIN, GROUP_BY, SORT), goes to the facet's `dataset`
+    list, as OpenLineage puts it; ingest spreads it back over every field.
+    """
+    written = info.destination_fields().get(destination)
+    if written is None:
+        raise InvalidLineageError(f"the operation set does not write {destination}")
+    per_field = {name: input_transformations(info, EndPointField(destination, name))
+                 for name in sorted(written)}
+    wide: dict[EndPointField, list[Transformation]] = {}
+    if per_field:
+        first = next(iter(per_field.values()))
+        for src, tags in first.items():
+            if tags and all(t.type == "INDIRECT" and t.subtype in _DATASET_WIDE for t in tags) \
+                    and all(f.get(src) == tags for f in per_field.values()):
+                wide[src] = tags
+    fields = {}
+    for name, inputs in per_field.items():
+        fields[name] = {"inputFields": [_input_field_json(s, inputs[s])
+                                        for s in sorted(inputs) if s not in wide]}
+    facet: dict[str, Any] = {"_producer": PRODUCER, "_schemaURL": COLUMN_LINEAGE_SCHEMA_URL,
+                             "fields": fields}
+    if wide:
+        facet["dataset"] = [_input_field_json(s, wide[s]) for s in sorted(wide)]
+    return facet
+
+
+def _dataset_json(ep: EndPoint, facets: dict | None = None) -> dict:
+    out: dict[str, Any] = {"namespace": ep.namespace, "name": ep.name}
+    all_facets = dict(facets or {})
+    if ep.properties:
+        all_facets[PROPERTIES_FACET] = {"_producer": PRODUCER, "_schemaURL": PROPERTIES_SCHEMA_URL,
+                                        "properties": dict(ep.properties)}
+    if all_facets:
+        out["facets"] = all_facets
+    return out
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(
+        timespec="milliseconds").replace("+00:00", "Z")
+
+
+def info_to_event(info: FieldLineageInfo, run_id: str, start_ms: int,
+                  program: str | None) -> dict:
+    """One COMPLETE RunEvent describing a whole recorded run."""
+    ns, _, name = (program or "").partition("/")
+    if not name:
+        ns, name = "fll", program or "unknown"
+    return {
+        "eventType": "COMPLETE",
+        "eventTime": _iso(start_ms),
+        "producer": PRODUCER,
+        "schemaURL": RUN_EVENT_SCHEMA_URL,
+        "run": {"runId": run_id},
+        "job": {"namespace": ns, "name": name},
+        "inputs": [_dataset_json(ep) for ep in sorted(info.sources)],
+        "outputs": [_dataset_json(ep, {"columnLineage": facet_from_info(info, ep)})
+                    for ep in sorted(info.destinations)],
+    }
+
+
+def export_events(store, endpoint: EndPoint, start_ms: int, end_ms: int) -> list[dict]:
+    """A COMPLETE RunEvent for every run that wrote ``endpoint`` in ``[start_ms, end_ms)``,
+    oldest first; each event describes the whole run (all its outputs)."""
+    events = []
+    for run in sorted(store.runs(endpoint, start_ms, end_ms, "incoming"),
+                      key=lambda r: (r.start_ms, r.run_id)):
+        info = store.operation_set(run.checksum)
+        events.append(info_to_event(info, run.run_id, run.start_ms, run.program))
+    return events

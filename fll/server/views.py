@@ -1,0 +1,415 @@
+"""The JSON answers of the REST API, computed from a `LineageStore`.
+
+Pure functions of (store, decoded parameters) → plain dicts and lists, so
+they can be tested and reused without HTTP. Shapes follow
+design/rest-api.md exactly (CDAP v3 key names, Marquez's column-lineage graph).
+Times in answers are epoch seconds, as CDAP gives them; the store speaks ms.
+
+Multi-level walks (`level`, `depth`) keep a visited set, so a cycle across runs
+is cut, never looped, and they stop at the limit they are given. This module
+must never write to the store and never raise anything but fll errors for
+what a caller can get wrong.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Iterable
+
+from ..errors import BadRequest, NotFound
+from ..model import (EndPoint, EndPointField, Operation, ReadOperation, Transformation,
+                     TransformOperation)
+from ..openlineage import input_transformations
+from ..rowkeys import MAX_TIME
+from ..store.lineage import LineageStore
+
+ALL_TIME = (0, MAX_TIME)
+
+
+# -- lookups that 404 ------------------------------------------------------------
+
+def require_dataset(store: LineageStore, ep: EndPoint) -> None:
+    if not store.exists(ep):
+        raise NotFound(f"dataset {ep.namespace}:{ep.name} is unknown (no run ever read or "
+                       f"wrote it)")
+
+
+def require_field(store: LineageStore, ef: EndPointField) -> None:
+    require_dataset(store, ef.endpoint)
+    if ef.field not in store.fields(ef.endpoint, *ALL_TIME):
+        raise NotFound(f"field {ef.field!r} of dataset {ef.endpoint.namespace}:"
+                       f"{ef.endpoint.name} is unknown (no run ever read or wrote it)")
+
+
+# -- small JSON pieces -----------------------------------------------------------
+
+def dataset_id(ep: EndPoint) -> dict:
+    """CDAP's field-summary dataset shape."""
+    return {"namespace": ep.namespace, "dataset": ep.name}
+
+
+def entity_id(ep: EndPoint) -> dict:
+    """CDAP's `DatasetId` as Gson writes it (with the entity type)."""
+    return {"namespace": ep.namespace, "dataset": ep.name, "entity": "DATASET"}
+
+
+def endpoint_json(ep: EndPoint) -> dict:
+    return {"namespace": ep.namespace, "name": ep.name}
+
+
+def _input_json(op: Operation, origin: str, name: str, tags: Iterable[Transformation]) -> dict:
+    d: dict[str, Any] = {"origin": origin, "name": name}
+    tags = list(tags)
+    if tags:
+        d["transformations"] = [t.to_dict() for t in tags]
+    return d
+
+
+def operation_json(op: Operation) -> dict:
+    """CDAP's `FieldOperationInfo`: inputs/outputs are an endPoint or a field list."""
+    out: dict[str, Any] = {"name": op.name, "description": op.description}
+    if isinstance(op, ReadOperation):
+        out["inputs"] = {"endPoint": {**endpoint_json(op.source),
+                                      "properties": dict(op.source.properties)}}
+        out["outputs"] = {"fields": list(op.outputs)}
+    elif isinstance(op, TransformOperation):
+        out["inputs"] = {"fields": [_input_json(op, i.origin, i.name,
+                                                op.transformations.get(i, ()))
+                                    for i in op.inputs]}
+        out["outputs"] = {"fields": list(op.outputs)}
+    else:
+        out["inputs"] = {"fields": [_input_json(op, i.origin, i.name, ()) for i in op.inputs]}
+        out["outputs"] = {"endPoint": {**endpoint_json(op.destination),
+                                       "properties": dict(op.destination.properties)}}
+    return out
+
+
+def _grouped(fields: Iterable[EndPointField]) -> list[dict]:
+    by: dict[EndPoint, set[str]] = {}
+    for f in fields:
+        by.setdefault(f.endpoint, set()).add(f.field)
+    return [{"dataset": dataset_id(ep), "fields": sorted(by[ep])} for ep in sorted(by)]
+
+
+def _directions(direction: str, allowed: tuple[str, ...] = ("incoming", "outgoing", "both")
+                ) -> list[str]:
+    d = (direction or "").lower()
+    if d not in allowed:
+        raise BadRequest(f"direction must be one of {', '.join(allowed)}, got {direction!r}",
+                         "direction")
+    return ["incoming", "outgoing"] if d == "both" else [d]
+
+
+# -- CDAP v3: lineage/fields ------------------------------------------------------
+
+def dataset_fields(store: LineageStore, ep: EndPoint, start: int, end: int,
+                   prefix: str | None, include_current: bool) -> list:
+    require_dataset(store, ep)
+    if not include_current:
+        return store.fields(ep, start, end, prefix)
+    # "current" fields: every field the dataset ever had; lineage judged in the range
+    with_lineage = {f.field for d in ("incoming", "outgoing")
+                    for f, targets in store.field_map(ep, start, end, d).items() if targets}
+    return [{"name": n, "lineage": n in with_lineage}
+            for n in store.fields(ep, *ALL_TIME, prefix)]
+
+
+def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
+                  direction: str, level: int) -> dict:
+    """Fields ``ef`` comes from / goes to, ``level`` hops across datasets."""
+    dirs = _directions(direction)
+    require_field(store, ef)
+    answer: dict[str, Any] = {"incoming": None, "outgoing": None}
+    for d in dirs:
+        step = store.incoming if d == "incoming" else store.outgoing
+        seen = {ef}
+        found: set[EndPointField] = set()
+        frontier = [ef]
+        for _ in range(level):
+            nxt = []
+            for f in frontier:
+                for g in sorted(step(f, start, end)):
+                    if g not in seen:
+                        seen.add(g)
+                        found.add(g)
+                        nxt.append(g)
+            frontier = nxt
+            if not frontier:
+                break
+        answer[d] = _grouped(found)
+    return answer
+
+
+def field_operations(store: LineageStore, ef: EndPointField, start: int, end: int,
+                     direction: str) -> dict:
+    dirs = _directions(direction)
+    require_field(store, ef)
+    answer: dict[str, Any] = {"incoming": None, "outgoing": None}
+    for d in dirs:
+        answer[d] = [{
+            "programs": [{"program": r.program, "run": r.run_id,
+                          "lastExecutedTimeInSeconds": r.start_ms // 1000} for r in g.runs],
+            "operations": [operation_json(op) for op in g.operations],
+        } for g in store.operations(ef, start, end, d)]
+    return answer
+
+
+def all_field_lineage(store: LineageStore, ep: EndPoint, start: int, end: int,
+                      direction: str) -> dict:
+    dirs = _directions(direction)
+    require_dataset(store, ep)
+    answer: dict[str, Any] = {
+        "direction": (direction or "").upper(), "start-ts": start // 1000,
+        "end-ts": end // 1000, "entityId": entity_id(ep),
+        "fields": store.fields(ep, start, end), "incoming": None, "outgoing": None}
+    for d in dirs:
+        by: dict[EndPoint, set[tuple[str, str]]] = {}
+        for mine, others in store.field_map(ep, start, end, d).items():
+            for other in others:
+                pair = (other.field, mine.field) if d == "incoming" else (mine.field, other.field)
+                by.setdefault(other.endpoint, set()).add(pair)
+        answer[d] = [{"entityId": entity_id(other),
+                      "relations": [{"source": s, "destination": t} for s, t in sorted(by[other])]}
+                     for other in sorted(by)]
+    return answer
+
+
+# -- the seed design's paths --------------------------------------------------------
+
+def dataset_field_mappings(store: LineageStore, ep: EndPoint, start: int, end: int,
+                           level: int) -> list[dict]:
+    """Field maps between ``ep`` and its sources (backward) and destinations
+    (forward), ``level`` dataset hops each way, through runs in the range."""
+    require_dataset(store, ep)
+    maps: dict[tuple[EndPoint, EndPoint], set[tuple[str, str]]] = {}
+    for d in ("incoming", "outgoing"):
+        seen = {ep}
+        frontier = [ep]
+        for _ in range(level):
+            nxt = []
+            for here in frontier:
+                for mine, others in store.field_map(here, start, end, d).items():
+                    for other in others:
+                        if d == "incoming":
+                            key, pair = (other.endpoint, here), (other.field, mine.field)
+                        else:
+                            key, pair = (here, other.endpoint), (mine.field, other.field)
+                        maps.setdefault(key, set()).add(pair)
+                        if other.endpoint not in seen:
+                            seen.add(other.endpoint)
+                            nxt.append(other.endpoint)
+            frontier = sorted(nxt)
+            if not frontier:
+                break
+    return [{"source": endpoint_json(s), "destination": endpoint_json(t),
+             "fieldmap": [{"from": a, "to": b} for a, b in sorted(maps[(s, t)])]}
+            for s, t in sorted(maps)]
+
+
+def field_detail(store: LineageStore, ef: EndPointField, start: int, end: int,
+                 direction: str) -> dict:
+    """One level of a field's lineage with operations: one path per distinct
+    operation set; nodes are ``<operation>.<field>``, connections the operations."""
+    d = (direction or "").lower()
+    if d not in ("backward", "forward"):
+        raise BadRequest(f"direction must be backward or forward, got {direction!r}",
+                         "direction")
+    require_field(store, ef)
+    paths = []
+    for g in store.operations(ef, start, end, "incoming" if d == "backward" else "outgoing"):
+        paths.append(_path(g.operations, ef, d == "backward", [r.run_id for r in g.runs]))
+    return {"startTimeInSeconds": start // 1000, "endTimeInSeconds": end // 1000,
+            "paths": paths}
+
+
+def _path(ops: list[Operation], ef: EndPointField, backward: bool, runs: list[str]) -> dict:
+    # node id -> (operation that produced it, field); never re-split ids, since
+    # operation and field names may themselves hold dots
+    owner: dict[str, tuple[str, str]] = {}
+
+    def node(origin: str, name: str) -> str:
+        nid = f"{origin}.{name}"
+        owner[nid] = (origin, name)
+        return nid
+
+    conns: list[tuple[str, str, str]] = []
+    node_ep: dict[str, tuple[str, EndPoint]] = {}
+    anchors: set[str] = set()
+    for op in ops:
+        if isinstance(op, ReadOperation):
+            for f in op.outputs:
+                nid = node(op.name, f)
+                node_ep[nid] = ("sourceEndPoint", op.source)
+                if not backward and op.source == ef.endpoint and f == ef.field:
+                    anchors.add(nid)
+        elif isinstance(op, TransformOperation):
+            for i in op.inputs:
+                for o in op.outputs:
+                    conns.append((node(i.origin, i.name), node(op.name, o), op.name))
+        else:
+            for i in op.inputs:
+                nid = node(op.name, i.name)
+                node_ep[nid] = ("destinationEndPoint", op.destination)
+                conns.append((node(i.origin, i.name), nid, op.name))
+                if backward and op.destination == ef.endpoint and i.name == ef.field:
+                    anchors.add(nid)
+    # keep only what lies on a path to (backward) or from (forward) the field
+    step: dict[str, list[str]] = {}
+    for a, b, _ in conns:
+        near, far = (b, a) if backward else (a, b)
+        step.setdefault(near, []).append(far)
+    keep = set(anchors)
+    stack = list(anchors)
+    while stack:
+        for far in step.get(stack.pop(), ()):
+            if far not in keep:
+                keep.add(far)
+                stack.append(far)
+    kept = [c for c in conns if c[0] in keep and c[1] in keep]
+    nodes = []
+    for nid in sorted(keep):
+        entry: dict[str, Any] = {"id": nid, "label": owner[nid][1]}
+        if nid in node_ep:
+            key, ep = node_ep[nid]
+            entry[key] = endpoint_json(ep)
+        nodes.append(entry)
+    used_ops = {c[2] for c in kept} | {owner[n][0] for n in keep}
+    return {"nodes": nodes,
+            "operations": [operation_json(op) for op in ops if op.name in used_ops],
+            "connections": [{"from": a, "to": b, "operation": o} for a, b, o in kept],
+            "runs": runs}
+
+
+def dataset_properties(store: LineageStore, ep: EndPoint, start: int, end: int) -> list[dict]:
+    require_dataset(store, ep)
+    return [{"programRun": p["programRun"], "properties": p["properties"]}
+            for p in store.properties(ep, start, end)]
+
+
+# -- Marquez-compatible column lineage ------------------------------------------------
+
+class TransformationCache:
+    """Per (operation set, destination field) input transformations; an operation
+    set never changes, so entries never go stale."""
+
+    def __init__(self, size: int = 20_000):
+        self._data: OrderedDict[tuple[str, EndPointField], dict] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, store: LineageStore, checksum: str, ef: EndPointField
+            ) -> dict[EndPointField, list[Transformation]]:
+        key = (checksum, ef)
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is not None:
+                self._data.move_to_end(key)
+                return hit
+        value = input_transformations(store.operation_set(checksum), ef)
+        with self._lock:
+            self._data[key] = value
+            if len(self._data) > self._size:
+                self._data.popitem(last=False)
+        return value
+
+
+def parse_node_id(store: LineageStore, node_id: str) -> tuple[EndPoint, str | None]:
+    """``datasetField:<ns>:<dataset>:<field>`` or ``dataset:<ns>:<name>``.
+
+    Namespaces such as ``postgres://host:5432`` hold colons, so every split is
+    tried and the one naming a known dataset wins.
+    """
+    kind, sep, rest = (node_id or "").partition(":")
+    if not sep or kind not in ("dataset", "datasetField"):
+        raise BadRequest(f"nodeId must look like datasetField:<namespace>:<dataset>:<field> or "
+                         f"dataset:<namespace>:<name>, got {node_id!r}", "nodeId")
+    colons = [i for i, c in enumerate(rest) if c == ":"]
+    candidates: list[tuple[EndPoint, str | None]] = []
+    if kind == "dataset":
+        for i in colons:
+            if i > 0 and i < len(rest) - 1:
+                candidates.append((EndPoint(rest[:i], rest[i + 1:]), None))
+    else:
+        for a in colons:
+            for b in colons:
+                if 0 < a < b - 1 and b < len(rest):
+                    candidates.append((EndPoint(rest[:a], rest[a + 1:b]), rest[b + 1:]))
+    if not candidates:
+        raise BadRequest(f"nodeId {node_id!r} does not name a namespace, dataset"
+                         + (" and field" if kind == "datasetField" else ""), "nodeId")
+    known = [c for c in candidates if store.exists(c[0])]
+    if not known:
+        raise NotFound(f"nodeId {node_id!r} names no known dataset")
+    if kind == "datasetField":
+        with_field = [c for c in known if c[1] in store.fields(c[0], *ALL_TIME)]
+        if not with_field:
+            raise NotFound(f"nodeId {node_id!r} names no known field")
+        return with_field[0]
+    return known[0]
+
+
+def _field_node_id(f: EndPointField) -> str:
+    return f"datasetField:{f.endpoint.namespace}:{f.endpoint.name}:{f.field}"
+
+
+def column_lineage(store: LineageStore, cache: TransformationCache, node_id: str, depth: int,
+                   with_downstream: bool, start: int, end: int) -> dict:
+    ep, field_name = parse_node_id(store, node_id)
+    roots = ([EndPointField(ep, field_name)] if field_name is not None
+             else [EndPointField(ep, f) for f in store.fields(ep, start, end)])
+
+    inputs_memo: dict[EndPointField, dict[EndPointField, list[Transformation]]] = {}
+
+    def inputs_of(f: EndPointField) -> dict[EndPointField, list[Transformation]]:
+        if f in inputs_memo:
+            return inputs_memo[f]
+        merged: dict[EndPointField, list[Transformation]] = {}
+        for c in store.checksums(f.endpoint, start, end, "incoming"):
+            for src, tags in cache.get(store, c, f).items():
+                cur = merged.setdefault(src, [])
+                cur.extend(t for t in tags if t not in cur)
+        inputs_memo[f] = merged
+        return merged
+
+    nodes: set[EndPointField] = set(roots)
+    edges: set[tuple[EndPointField, EndPointField]] = set()
+    walks = [("up", lambda f: inputs_of(f).keys())]
+    if with_downstream:
+        walks.append(("down", lambda f: store.outgoing(f, start, end)))
+    for way, step in walks:
+        seen = set(roots)
+        frontier = sorted(roots)
+        for _ in range(depth):
+            nxt = []
+            for f in frontier:
+                for g in sorted(step(f)):
+                    edges.add((g, f) if way == "up" else (f, g))
+                    nodes.add(g)
+                    if g not in seen:
+                        seen.add(g)
+                        nxt.append(g)
+            frontier = nxt
+            if not frontier:
+                break
+    ins: dict[EndPointField, list[dict]] = {}
+    outs: dict[EndPointField, list[dict]] = {}
+    for a, b in sorted(edges):
+        e = {"origin": _field_node_id(a), "destination": _field_node_id(b)}
+        outs.setdefault(a, []).append(e)
+        ins.setdefault(b, []).append(e)
+    graph = []
+    for f in sorted(nodes):
+        graph.append({
+            "id": _field_node_id(f), "type": "DATASET_FIELD",
+            "data": {"namespace": f.endpoint.namespace, "dataset": f.endpoint.name,
+                     "field": f.field, "fieldType": None,
+                     "inputFields": [{"namespace": s.endpoint.namespace,
+                                      "dataset": s.endpoint.name, "field": s.field,
+                                      "transformations": [t.to_dict() for t in tags]}
+                                     for s, tags in sorted(inputs_of(f).items())]},
+            "inEdges": ins.get(f, []), "outEdges": outs.get(f, [])})
+    return {"graph": graph}
+
+
+def datasets(store: LineageStore) -> dict:
+    return {"datasets": [endpoint_json(ep) for ep in store.datasets()]}

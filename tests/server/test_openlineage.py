@@ -1,0 +1,131 @@
+"""fll.openlineage without HTTP: facets, exported events valid against the spec,
+the mapping rules of ingest."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from referencing import Registry, Resource
+
+from fll import (BadRequest, EndPoint, EndPointField, FieldLineageInfo, InputField,
+                 InvalidLineageError, ReadOperation, Transformation, TransformOperation,
+                 WriteOperation)
+from fll.openlineage import (PRODUCER, RUN_EVENT_SCHEMA_URL, export_events, facet_from_info,
+                             input_transformations, run_event_to_lineage)
+from fll.rowkeys import MAX_TIME
+
+from .fixtures import AB_RUN, B, EMPLOYEE, ab_info, hr_employee_info, record_all
+
+SPEC = Path(__file__).parent / "spec"
+
+
+@pytest.fixture(scope="module")
+def validators():
+    core = json.loads((SPEC / "OpenLineage.json").read_text())
+    facet = json.loads((SPEC / "ColumnLineageDatasetFacet.json").read_text())
+    registry = Registry().with_resources([(core["$id"], Resource.from_contents(core)),
+                                          (facet["$id"], Resource.from_contents(facet))])
+    event = jsonschema.Draft202012Validator({"$ref": core["$id"] + "#/$defs/RunEvent"},
+                                            registry=registry)
+    col = jsonschema.Draft202012Validator(
+        {"$ref": facet["$id"] + "#/$defs/ColumnLineageDatasetFacet"}, registry=registry)
+    return event, col
+
+
+def test_exported_events_are_valid_run_events_with_valid_facets(store, validators):
+    event_v, facet_v = validators
+    record_all(store)
+    events = export_events(store, EMPLOYEE, 0, MAX_TIME) + export_events(store, B, 0, MAX_TIME)
+    assert len(events) == 2
+    for e in events:
+        event_v.validate(e)
+        assert e["eventType"] == "COMPLETE" and e["producer"] == PRODUCER
+        assert e["schemaURL"] == RUN_EVENT_SCHEMA_URL
+        for out in e["outputs"]:
+            facet_v.validate(out["facets"]["columnLineage"])
+    assert events[1]["run"]["runId"] == AB_RUN
+    assert events[1]["eventTime"] == "1970-01-01T00:33:20.000Z"
+    assert events[1]["job"] == {"namespace": "chain", "name": "ab"}
+
+
+def test_facet_of_the_seed_example_maps_id_to_both_bodies():
+    facet = facet_from_info(hr_employee_info(), EMPLOYEE)
+    ids = facet["fields"]["ID"]["inputFields"]
+    assert [(i["name"], i["field"], i["transformations"]) for i in ids] == [
+        ("HR File", "body", []), ("Person File", "body", [])]
+    assert sorted(facet["fields"]) == ["Dept_Name", "Employee_Name", "ID", "Salary", "Start_Date"]
+
+
+def test_transformations_compose_along_paths_indirect_beats_direct():
+    a, out = EndPoint("n", "a"), EndPoint("n", "out")
+    agg = Transformation("DIRECT", "AGGREGATION", "sum")
+    ident = Transformation("DIRECT", "IDENTITY")
+    mask = Transformation("DIRECT", "TRANSFORMATION", "sha2", masking=True)
+    info = FieldLineageInfo([
+        ReadOperation("r", "", a, ("x", "k")),
+        TransformOperation("t1", "", (InputField("r", "x"), InputField("r", "k")), ("s",),
+                           {InputField("r", "x"): (agg,),
+                            InputField("r", "k"): (Transformation("INDIRECT", "GROUP_BY"),)}),
+        TransformOperation("t2", "", (InputField("t1", "s"),), ("h",),
+                           {InputField("t1", "s"): (mask,)}),
+        TransformOperation("t3", "", (InputField("t2", "h"),), ("h",),
+                           {InputField("t2", "h"): (ident,)}),
+        WriteOperation("w", "", out, (InputField("t3", "h"),)),
+    ])
+    got = input_transformations(info, EndPointField(out, "h"))
+    assert got[EndPointField(a, "x")] == [Transformation("DIRECT", "AGGREGATION", "sum", True)]
+    assert got[EndPointField(a, "k")] == [Transformation("INDIRECT", "GROUP_BY")]
+
+
+def test_an_input_shared_by_every_field_with_a_filter_goes_to_the_dataset_list():
+    facet = facet_from_info(ab_info(), B)
+    # A.y filters x2 but is copied into y: not dataset-wide, stays per field
+    assert "dataset" not in facet
+    event = {"eventTime": "2024-01-01T00:00:00Z", "run": {"runId": "r"},
+             "job": {"namespace": "j", "name": "n"},
+             "outputs": [{"namespace": "o", "name": "t", "facets": {"columnLineage": {
+                 "fields": {"a": {"inputFields": [{"namespace": "i", "name": "s", "field": "a"}]},
+                            "b": {"inputFields": [{"namespace": "i", "name": "s", "field": "b"}]}},
+                 "dataset": [{"namespace": "i", "name": "s", "field": "flag",
+                              "transformations": [{"type": "INDIRECT", "subtype": "FILTER"}]}]}}}]}
+    info, run_id, start, program = run_event_to_lineage(event)
+    assert (run_id, start, program) == ("r", 1704067200000, "j/n")
+    again = facet_from_info(info, EndPoint("o", "t"))
+    assert [d["field"] for d in again["dataset"]] == ["flag"]
+    assert [i["field"] for i in again["fields"]["a"]["inputFields"]] == ["a"]
+
+
+def test_legacy_transformation_type_masked_becomes_a_masking_tag():
+    event = {"eventTime": "2024-01-01T00:00:00", "run": {"runId": "r"},
+             "job": {"namespace": "j", "name": "n"},
+             "outputs": [{"namespace": "o", "name": "t", "facets": {"columnLineage": {
+                 "fields": {"h": {"transformationType": "MASKED",
+                                  "inputFields": [{"namespace": "i", "name": "s",
+                                                   "field": "ssn"}]}}}}}]}
+    info, *_ = run_event_to_lineage(event)
+    tags = input_transformations(info, EndPointField(EndPoint("o", "t"), "h"))
+    assert tags[EndPointField(EndPoint("i", "s"), "ssn")][0].masking is True
+
+
+def test_the_same_facet_in_any_order_gives_the_same_checksum():
+    def event(order):
+        fields = {f: {"inputFields": [{"namespace": "i", "name": "s", "field": x}
+                                      for x in order]} for f in order}
+        return {"eventTime": "2024-01-01T00:00:00Z", "run": {"runId": "r"},
+                "job": {"namespace": "j", "name": "n"},
+                "outputs": [{"namespace": "o", "name": "t",
+                             "facets": {"columnLineage": {"fields": fields}}}]}
+    assert run_event_to_lineage(event(["a", "b", "c"]))[0].checksum == \
+        run_event_to_lineage(event(["c", "a", "b"]))[0].checksum
+
+
+@pytest.mark.parametrize("event, error", [
+    ([], BadRequest), ({"run": {"runId": "r"}}, BadRequest),
+    ({"eventTime": "2024-01-01T00:00:00Z", "run": {"runId": "r"},
+      "job": {"namespace": "j", "name": "n"}, "outputs": []}, InvalidLineageError),
+])
+def test_malformed_events_raise_fll_errors(event, error):
+    with pytest.raises(error):
+        run_event_to_lineage(event)
