@@ -1,0 +1,26 @@
+"""The ``fll run`` command: run a pipeline spec and record its lineage.
+
+Defines the click command only; the ``fll`` group (fll/cli.py) adds it. It
+must never print a stack trace for an error a user can cause.
+"""
+from __future__ import annotations
+
+import click
+
+from ..errors import FllError
+
+
+@click.command("run")
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--store", "store_url", metavar="URL", default=None,
+              help="lineage store URL (default: $FLL_STORE or sqlite:///fll-data/fll.db)")
+@click.option("--run-id", default=None, help="run id to record (default: a new UUIDv7)")
+@click.option("--master", default=None, help="Spark master (default: local[*])")
+def run(spec: str, store_url: str | None, run_id: str | None, master: str | None) -> None:
+    """Run the pipeline SPEC (JSON or YAML) on Spark and record its field lineage."""
+    from .runner import run_pipeline
+
+    try:
+        run_pipeline(spec, store_url=store_url, run_id=run_id, master=master, echo=click.echo)
+    except FllError as e:
+        raise click.ClickException(str(e)) from e

@@ -1,0 +1,208 @@
+"""Built-in file sources and sinks: CSV, JSON, Parquet and text (one ``body`` field per line).
+
+A source records one READ of every field it outputs from the dataset named
+by ``referenceName`` (default: the stage name); a sink records one WRITE of
+every field it receives. Endpoint properties keep the path as written in
+the spec, so the same pipeline gives the same checksum on every machine.
+This module must never write lineage itself: it only records operations.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..api import (FieldReadOperation, FieldWriteOperation, Property, PropertyError, Sink,
+                   Source, StageContext, register)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+_REFERENCE = Property("referenceName", help="dataset name in the lineage store (default: stage "
+                      "name)")
+_PATH = Property("path", required=True, help="file or directory; relative to the spec file")
+
+
+def _schema_ddl(schema: Any) -> str | None:
+    """A schema given as a DDL string or a list of {name, type} as Spark DDL."""
+    if schema is None:
+        return None
+    if isinstance(schema, str):
+        return schema
+    parts = []
+    for f in schema:
+        name = str(f["name"]).replace("`", "``")
+        parts.append(f"`{name}` {f.get('type', 'string')}")
+    return ", ".join(parts)
+
+
+def _check_schema(schema: Any) -> None:
+    if schema is None or isinstance(schema, str):
+        if isinstance(schema, str) and not schema.strip():
+            raise PropertyError("schema", "must not be empty")
+        return
+    if not isinstance(schema, list) or not schema:
+        raise PropertyError("schema", "must be a DDL string ('a STRING, b INT') or a list of "
+                            "{name, type}")
+    for i, f in enumerate(schema):
+        if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not f["name"]:
+            raise PropertyError("schema", f"entry #{i + 1} must be {{\"name\": ..., "
+                                f"\"type\": ...}}, got {f!r}")
+
+
+class FileSource(Source):
+    """Reads files of ``format`` with Spark; records READ of every column."""
+
+    format: ClassVar[str] = ""
+    properties = (_PATH, _REFERENCE, Property("schema", "any", help="DDL string or list of "
+                                                                   "{name, type}"))
+
+    @classmethod
+    def validate(cls, config, inputs) -> None:
+        _check_schema(config.get("schema"))
+
+    def reader(self, ctx: StageContext):
+        assert ctx.spark is not None
+        r = ctx.spark.read.format(self.format)
+        ddl = _schema_ddl(self.config.get("schema"))
+        if ddl:
+            r = r.schema(ddl)
+        return r
+
+    def endpoint_properties(self) -> dict[str, Any]:
+        return {"path": self.config["path"], "format": self.format}
+
+    def read(self, ctx: StageContext) -> "DataFrame":
+        df = self.reader(ctx).load(ctx.resolve_path(self.config["path"]))
+        name = self.config.get("referenceName") or ctx.stage
+        ctx.record(FieldReadOperation(
+            "READ", f"Read {self.format} file {self.config['path']}.",
+            ctx.endpoint(name, self.endpoint_properties()), tuple(df.columns)))
+        return df
+
+
+@register
+class CSVSource(FileSource):
+    """CSV files; ``header`` (default true) names the columns, else ``schema``."""
+
+    plugin_name = "csv-source"
+    format = "csv"
+    properties = FileSource.properties + (
+        Property("header", "bool", default=True), Property("delimiter", default=","),
+        Property("inferSchema", "bool", default=False))
+
+    def reader(self, ctx: StageContext):
+        return (super().reader(ctx).option("header", self.config["header"])
+                .option("sep", self.config["delimiter"])
+                .option("inferSchema", self.config["inferSchema"]))
+
+    def endpoint_properties(self) -> dict[str, Any]:
+        return {**super().endpoint_properties(), "header": self.config["header"],
+                "delimiter": self.config["delimiter"]}
+
+
+@register
+class JSONSource(FileSource):
+    """JSON lines (or one document per file with ``multiLine``)."""
+
+    plugin_name = "json-source"
+    format = "json"
+    properties = FileSource.properties + (Property("multiLine", "bool", default=False),)
+
+    def reader(self, ctx: StageContext):
+        return super().reader(ctx).option("multiLine", self.config["multiLine"])
+
+
+@register
+class ParquetSource(FileSource):
+    """Parquet files (the schema comes from the files)."""
+
+    plugin_name = "parquet-source"
+    format = "parquet"
+
+
+@register
+class TextSource(Source):
+    """Each line of a text file as one field (``field``, default ``body``), as
+    CDAP's File source does for schema-less files."""
+
+    plugin_name = "text-source"
+    properties = (_PATH, _REFERENCE, Property("field", default="body"))
+
+    def read(self, ctx: StageContext) -> "DataFrame":
+        assert ctx.spark is not None
+        df = ctx.spark.read.text(ctx.resolve_path(self.config["path"]))
+        df = df.withColumnRenamed("value", self.config["field"])
+        name = self.config.get("referenceName") or ctx.stage
+        ctx.record(FieldReadOperation(
+            "READ", f"Read {name}.",
+            ctx.endpoint(name, {"path": self.config["path"], "format": "text"}),
+            (self.config["field"],)))
+        return df
+
+
+class FileSink(Sink):
+    """Writes with Spark in ``format``; records WRITE of every column."""
+
+    format: ClassVar[str] = ""
+    properties = (_PATH, _REFERENCE,
+                  Property("mode", default="overwrite",
+                           choices=("overwrite", "append", "ignore", "errorifexists")),
+                  Property("partitions", "int", help="coalesce to this many files"))
+
+    @classmethod
+    def validate(cls, config, inputs) -> None:
+        if config.get("partitions") is not None and config["partitions"] < 1:
+            raise PropertyError("partitions", "must be at least 1")
+
+    def endpoint_properties(self) -> dict[str, Any]:
+        return {"path": self.config["path"], "format": self.format}
+
+    def prepare(self, ctx: StageContext, df: "DataFrame") -> None:
+        name = self.config.get("referenceName") or ctx.stage
+        ctx.record(FieldWriteOperation(
+            "WRITE", f"Write {self.format} file {self.config['path']}.",
+            ctx.endpoint(name, self.endpoint_properties()), tuple(df.columns)))
+
+    def writer(self, df: "DataFrame"):
+        return df.write.format(self.format).mode(self.config["mode"])
+
+    def write(self, ctx: StageContext, df: "DataFrame") -> int:
+        if self.config.get("partitions"):
+            df = df.coalesce(self.config["partitions"])
+        # count and write the same cached rows: one computation, an exact count
+        df = df.persist()
+        try:
+            rows = df.count()
+            self.writer(df).save(ctx.resolve_path(self.config["path"]))
+        finally:
+            df.unpersist()
+        return rows
+
+
+@register
+class CSVSink(FileSink):
+    """CSV files, with a header line by default."""
+
+    plugin_name = "csv-sink"
+    format = "csv"
+    properties = FileSink.properties + (Property("header", "bool", default=True),
+                                        Property("delimiter", default=","))
+
+    def writer(self, df: "DataFrame"):
+        return (super().writer(df).option("header", self.config["header"])
+                .option("sep", self.config["delimiter"]))
+
+
+@register
+class JSONSink(FileSink):
+    """JSON lines."""
+
+    plugin_name = "json-sink"
+    format = "json"
+
+
+@register
+class ParquetSink(FileSink):
+    """Parquet files."""
+
+    plugin_name = "parquet-sink"
+    format = "parquet"
