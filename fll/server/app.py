@@ -307,6 +307,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         return JSONResponse(_receipt(run_id, info.checksum, start_ms, program, new),
                             status_code=201 if new else 200)
 
+    from .explorer import mount_explorer  # the explorer page at /, static files only
+    mount_explorer(app)
     return app
 
 

@@ -47,7 +47,7 @@
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
     setAttrs(node, attrs);
-    for (const c of children.flat()) {
+    for (const c of children.flat(Infinity)) {
       if (c === null || c === undefined || c === false) continue;
       node.append(c instanceof Node ? c : document.createTextNode(String(c)));
     }
@@ -57,7 +57,7 @@
   function svg(tag, attrs, ...children) {
     const node = document.createElementNS(SVG_NS, tag);
     setAttrs(node, attrs);
-    for (const c of children.flat()) {
+    for (const c of children.flat(Infinity)) {
       if (c === null || c === undefined || c === false) continue;
       node.append(c instanceof Node ? c : document.createTextNode(String(c)));
     }
@@ -223,7 +223,9 @@
     applyZoom();
   }
 
-  function fitView(maxK = 1.1) {
+  /** Fit the drawing into the canvas, at most ``maxK``. Below ``minK`` text gets
+   *  unreadable: then stay at ``minK`` and centre on ``focus`` (an element) instead. */
+  function fitView(maxK = 1.1, minK = 0, focus = null) {
     const vp = $("viewport"), canvas = $("canvas");
     if (!vp.firstChild) return;
     const box = vp.getBBox();
@@ -231,6 +233,16 @@
     if (!box.width || !box.height || !w || !h) return;
     const pad = 36;
     const k = Math.max(0.04, Math.min(maxK, (w - 2 * pad) / box.width, (h - 2 * pad) / box.height));
+    if (k < minK && focus) {
+      const f = focus.getBBox();
+      const m = focus.transform.baseVal.consolidate();
+      const fx = (m ? m.matrix.e : 0) + f.x + f.width / 2, fy = (m ? m.matrix.f : 0) + f.y + f.height / 2;
+      zoom.k = minK;
+      zoom.tx = w / 2 - fx * minK;
+      zoom.ty = h / 2 - fy * minK;
+      applyZoom();
+      return;
+    }
     zoom.k = k;
     zoom.tx = (w - box.width * k) / 2 - box.x * k;
     // tall graphs start at the top rather than the middle, so the first rows are readable
@@ -645,7 +657,7 @@
       ["line", "field mapping (hover a field)"]] :
       [["src", "source dataset"], ["sel", "selected dataset"], ["dst", "destination dataset"],
         ["bubble", "number of field mappings"]]);
-    fitView(withFields ? 1 : 1.2);
+    fitView(withFields ? 1 : 1.2, 0.6, document.querySelector("#viewport .selected"));
     $("hint").textContent = withFields ?
       "Click a field for its lineage graph · drag to pan · wheel to zoom" :
       "Click a dataset to center it · Fields tab for field mappings · drag to pan · wheel to zoom";
@@ -694,7 +706,7 @@
       svg("rect", { class: "stripe", width: 6, height: H, rx: 3 }),
       svg("text", { class: "title", x: 18, y: 26 }, fit(n.name, W - 30, FONT_BOLD)),
       svg("text", { class: "sub", x: 18, y: 46 },
-        fit(`${r === "selected" ? "selected" : r} · ${n.ns} · ${plural(nf, "field")}`, W - 30, FONT_SMALL)));
+        fit([r, n.ns !== state.ns ? n.ns : "", plural(nf, "field")].filter(Boolean).join(" · "), W - 30, FONT_SMALL)));
       if (n.key !== g.center) {
         group.addEventListener("click", () => go({ ns: n.ns, ds: n.name, view: "overview", sel: null }));
       } else {
@@ -779,7 +791,7 @@
         svg("text", { class: "chev", x: 14, y: 27 }, p.mode === "collapsed" ? "▸" : "▾"),
         svg("text", { class: "title", x: 30, y: 21 }, fit(n.name, W - 44, FONT_BOLD)),
         svg("text", { class: "sub", x: 30, y: 36 },
-          fit(`${r} · ${n.ns} · ${plural(n.fields.size, "field")}`, W - 44, FONT_SMALL)));
+          fit([r, n.ns !== state.ns ? n.ns : "", plural(n.fields.size, "field")].filter(Boolean).join(" · "), W - 44, FONT_SMALL)));
       head.addEventListener("click", () => {
         boxModes.set(n.key, p.mode === "collapsed" ? "partial" : "collapsed");
         render();
@@ -1087,19 +1099,27 @@
         L.forEach((k, i) => order.set(k, i));
       }
     }
+    // the gap after a layer is wide enough for the widest label on an edge leaving it
+    const gaps = layers.map(() => opts.gapX);
+    for (const e of dag) {
+      if (e.gap) {
+        const l = layer.get(e.from) - minLayer;
+        gaps[l] = Math.max(gaps[l], e.gap / Math.max(1, layer.get(e.to) - layer.get(e.from)));
+      }
+    }
     const pos = new Map();
     let x = 0;
-    for (const L of layers) {
+    for (const [li, L] of layers.entries()) {
       const width = Math.max(0, ...L.map((k) => nodes.get(k).w));
       const heights = L.map((k) => nodes.get(k).h);
       const total = heights.reduce((s, h) => s + h, 0) + opts.gapY * Math.max(0, L.length - 1);
       let y = -total / 2;
       L.forEach((k, i) => {
         const n = nodes.get(k);
-        pos.set(k, { x: x + (width - n.w) / 2, y, layer: layers.indexOf(L) });
+        pos.set(k, { x: x + (width - n.w) / 2, y, layer: li });
         y += heights[i] + opts.gapY;
       });
-      x += width + opts.gapX;
+      x += width + gaps[li];
     }
     return pos;
   }
@@ -1126,81 +1146,111 @@
     legend([["src", "source dataset field"], ["focus", "this field"], ["dst", "destination dataset field"],
       ["inter", "field inside a run"], ["bubble", "operation"], ["masked", "masked path"],
       ["indirect", "indirect (filter, join, …)"]]);
-    fitView(1.1);
+    fitView(1.1, 0.6, document.querySelector("#viewport .fnode.focus"));
     $("hint").textContent = "Hover or click an operation bubble for details · double-click a dataset field to follow it · drag to pan · wheel to zoom";
   }
 
   function nodeSize(n) {
-    const label = n.label;
-    const sub = n.kind === "field" ? n.ds : n.origin;
-    const w = Math.min(250, Math.max(110, measure(label, FONT_BOLD) + 30, measure(sub || "", FONT_SMALL) + 30));
-    return { w, h: 44 };
+    // the bold name always fits; the smaller second line may be cut at 150 px
+    const w = Math.min(240, Math.max(90, measure(n.label, FONT_BOLD) + 26,
+      Math.min(150, measure(subOf(n), FONT_SMALL) + 26)));
+    return { w, h: 42 };
+  }
+
+  /** Bubbles: one per operation and connected group of its connections (an
+   *  operation builds every output from every input, so that is usually one per
+   *  operation; two pipelines that happen to share an operation name stay apart). */
+  function opBubbles(g) {
+    const parent = new Map();
+    const find = (x) => {
+      while (parent.get(x) !== x) { parent.set(x, parent.get(parent.get(x))); x = parent.get(x); }
+      return x;
+    };
+    const add = (x) => { if (!parent.has(x)) parent.set(x, x); return x; };
+    const tag = (c, side) => JSON.stringify([c.operation, side, side === "in" ? c.from : c.to]);
+    for (const c of g.conns.values()) {
+      const a = find(add(tag(c, "in"))), b = find(add(tag(c, "out")));
+      if (a !== b) parent.set(a, b);
+    }
+    const bubbles = new Map();
+    for (const c of g.conns.values()) {
+      // a folded chain ("datasets only") keeps its own bubble: its label is only a count
+      const key = c.collapsed ? JSON.stringify(["chain", c.key]) : JSON.stringify(["op", c.operation, find(tag(c, "in"))]);
+      if (!bubbles.has(key)) {
+        const text = fit(c.operation, 190, FONT_SMALL);
+        bubbles.set(key, { key, operation: c.operation, text, conns: [], ins: new Map(), outs: new Set(),
+          chain: c.chain, w: measure(text, FONT_SMALL) + 22, h: 22 });
+      }
+      const b = bubbles.get(key);
+      b.conns.push(c);
+      if (!b.ins.has(c.from)) b.ins.set(c.from, []);
+      const tags = b.ins.get(c.from);
+      for (const t of c.tags) if (!tags.some((x) => JSON.stringify(x) === JSON.stringify(t))) tags.push(t);
+      b.outs.add(c.to);
+      c.bubble = key;
+    }
+    return bubbles;
   }
 
   function drawFieldGraph(g) {
-    // layout graph: field nodes plus one bubble per (operation, output node)
+    // Fields are nodes; each operation is a bubble its input fields run into and
+    // its output fields come out of, so an edge reads "field → (operation) → field".
     const lnodes = new Map();
     const ledges = [];
     for (const n of g.nodes.values()) lnodes.set(n.key, { ...nodeSize(n), kind: "node", n });
-    const bubbles = new Map();
-    for (const c of g.conns.values()) {
-      const bk = JSON.stringify(["op", c.operation, c.to]);
-      if (!bubbles.has(bk)) {
-        const text = fit(c.operation, 200, FONT_SMALL);
-        bubbles.set(bk, { key: bk, operation: c.operation, to: c.to, conns: [], text, chain: c.chain });
-        lnodes.set(bk, { w: measure(text, FONT_SMALL) + 24, h: 24, kind: "bubble" });
-        ledges.push({ from: bk, to: c.to });
-      }
-      bubbles.get(bk).conns.push(c);
-      ledges.push({ from: c.from, to: bk });
+    const bubbles = opBubbles(g);
+    for (const b of bubbles.values()) {
+      lnodes.set(b.key, { w: b.w, h: b.h, kind: "bubble" });
+      for (const [from, tags] of b.ins) ledges.push({ from, to: b.key, gap: tagLabel(tags) ? 84 : 36 });
+      for (const to of b.outs) ledges.push({ from: b.key, to, gap: 36 });
     }
     const sortKey = (k) => {
       const n = lnodes.get(k);
       return n.kind === "node" ? `${n.n.ds || ""}\u0000${n.n.label}` : k;
     };
-    const pos = layered(lnodes, ledges, { gapX: 56, gapY: 18, sortKey, anchor: g.focus });
+    const pos = layered(lnodes, ledges, { gapX: 36, gapY: 16, sortKey });
     const L = { edges: svg("g", { class: "edges" }), labels: svg("g", { class: "edge-labels" }),
       bubbles: svg("g", { class: "bubbles" }), nodes: svg("g", { class: "nodes" }) };
     const right = (k) => { const p = pos.get(k), n = lnodes.get(k); return { x: p.x + n.w, y: p.y + n.h / 2 }; };
     const left = (k) => { const p = pos.get(k), n = lnodes.get(k); return { x: p.x, y: p.y + n.h / 2 }; };
     const curve = (a, b) => {
-      const dx = Math.max(30, Math.abs(b.x - a.x) / 2);
+      const dx = Math.max(18, Math.abs(b.x - a.x) / 2);
       return `M${a.x},${a.y} C${a.x + dx},${a.y} ${b.x - dx},${b.y} ${b.x},${b.y}`;
     };
     const selected = state.sel || "";
-    for (const b of bubbles.values()) {
-      const masked = b.conns.some((c) => c.tags.some((t) => t.masking));
-      const out = svg("path", {
-        class: "edge out" + (masked ? " masked" : ""), d: curve(right(b.key), left(b.to)),
+    // every connection is one path (input → bubble → output); masked ones drawn last, on top
+    const conns = [...g.conns.values()].sort((a, b) =>
+      (a.tags.some((t) => t.masking) ? 1 : 0) - (b.tags.some((t) => t.masking) ? 1 : 0));
+    for (const c of conns) {
+      const masked = c.tags.some((t) => t.masking);
+      const indirect = c.tags.length && c.tags.every((t) => t.type === "INDIRECT");
+      const path = svg("path", {
+        class: "edge" + (masked ? " masked" : "") + (indirect ? " indirect" : ""),
+        d: curve(right(c.from), left(c.bubble)) + " " + curve(right(c.bubble), left(c.to)),
         "marker-end": masked ? "url(#arrow-masked)" : "url(#arrow)",
+        "data-edge": "", "data-from": c.from, "data-to": c.to, "data-operation": c.operation,
+        "data-masked": masked ? "true" : "false",
+        "data-transformations": c.tags.map((t) => [t.type, t.subtype].filter(Boolean).join("/")).join(","),
       });
-      L.edges.append(out);
-      for (const c of b.conns) {
-        const tagMasked = c.tags.some((t) => t.masking);
-        const indirect = c.tags.length && c.tags.every((t) => t.type === "INDIRECT");
-        const a = right(c.from), z = left(b.key);
-        const path = svg("path", {
-          class: "edge in" + (tagMasked ? " masked" : "") + (indirect ? " indirect" : ""), d: curve(a, z),
-          "data-edge": "", "data-from": c.from, "data-to": c.to, "data-operation": c.operation,
-          "data-masked": tagMasked ? "true" : "false",
-          "data-transformations": c.tags.map((t) => [t.type, t.subtype].filter(Boolean).join("/")).join(","),
-        });
-        tip(path, () => edgeTip(g, c));
-        L.edges.append(path);
-        const tagText = tagLabel(c.tags);
-        if (tagText) {
-          const mx = (a.x + z.x) / 2, my = (a.y + z.y) / 2;
-          L.labels.append(svg("text", { class: "edge-tag" + (tagMasked ? " masked" : ""), x: mx, y: my - 4, "text-anchor": "middle" }, tagText));
-        }
+      tip(path, () => edgeTip(g, c));
+      L.edges.append(path);
+    }
+    for (const b of bubbles.values()) {
+      for (const [from, tags] of b.ins) {
+        const text = tagLabel(tags);
+        if (!text) continue;
+        const a = right(from), z = left(b.key);
+        L.labels.append(svg("text", { class: "edge-tag" + (tags.some((t) => t.masking) ? " masked" : ""),
+          x: (a.x + z.x) / 2, y: (a.y + z.y) / 2 - 5, "text-anchor": "middle" }, text));
       }
-      const p = pos.get(b.key), n = lnodes.get(b.key);
-      const isSel = selected === "op:" + b.operation;
+      const masked = b.conns.some((c) => c.tags.some((t) => t.masking));
+      const p = pos.get(b.key);
       const bubble = svg("g", {
-        class: "bubble op" + (masked ? " masked" : "") + (isSel ? " selected" : ""), transform: `translate(${p.x},${p.y})`,
-        tabindex: 0, "data-operation": b.operation, "data-output": b.to,
+        class: "bubble op" + (masked ? " masked" : "") + (selected === "op:" + b.operation ? " selected" : ""),
+        transform: `translate(${p.x},${p.y})`, tabindex: 0, "data-operation": b.operation,
       },
-      svg("rect", { width: n.w, height: n.h, rx: n.h / 2 }),
-      svg("text", { x: n.w / 2, y: 16, "text-anchor": "middle" }, b.text));
+      svg("rect", { width: b.w, height: b.h, rx: b.h / 2 }),
+      svg("text", { x: b.w / 2, y: 15, "text-anchor": "middle" }, b.text));
       bubble.addEventListener("mouseenter", () => { if (!state.sel) opPanel(g, b.operation, b); });
       bubble.addEventListener("click", (e) => { e.stopPropagation(); go({ sel: "op:" + b.operation }); });
       tip(bubble, () => [el("b", {}, b.operation), el("div", { class: "muted" }, "Click for details")]);
@@ -1218,9 +1268,8 @@
         "data-rest-ids": [...n.restIds].sort().join("\n"),
       },
       svg("rect", { width: s.w, height: s.h, rx: n.kind === "field" ? 8 : s.h / 2 }),
-      svg("text", { class: "label", x: 14, y: 19 }, fit(n.label, s.w - 24, FONT_BOLD)),
-      svg("text", { class: "sub", x: 14, y: 35 },
-        fit(n.kind === "field" ? `${n.focus ? "▶ " : ""}${roleText(n)}${n.ds}` : `from ${n.origin}`, s.w - 24, FONT_SMALL)));
+      svg("text", { class: "label", x: 12, y: 18 }, fit(n.label, s.w - 20, FONT_BOLD)),
+      svg("text", { class: "sub", x: 12, y: 33 }, fit(subOf(n), s.w - 20, FONT_SMALL)));
       group.addEventListener("click", (e) => { e.stopPropagation(); go({ sel: "node:" + n.key }); });
       if (n.kind === "field" && !n.focus) {
         group.addEventListener("dblclick", () => go({ ns: n.ns, ds: n.ds, field: n.label, sel: null }));
@@ -1231,6 +1280,11 @@
     $("viewport").append(L.edges, L.labels, L.bubbles, L.nodes);
   }
 
+  function subOf(n) {
+    if (n.kind !== "field") return `from ${n.origin}`;
+    return (n.focus ? "▶ " : roleText(n)) + n.ds;
+  }
+
   function roleText(n) {
     if (n.focus) return "";
     if (n.roles.has("source") && n.roles.has("destination")) return "source+destination · ";
@@ -1239,10 +1293,14 @@
     return "";
   }
 
+  /** The short text drawn on an edge: masking, and any subtype but the common
+   *  DIRECT/TRANSFORMATION (the rest is in the tooltip and the panel). */
   function tagLabel(tags) {
     if (!tags.length) return "";
-    const names = [...new Set(tags.map((t) => (t.subtype || t.type).toLowerCase().replace("_", " ")))];
-    return (tags.some((t) => t.masking) ? "masked · " : "") + names.join(", ");
+    const names = [...new Set(tags.filter((t) => t.subtype && t.subtype !== "TRANSFORMATION")
+      .map((t) => t.subtype.toLowerCase().replace("_", " ")))];
+    const masked = tags.some((t) => t.masking);
+    return [masked ? "masked" : "", ...names].filter(Boolean).join(" · ");
   }
 
   function tagList(tags) {
