@@ -1,0 +1,102 @@
+"""What a directive sees while it is applied: its statement and Spark helpers.
+
+Directive functions get a `StepContext` to quote columns, check that the
+columns they need exist, find which columns a Spark SQL expression reads,
+and raise errors that name the recipe line. Helpers here stay lazy: they
+may analyze a plan but must never run a Spark job.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+from ..errors import RecipeError
+from .parser import Statement
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = ["StepContext", "quote", "java_quote"]
+
+
+def quote(name: str) -> str:
+    """A column name as a Spark SQL identifier (backticks, inner backticks doubled)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def java_quote(text: str) -> str:
+    """A Java regex matching ``text`` literally (like Pattern.quote)."""
+    return "\\Q" + text.replace("\\E", "\\E\\\\E\\Q") + "\\E"
+
+
+class StepContext:
+    """One statement being applied to one DataFrame."""
+
+    def __init__(self, statement: Statement, spark: "SparkSession", usage: str = ""):
+        self.statement = statement
+        self.spark = spark
+        self.usage = usage
+        self.actions = 0          # data-dependent Spark actions this step ran
+
+    @property
+    def line(self) -> int:
+        return self.statement.line
+
+    def where(self) -> dict:
+        """Keyword arguments locating an error at this statement."""
+        return {"line": self.statement.line, "column": self.statement.column,
+                "directive": self.statement.text, "expected": self.usage or None}
+
+    def error(self, message: str) -> RecipeError:
+        return RecipeError(f"{self.statement.name}: {message}", **self.where())
+
+    def col(self, name: str) -> "Column":
+        from pyspark.sql import functions as F
+        return F.col(quote(name))
+
+    def require(self, df: "DataFrame", names: Iterable[str]) -> None:
+        """Raise a RecipeError naming the line if a column is missing (names are exact)."""
+        cols = df.columns
+        for n in names:
+            if n not in cols:
+                raise self.error(f"unknown column {n!r}; columns here: {', '.join(cols)}")
+
+    def require_new(self, df: "DataFrame", name: str) -> None:
+        if name in df.columns:
+            raise self.error(f"column {name!r} already exists")
+
+    def references(self, df: "DataFrame", expression: str) -> list[str]:
+        """The columns of ``df`` a Spark SQL expression reads, in column order.
+
+        Uses Spark's analyzer (``df.select(expr)``'s analyzed plan references),
+        so string literals, function names and aliases are never mistaken for
+        columns. Raises a RecipeError naming the line if the expression does
+        not analyze. Spark Connect sessions have no analyzed plan to read:
+        a careful tokenizer would be needed there; we say so.
+        """
+        from pyspark.sql import functions as F
+        try:
+            probe = df.select(F.expr(expression))
+        except Exception as exc:  # AnalysisException, ParseException, …
+            raise self.error(f"bad Spark SQL expression {expression!r}: "
+                             f"{_first_line(exc)}") from None
+        jdf = getattr(probe, "_jdf", None)
+        if jdf is None:
+            raise self.error("reading the columns of an expression needs a classic Spark "
+                             "session (Spark Connect has no analyzed plan)")
+        refs = jdf.queryExecution().analyzed().references()
+        it = refs.iterator()
+        names: set[str] = set()
+        while it.hasNext():
+            names.add(it.next().name())
+        lower = {n.lower() for n in names}
+        # Spark resolves names case-insensitively by default: report the real column name
+        return [c for c in df.columns if c in names or c.lower() in lower]
+
+    def action(self) -> None:
+        """Count one data-dependent action (the engine reports it per step)."""
+        self.actions += 1
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

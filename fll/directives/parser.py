@@ -1,0 +1,373 @@
+"""The recipe language: tokens, statements and directive signatures.
+
+A recipe is text: one directive per line (``;`` also ends a directive), ``#``
+starts a comment when it begins a token, column names are bare (``body``) or
+carry Wrangler's ``:`` prefix (``:body``), and quoted strings (``'…'`` or
+``"…"``) may contain spaces, ``;`` and ``#``. Inside quotes a backslash only
+escapes the quote character; every other backslash is kept, so regexes are
+written as they are meant (``'\\d+'`` is the regex ``\\d+``). Text arguments
+(delimiters, fill values) then understand ``\\t``, ``\\n`` and ``\\\\``.
+
+This module only reads text: it must never import Spark or run anything, so
+that a whole recipe is checked before any of it is applied.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import RecipeError
+
+__all__ = ["Token", "Statement", "Param", "Signature", "Args", "split_statements",
+           "parse_signature", "bind", "unescape_text", "check_regex", "parse_sed", "Sed"]
+
+
+@dataclass(frozen=True)
+class Token:
+    """One word of a statement. ``kind`` is ``word``, ``column`` (``:x``) or ``string``."""
+
+    kind: str
+    value: str
+    raw: str
+    column: int      # 1-based column in the source line
+    offset: int      # 0-based offset inside the statement text
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One directive invocation as written: its position, name and argument tokens."""
+
+    index: int       # 1-based position in the recipe
+    line: int        # 1-based source line
+    column: int      # 1-based column of the directive name
+    text: str        # the statement as written, without comment or ``;``
+    name: str
+    tokens: tuple[Token, ...] = ()
+
+    def rest(self, token: Token) -> str:
+        """The raw statement text from ``token`` to the end (for expression arguments)."""
+        return self.text[token.offset:].strip()
+
+
+def split_statements(text: str) -> list[Statement]:
+    """Cut a recipe into statements; raises `RecipeError` on an unterminated quote."""
+    if not isinstance(text, str):
+        raise RecipeError(f"a recipe must be text, got {type(text).__name__}")
+    statements: list[Statement] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        tokens: list[tuple[str, str, str, int]] = []   # kind, value, raw, start
+        i, n = 0, len(line)
+
+        while i < n:
+            ch = line[i]
+            if ch.isspace():
+                i += 1
+                continue
+            if ch == ";":
+                _flush(statements, tokens, line, lineno, i)
+                i += 1
+                continue
+            if ch == "#" or line.startswith("//", i):
+                break                                   # comment to end of line
+            if ch in "'\"":
+                value, j = _read_quoted(line, i, lineno)
+                tokens.append(("string", value, line[i:j], i))
+                i = j
+                continue
+            j = i
+            while j < n and not line[j].isspace() and line[j] != ";":
+                if line[j] in "'\"":                       # a quote inside a word: keep it whole
+                    _, j = _read_quoted(line, j, lineno)
+                    continue
+                j += 1
+            raw = line[i:j]
+            if raw.startswith(":") and len(raw) > 1 and raw[1] in "'\"":
+                value, _ = _read_quoted(raw, 1, lineno, offset=i)
+                tokens.append(("column", value, raw, i))
+            elif raw.startswith(":") and len(raw) > 1:
+                tokens.append(("column", raw[1:], raw, i))
+            else:
+                tokens.append(("word", raw, raw, i))
+            i = j
+        _flush(statements, tokens, line, lineno, min(i, n))
+    return statements
+
+
+def _flush(statements: list[Statement], tokens: list[tuple[str, str, str, int]], line: str,
+           lineno: int, end: int) -> None:
+    """Turn the tokens gathered so far into a statement (the first token is its name)."""
+    if tokens:
+        name_tok = tokens[0]
+        base = name_tok[3]
+        toks = tuple(Token(k, v, r, s + 1, s - base) for k, v, r, s in tokens[1:])
+        statements.append(Statement(len(statements) + 1, lineno, base + 1,
+                                    line[base:end].rstrip(), name_tok[2], toks))
+    tokens.clear()
+
+
+def _read_quoted(line: str, i: int, lineno: int, offset: int = 0) -> tuple[str, int]:
+    quote = line[i]
+    out: list[str] = []
+    j = i + 1
+    while j < len(line):
+        ch = line[j]
+        if ch == "\\" and j + 1 < len(line) and line[j + 1] == quote:
+            out.append(quote)
+            j += 2
+            continue
+        if ch == quote:
+            return "".join(out), j + 1
+        out.append(ch)
+        j += 1
+    raise RecipeError(f"unterminated string starting with {quote}", line=lineno,
+                      column=offset + i + 1, expected=f"a closing {quote}")
+
+
+def unescape_text(value: str) -> str:
+    """Decode ``\\t``, ``\\n``, ``\\r`` and ``\\\\`` in a text argument; other backslashes stay."""
+    return re.sub(r"\\([tnr\\])", lambda m: {"t": "\t", "n": "\n", "r": "\r",
+                                              "\\": "\\"}[m.group(1)], value)
+
+
+# Java-only regex syntax Python's `re` rejects; such patterns are left to Spark to check.
+_JAVA_ONLY = ("\\p{", "\\P{", "\\Q", "\\h", "\\H", "\\R", "\\X", "\\z", "\\G", "\\V", "\\v",
+              "++", "*+", "?+", "[[", "&&")
+
+
+def check_regex(pattern: str) -> str | None:
+    """None if ``pattern`` looks like a valid (Java) regex, else the reason it is not."""
+    try:
+        re.compile(pattern)
+        return None
+    except re.error as exc:
+        if any(s in pattern for s in _JAVA_ONLY):
+            return None
+        return str(exc)
+    except (OverflowError, RecursionError, ValueError) as exc:
+        return str(exc)
+
+
+@dataclass(frozen=True)
+class Sed:
+    """A ``s/pattern/replacement/flags`` expression (Java replacement syntax: ``$1``)."""
+
+    pattern: str
+    replacement: str
+    global_: bool
+    ignore_case: bool
+
+
+def parse_sed(text: str) -> Sed:
+    """Parse ``s/old/new/g``; the character after ``s`` is the delimiter. Raises ValueError."""
+    if len(text) < 4 or text[0] != "s":
+        raise ValueError("a sed expression starts with s and a delimiter, like s/old/new/g")
+    delim = text[1]
+    if delim.isalnum() or delim.isspace() or delim == "\\":
+        raise ValueError(f"{delim!r} cannot be a sed delimiter")
+    parts: list[str] = []
+    cur: list[str] = []
+    i = 2
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text) and text[i + 1] == delim:
+            cur.append(delim)
+            i += 2
+            continue
+        if ch == delim:
+            parts.append("".join(cur))
+            cur = []
+            if len(parts) == 2:
+                i += 1
+                break
+        else:
+            cur.append(ch)
+        i += 1
+    if len(parts) < 2:
+        raise ValueError(f"a sed expression needs three {delim!r}: s{delim}old{delim}new{delim}")
+    flags = text[i:]
+    bad = set(flags) - set("gi")
+    if bad:
+        raise ValueError(f"unknown sed flag(s) {''.join(sorted(bad))!r}; known: g, i")
+    if not parts[0]:
+        raise ValueError("the sed pattern is empty")
+    reason = check_regex(parts[0])
+    if reason:
+        raise ValueError(f"bad regex {parts[0]!r}: {reason}")
+    return Sed(parts[0], parts[1], "g" in flags, "i" in flags)
+
+
+# -- signatures -------------------------------------------------------------
+
+KINDS = ("column", "columns", "text", "regex", "int", "bool", "expr", "sed", "choice")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One argument of a directive: ``kind`` is one of KINDS; ``choices`` for ``choice``."""
+
+    name: str
+    kind: str
+    optional: bool = False
+    choices: tuple[str, ...] = ()
+    check: Callable[[Any], str | None] | None = field(default=None, compare=False)
+
+    def usage(self) -> str:
+        inner = "|".join(self.choices) if self.kind == "choice" else f"{self.name}"
+        text = f"<{inner}>" + ("[,…]" if self.kind == "columns" else "")
+        return f"[{text}]" if self.optional else text
+
+
+@dataclass(frozen=True)
+class Signature:
+    name: str
+    params: tuple[Param, ...]
+
+    def usage(self) -> str:
+        return " ".join([self.name] + [p.usage() for p in self.params])
+
+
+_PARAM = re.compile(r"(\[)?<([A-Za-z_][\w-]*)(?::([\w|-]+))?>(\])?")
+
+
+def parse_signature(usage: str) -> Signature:
+    """Read ``name <arg:kind> [<arg:kind>]`` into a `Signature` (used when registering).
+
+    Kinds: column, columns (one or more, comma separated; space separated too when
+    it is the last argument), text,
+    regex, int, bool, expr (the rest of the statement), sed, or ``a|b|c``
+    (one of these words).
+    """
+    parts = usage.split(None, 1)
+    if not parts:
+        raise ValueError("a directive usage needs at least a name")
+    name, rest = parts[0], (parts[1] if len(parts) > 1 else "")
+    params: list[Param] = []
+    pos = 0
+    rest = rest.strip()
+    while pos < len(rest):
+        if rest[pos].isspace():
+            pos += 1
+            continue
+        m = _PARAM.match(rest, pos)
+        if not m:
+            raise ValueError(f"cannot read the usage of {name!r} at {rest[pos:]!r}")
+        optional = bool(m.group(1))
+        if optional != bool(m.group(4)):
+            raise ValueError(f"unbalanced [ ] in the usage of {name!r}")
+        pname, kind = m.group(2), (m.group(3) or "text")
+        choices: tuple[str, ...] = ()
+        if "|" in kind:
+            choices, kind = tuple(kind.split("|")), "choice"
+        if kind not in KINDS:
+            raise ValueError(f"unknown argument kind {kind!r} in the usage of {name!r}; "
+                             f"known: {', '.join(KINDS)}")
+        if params and params[-1].kind == "expr":
+            raise ValueError(f"expr must be the last argument of {name!r}")
+        if params and params[-1].optional and not optional:
+            raise ValueError(f"a required argument follows an optional one in {name!r}")
+        params.append(Param(pname.replace("-", "_"), kind, optional, choices))
+        pos = m.end()
+    return Signature(name, tuple(params))
+
+
+class Args:
+    """Bound arguments: attribute access by parameter name, ``None`` when omitted."""
+
+    def __init__(self, values: dict[str, Any]):
+        self.__dict__.update(values)
+
+    def __getattr__(self, item: str) -> Any:   # only called for names not bound
+        return None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def __repr__(self) -> str:
+        return f"Args({self.__dict__!r})"
+
+
+def _err(stmt: Statement, message: str, column: int, sig: Signature) -> RecipeError:
+    return RecipeError(f"{stmt.name}: {message}", line=stmt.line, column=column,
+                       directive=stmt.text, expected=sig.usage())
+
+
+def bind(stmt: Statement, sig: Signature) -> Args:
+    """Match a statement's tokens to a signature; raises `RecipeError` with line and column."""
+    values: dict[str, Any] = {}
+    toks = list(stmt.tokens)
+    end_col = stmt.column + len(stmt.text)
+    ti = 0
+    for p in sig.params:
+        if ti >= len(toks):
+            if p.optional:
+                values[p.name] = None
+                continue
+            raise _err(stmt, f"missing argument <{p.name}> ({p.kind})", end_col, sig)
+        tok = toks[ti]
+        if p.kind == "expr":
+            values[p.name] = stmt.rest(tok)
+            ti = len(toks)
+        elif p.kind == "columns":
+            # last argument: every remaining token; otherwise one comma-separated token
+            last = p is sig.params[-1]
+            names: list[str] = []
+            for t in (toks[ti:] if last else toks[ti:ti + 1]):
+                pieces = [t.value] if t.kind == "string" else t.value.split(",")
+                for piece in pieces:
+                    piece = piece.strip()
+                    if piece.startswith(":"):
+                        piece = piece[1:]
+                    if piece:
+                        names.append(piece)
+            if not names:
+                raise _err(stmt, f"<{p.name}> needs at least one column name", tok.column, sig)
+            values[p.name] = tuple(names)
+            ti = len(toks) if last else ti + 1
+        else:
+            values[p.name] = _convert(stmt, sig, p, tok)
+            ti += 1
+        if p.check is not None and values.get(p.name) is not None:
+            reason = p.check(values[p.name])
+            if reason:
+                raise _err(stmt, f"bad <{p.name}>: {reason}", tok.column, sig)
+    if ti < len(toks):
+        raise _err(stmt, f"unexpected extra argument {toks[ti].raw!r}", toks[ti].column, sig)
+    return Args(values)
+
+
+def _convert(stmt: Statement, sig: Signature, p: Param, tok: Token) -> Any:
+    v = tok.value
+    if p.kind == "column":
+        if not v:
+            raise _err(stmt, f"<{p.name}> must be a column name", tok.column, sig)
+        return v
+    if p.kind == "text":
+        return unescape_text(v) if tok.kind == "string" else v
+    if p.kind == "regex":
+        reason = check_regex(v)
+        if reason:
+            raise _err(stmt, f"bad regex {v!r}: {reason}", tok.column, sig)
+        return v
+    if p.kind == "sed":
+        try:
+            return parse_sed(v)
+        except ValueError as exc:
+            raise _err(stmt, str(exc), tok.column, sig) from None
+    if p.kind == "int":
+        if not re.fullmatch(r"[+-]?\d+", v):
+            raise _err(stmt, f"<{p.name}> must be an integer, got {tok.raw!r}", tok.column, sig)
+        return int(v)
+    if p.kind == "bool":
+        low = v.lower()
+        if low not in ("true", "false"):
+            raise _err(stmt, f"<{p.name}> must be true or false, got {tok.raw!r}",
+                       tok.column, sig)
+        return low == "true"
+    if p.kind == "choice":
+        for c in p.choices:
+            if c.lower() == v.lower():
+                return c
+        raise _err(stmt, f"<{p.name}> must be one of {', '.join(p.choices)}, got {tok.raw!r}",
+                   tok.column, sig)
+    raise AssertionError(p.kind)  # pragma: no cover - parse_signature rejects other kinds

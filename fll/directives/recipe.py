@@ -1,0 +1,309 @@
+"""Recipes: parse a whole recipe, apply it to a DataFrame, turn its labels into lineage.
+
+`Recipe.parse` checks every line before anything runs. `Recipe.compile(df)`
+applies the directives as one lazy Spark plan and records, per step, the
+label of every column it touched (`StepLabels`). `CompiledRecipe` turns
+those labels into CDAP field operations (semantics §4): one transform per
+produced column, RENAME as an identity transform, DROP as a transform
+without outputs; untouched columns keep pointing at their latest producer.
+
+This module must never run a Spark action itself (only the few
+data-dependent directives do, and they say so) and never write lineage to
+a store: callers decide where the operations go.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Mapping, Sequence, Union
+
+from ..errors import RecipeError
+from ..model import (EndPoint, FieldLineageInfo, InputField, ReadOperation, Transformation,
+                     TransformOperation, WriteOperation)
+from . import builtin  # noqa: F401  (registers the built-in directives)
+from .context import StepContext
+from .labels import ADD, DROP, MODIFY, READ, resolve
+from .parser import Args, Statement, bind, split_statements
+from .registry import DEFAULT_REGISTRY, DirectiveSpec, Outcome, Registry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+__all__ = ["Recipe", "ParsedStep", "StepLabels", "CompiledRecipe", "FieldOperations"]
+
+
+@dataclass(frozen=True)
+class ParsedStep:
+    """One statement bound to its directive."""
+
+    statement: Statement
+    spec: DirectiveSpec
+    args: Args = field(compare=False)
+
+
+@dataclass(frozen=True)
+class StepLabels:
+    """What one step did: the label of each column it touched, in column order.
+
+    ``renames`` pairs old → new names; ``declared`` is the declaration as
+    written by the directive (shorthands unresolved); ``columns`` are the
+    columns after the step; ``actions`` counts data-dependent Spark jobs.
+    """
+
+    index: int
+    line: int
+    directive: str
+    text: str
+    labels: Mapping[str, str]
+    renames: tuple[tuple[str, str], ...] = ()
+    declared: tuple[str, ...] = ()
+    columns: tuple[str, ...] = ()
+    identity: bool = False
+    masking: bool = False
+    actions: int = 0
+    note: str = ""
+
+    def __str__(self) -> str:
+        body = " ".join(f"{c}={k}" for c, k in self.labels.items()) or "(no columns)"
+        return f"line {self.line} `{self.text}`: {body}"
+
+
+@dataclass(frozen=True)
+class FieldOperations:
+    """The transforms of one recipe stage and where each output column comes from.
+
+    ``outputs`` maps every column of the result to the `InputField` of its
+    latest producer (an operation of ``operations``, or the caller's input
+    when the column was never touched) — what a WriteOperation needs.
+    """
+
+    operations: tuple[TransformOperation, ...]
+    outputs: Mapping[str, InputField]
+
+
+InputsSpec = Union[str, Mapping[str, InputField]]
+
+
+class CompiledRecipe:
+    """A recipe applied to one DataFrame: the lazy result plus every step's labels."""
+
+    def __init__(self, dataframe: "DataFrame", steps: Sequence[StepLabels],
+                 input_columns: Sequence[str]):
+        self.dataframe = dataframe
+        self.steps = tuple(steps)
+        self.input_columns = tuple(input_columns)
+        self.output_columns = tuple(dataframe.columns)
+
+    @property
+    def actions(self) -> int:
+        """Spark jobs started by data-dependent directives while compiling."""
+        return sum(s.actions for s in self.steps)
+
+    def explain(self) -> str:
+        """One line per step: what each line did to each column."""
+        return "\n".join(str(s) for s in self.steps)
+
+    def field_operations(self, stage: str = "recipe", inputs: InputsSpec = "read",
+                         filter_dependencies: bool = False) -> FieldOperations:
+        """The recipe's labels as CDAP transform operations.
+
+        ``inputs`` is either the name of the operation that produced every input
+        column (e.g. a ReadOperation's name) or a mapping column → `InputField`.
+        Operation names are ``<stage>.<step>.<directive>.<column>``: unique and
+        deterministic. ``filter_dependencies``: off (as CDAP Wrangler), a
+        filter only READs its columns and adds no dependency; on, every other
+        column present after a READ-only step gets a transform taking the read
+        columns as INDIRECT/FILTER inputs.
+        """
+        if isinstance(inputs, str):
+            latest = {c: InputField(inputs, c) for c in self.input_columns}
+        else:
+            latest = dict(inputs)
+            missing = [c for c in self.input_columns if c not in latest]
+            if missing:
+                raise RecipeError(f"no input field given for column(s) {missing}")
+        ops: list[TransformOperation] = []
+        for st in self.steps:
+            prefix = f"{stage}.{st.index}.{st.directive}" if stage else \
+                f"{st.index}.{st.directive}"
+            where = f"line {st.line}: {st.text}"
+            reads = [latest[c] for c, k in st.labels.items() if k == READ]
+            read_tag = Transformation("DIRECT", "IDENTITY" if st.identity else "TRANSFORMATION",
+                                      masking=st.masking)
+            nxt = dict(latest)
+            for col, kind in st.labels.items():
+                if kind == ADD:
+                    ops.append(TransformOperation(
+                        f"{prefix}.{col}", f"ADD {col} ({where})", reads, (col,),
+                        {r: (read_tag,) for r in reads}))
+                    nxt[col] = InputField(f"{prefix}.{col}", col)
+                elif kind == MODIFY:
+                    own = latest[col]
+                    tags = {r: (read_tag,) for r in reads}
+                    tags[own] = (Transformation("DIRECT", "TRANSFORMATION", masking=st.masking),)
+                    ops.append(TransformOperation(
+                        f"{prefix}.{col}", f"MODIFY {col} ({where})", reads + [own], (col,),
+                        tags))
+                    nxt[col] = InputField(f"{prefix}.{col}", col)
+                elif kind == DROP:
+                    ops.append(TransformOperation(
+                        f"{prefix}.{col}", f"DROP {col} ({where})", (latest[col],), ()))
+                    nxt.pop(col, None)
+            new_names = {n for _, n in st.renames}
+            for old, _ in st.renames:
+                if old not in new_names:
+                    nxt.pop(old, None)
+            for old, new in st.renames:
+                src = latest[old]
+                ops.append(TransformOperation(
+                    f"{prefix}.{new}", f"RENAME {old} -> {new} ({where})", (src,), (new,),
+                    {src: (Transformation("DIRECT", "IDENTITY"),)}))
+                nxt[new] = InputField(f"{prefix}.{new}", new)
+            if filter_dependencies and st.labels and set(st.labels.values()) == {READ}:
+                for col in st.columns:
+                    if col in st.labels:
+                        continue
+                    own = latest[col]
+                    tags = {r: (Transformation("INDIRECT", "FILTER"),) for r in reads}
+                    tags[own] = (Transformation("DIRECT", "IDENTITY"),)
+                    ops.append(TransformOperation(
+                        f"{prefix}.{col}", f"FILTER rows of {col} ({where})", reads + [own],
+                        (col,), tags))
+                    nxt[col] = InputField(f"{prefix}.{col}", col)
+            latest = nxt
+        outputs = {c: latest[c] for c in self.output_columns}
+        return FieldOperations(tuple(ops), outputs)
+
+    def to_lineage(self, source: EndPoint, destination: EndPoint, stage: str = "recipe",
+                   filter_dependencies: bool = False) -> FieldLineageInfo:
+        """read(source) → this recipe → write(destination) as one FieldLineageInfo."""
+        read = ReadOperation("read", f"read {source}", source, self.input_columns)
+        fo = self.field_operations(stage, read.name, filter_dependencies)
+        write = WriteOperation("write", f"write {destination}", destination,
+                               tuple(fo.outputs[c] for c in self.output_columns))
+        return FieldLineageInfo([read, *fo.operations, write])
+
+
+class Recipe:
+    """A parsed recipe: every statement checked and bound to its directive."""
+
+    def __init__(self, steps: Sequence[ParsedStep], text: str = "",
+                 registry: Registry | None = None):
+        self.steps = tuple(steps)
+        self.text = text
+        self.registry = registry or DEFAULT_REGISTRY
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def __repr__(self) -> str:
+        return f"Recipe({len(self.steps)} directives)"
+
+    @classmethod
+    def parse(cls, text: str, registry: Registry | None = None) -> "Recipe":
+        """Parse and check the whole recipe; the first bad line raises `RecipeError`.
+
+        Every line is checked before the error is raised: the error's
+        ``errors`` attribute lists all of them.
+        """
+        reg = registry or DEFAULT_REGISTRY
+        errors: list[RecipeError] = []
+        steps: list[ParsedStep] = []
+        try:
+            statements = split_statements(text)
+        except RecipeError as exc:
+            exc.errors = [exc]
+            raise
+        for stmt in statements:
+            spec = reg.get(stmt.name)
+            if spec is None:
+                close = reg.suggest(stmt.name)
+                hint = f"; did you mean {' or '.join(close)}?" if close else ""
+                err = RecipeError(f"unknown directive {stmt.name!r}{hint}", line=stmt.line,
+                                  column=stmt.column, directive=stmt.text,
+                                  expected="a directive name: " + ", ".join(reg.names()))
+                err.suggestions = close
+                errors.append(err)
+                continue
+            try:
+                steps.append(ParsedStep(stmt, spec, bind(stmt, spec.signature)))
+            except RecipeError as exc:
+                errors.append(exc)
+        if errors:
+            first = errors[0]
+            if len(errors) > 1:
+                first.args = (f"{first.args[0]} (and {len(errors) - 1} more bad "
+                              f"line{'s' if len(errors) > 2 else ''})",)
+            first.errors = errors
+            raise first
+        return cls(steps, text, reg)
+
+    # -- applying -------------------------------------------------------------
+    def compile(self, df: "DataFrame") -> CompiledRecipe:
+        """Apply every step lazily and record its labels. Raises `RecipeError` naming the
+        line of the first step that cannot apply (unknown column, bad expression…)."""
+        spark = df.sparkSession
+        input_columns = list(df.columns)
+        if len(set(input_columns)) != len(input_columns):
+            raise RecipeError(f"the input has duplicate column names: {input_columns}")
+        out: list[StepLabels] = []
+        for step in self.steps:
+            ctx = StepContext(step.statement, spark, step.spec.usage)
+            before = list(df.columns)
+            try:
+                outcome = step.spec.fn(ctx, df, step.args)
+            except RecipeError as exc:
+                if exc.line is None:
+                    raise RecipeError(exc.reason, **ctx.where()) from exc
+                raise
+            except Exception as exc:  # a Spark or directive failure: name the line
+                text = str(exc).strip().splitlines()
+                raise ctx.error(f"failed: {text[0] if text else type(exc).__name__}") from exc
+            if not isinstance(outcome, Outcome):
+                raise ctx.error(f"directive returned {type(outcome).__name__}, not an Outcome")
+            df = outcome.df
+            after = list(df.columns)
+            resolved = resolve(outcome.labels, before, after, ctx.where())
+            out.append(StepLabels(
+                step.statement.index, step.statement.line, step.spec.name, step.statement.text,
+                resolved.labels, resolved.renames, tuple(str(d) for d in outcome.labels),
+                tuple(after), outcome.identity, outcome.masking, ctx.actions, outcome.note))
+        return CompiledRecipe(df, out, input_columns)
+
+    def apply(self, df: "DataFrame") -> "DataFrame":
+        """The recipe as one lazy DataFrame (see `compile` for labels)."""
+        return self.compile(df).dataframe
+
+    def labels(self, df: "DataFrame") -> tuple[StepLabels, ...]:
+        """Per step (line, directive text) the label of each column it touched."""
+        return self.compile(df).steps
+
+    def field_operations(self, df: "DataFrame", stage: str = "recipe",
+                         inputs: InputsSpec = "read",
+                         filter_dependencies: bool = False) -> FieldOperations:
+        """`CompiledRecipe.field_operations` of this recipe applied to ``df``."""
+        return self.compile(df).field_operations(stage, inputs, filter_dependencies)
+
+    def to_lineage(self, source: EndPoint, destination: EndPoint,
+                   input_columns: Union[Sequence[str], "DataFrame"], stage: str = "recipe",
+                   filter_dependencies: bool = False) -> FieldLineageInfo:
+        """read(source) → recipe → write(destination) as a FieldLineageInfo.
+
+        ``input_columns`` is the input DataFrame, or just its column names: then
+        an empty all-string DataFrame stands in for it, which is enough for
+        every directive whose output columns do not depend on the data
+        (parse-as-csv, parse-as-json and split-to-columns need the real data).
+        """
+        if isinstance(input_columns, (list, tuple)):
+            df = _empty_frame(list(input_columns))
+        else:
+            df = input_columns
+        return self.compile(df).to_lineage(source, destination, stage, filter_dependencies)
+
+
+def _empty_frame(columns: list[str]) -> "DataFrame":
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+    schema = StructType([StructField(c, StringType()) for c in columns])
+    return spark.createDataFrame([], schema)

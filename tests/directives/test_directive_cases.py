@@ -1,0 +1,76 @@
+"""Every directive on a real (shared) Spark session, driven by fixture files.
+
+cases.yaml: recipe, input rows, expected rows, labels and incoming summary.
+labels.txt: one line per case — input columns | recipe | labels per step.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fll import EndPoint
+from fll.directives import Recipe
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "directives"
+CASES = yaml.safe_load((FIXTURES / "cases.yaml").read_text())
+SRC, DST = EndPoint("ns", "src"), EndPoint("ns", "dst")
+
+
+def _text(value):
+    return None if value is None else str(value)
+
+
+def _label_text(step) -> str:
+    return " ".join(f"{c}={k}" for c, k in step.labels.items())
+
+
+def _rows_match(actual: list[list], expected: list[list]) -> bool:
+    def fits(a, e):
+        return len(a) == len(e) and all(ev == "*" and av is not None or av == ev
+                                        for av, ev in zip(a, e, strict=True))
+    remaining = list(actual)
+    for e in expected:
+        hit = next((a for a in remaining if fits(a, e)), None)
+        if hit is None:
+            return False
+        remaining.remove(hit)
+    return not remaining
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_directive_case_gives_the_expected_rows_labels_and_lineage(spark, case):
+    df = spark.createDataFrame(case["rows"], case["schema"])
+    compiled = Recipe.parse(case["recipe"]).compile(df)
+
+    assert list(compiled.dataframe.columns) == case["columns"]
+    actual = [[_text(v) for v in row] for row in compiled.dataframe.collect()]
+    expected = [[_text(v) for v in row] for row in case["rows_out"]]
+    assert _rows_match(actual, expected), f"rows {actual} != {expected}"
+
+    assert [_label_text(s) for s in compiled.steps] == case["labels"]
+
+    incoming = compiled.to_lineage(SRC, DST).incoming_summary()
+    got = {f.field: sorted(s.field for s in srcs) for f, srcs in incoming.items() if srcs}
+    want = {k: sorted(v) for k, v in case["incoming"].items()}
+    assert got == want
+
+
+def _label_lines():
+    for n, line in enumerate((FIXTURES / "labels.txt").read_text().splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        columns, recipe, labels = (p.strip() for p in line.split(" | "))
+        yield pytest.param(columns.split(","), recipe, [x.strip() for x in labels.split(";")],
+                           id=f"line{n}:{recipe[:40]}")
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("columns,recipe,labels", list(_label_lines()))
+def test_recipe_labels_each_step_as_the_fixture_says(spark, columns, recipe, labels):
+    df = spark.createDataFrame([tuple("v" for _ in columns)], ", ".join(
+        f"`{c}` string" for c in columns))
+    steps = Recipe.parse(recipe).labels(df)
+    assert [_label_text(s) or "-" for s in steps] == labels
