@@ -1,0 +1,421 @@
+"""The plan walk: which source columns each output column comes from, and how.
+
+Works on the Python trees of `fll.spark.plan` only (no JVM). Every plan node
+maps its output attributes (by exprId) to a `Lineage`: source column →
+OpenLineage transformation tags. Expressions decide the tags (semantics §5):
+copies are DIRECT/IDENTITY, row functions DIRECT/TRANSFORMATION, aggregates
+DIRECT/AGGREGATION, CASE/IF predicates and COALESCE/NVL/NULLIF arguments
+INDIRECT/CONDITIONAL, window keys INDIRECT/WINDOW; hashes and counts mask.
+Filters, join conditions, grouping keys, DISTINCT and ORDER BY affect the
+whole dataset and are collected apart (``dataset``). Tags compose along a
+path with `compose`.
+
+This module must never call Spark, and must stay linear in plan size: each
+node is visited once and each expression once per use.
+"""
+from __future__ import annotations
+
+from collections import ChainMap
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable, Mapping
+
+from .plan import Expr, PlanNode, write_query
+
+__all__ = ["Tag", "Source", "Lineage", "compose", "walk", "PlanLineage",
+           "IDENTITY", "TRANSFORMATION", "AGGREGATION"]
+
+#: (type, subtype, masking)
+Tag = tuple[str, str, bool]
+#: (namespace, name, field) of a source column
+Source = tuple[str, str, str]
+#: source column → the tags of every path from it
+Lineage = Mapping[Source, frozenset[Tag]]
+
+IDENTITY: Tag = ("DIRECT", "IDENTITY", False)
+TRANSFORMATION: Tag = ("DIRECT", "TRANSFORMATION", False)
+AGGREGATION: Tag = ("DIRECT", "AGGREGATION", False)
+MASKED_TRANSFORMATION: Tag = ("DIRECT", "TRANSFORMATION", True)
+
+
+def indirect(subtype: str) -> Tag:
+    return ("INDIRECT", subtype, False)
+
+
+CONDITIONAL = indirect("CONDITIONAL")
+WINDOW = indirect("WINDOW")
+_DIRECT_RANK = {"IDENTITY": 0, "TRANSFORMATION": 1, "AGGREGATION": 2}
+
+
+@lru_cache(maxsize=None)
+def compose(outer: Tag, inner: Tag) -> Tag:
+    """The tag of a path made of ``inner`` (nearer the source) then ``outer``.
+
+    INDIRECT beats DIRECT (between two INDIRECT the outer one says how the
+    value finally acts on the output); among DIRECT, AGGREGATION beats
+    TRANSFORMATION beats IDENTITY; masking is sticky.
+    """
+    masking = outer[2] or inner[2]
+    if outer[0] == "INDIRECT":
+        return ("INDIRECT", outer[1], masking)
+    if inner[0] == "INDIRECT":
+        return ("INDIRECT", inner[1], masking)
+    sub = outer[1] if _DIRECT_RANK[outer[1]] >= _DIRECT_RANK[inner[1]] else inner[1]
+    return ("DIRECT", sub, masking)
+
+
+def _under(ctx: frozenset[Tag], *local: Tag) -> frozenset[Tag]:
+    return frozenset(compose(c, t) for c in ctx for t in local)
+
+
+# Expression classes by how they pass values on (Catalyst short class names).
+_TRANSPARENT = frozenset({
+    "Alias", "Cast", "UpCast", "AnsiCast", "OuterReference", "KnownNotNull", "KnownNullable",
+    "KnownFloatingPointNormalized", "PromotePrecision", "SortOrder", "AssertNotNull",
+})
+_MASKING = frozenset({"Sha1", "Sha2", "Md5", "Crc32", "Murmur3Hash", "XxHash64", "HiveHash",
+                      "Mask"})
+_COUNTING = frozenset({"Count", "HyperLogLogPlusPlus", "CountIf", "CountMinSketchAgg"})
+_RANKING = frozenset({"Rank", "DenseRank", "PercentRank", "CumeDist", "RowNumber", "NTile"})
+_OFFSET = frozenset({"Lag", "Lead", "NthValue"})
+_SUBQUERIES = frozenset({"ScalarSubquery", "Exists", "ListQuery", "LateralSubquery"})
+_LEAF_OUTPUT_KEYS = ("output", "dataCols", "partitionCols")
+_SEMI_JOINS = ("LeftSemi", "LeftAnti")
+
+
+@dataclass
+class Column:
+    """One output attribute of a plan node."""
+
+    expr_id: int | None
+    name: str
+    lineage: Lineage
+
+
+@dataclass
+class PlanLineage:
+    """What the walk found: per output column its lineage, plus whole-dataset dependencies."""
+
+    columns: list[Column]
+    dataset: dict[Source, frozenset[Tag]]
+
+
+def _merge(into: dict[Source, set[Tag]], lineage: Lineage) -> None:
+    for src, tags in lineage.items():
+        into.setdefault(src, set()).update(tags)
+
+
+def _freeze(acc: Mapping[Source, Iterable[Tag]]) -> dict[Source, frozenset[Tag]]:
+    return {src: frozenset(tags) for src, tags in acc.items()}
+
+
+class _Walker:
+    def __init__(self, leaves: Mapping[int, list[tuple[str, str]]]):
+        self.leaves = leaves
+        self.ctes: dict[object, tuple[list[Column], dict[Source, set[Tag]]]] = {}
+        self.deps: dict[Source, set[Tag]] = {}
+
+    # -- expressions ------------------------------------------------------
+    def expr(self, e: Expr, ctx: frozenset[Tag], env: Mapping[int, Lineage],
+             acc: dict[Source, set[Tag]]) -> None:
+        cls = e.cls
+        if cls == "AttributeReference":
+            lineage = env.get(e.expr_id)  # type: ignore[arg-type]
+            if lineage:
+                for src, tags in lineage.items():
+                    into = acc.setdefault(src, set())
+                    for c in ctx:
+                        for t in tags:
+                            into.add(compose(c, t))
+            return
+        if cls in _TRANSPARENT:
+            for ch in e.children:
+                self.expr(ch, ctx, env, acc)
+            return
+        if cls == "AggregateExpression":
+            fn = e.child("aggregateFunction") or (e.children[0] if e.children else None)
+            if fn is not None:
+                tag = ("DIRECT", "AGGREGATION", fn.cls in _COUNTING)
+                for ch in fn.children:
+                    self.expr(ch, _under(ctx, tag), env, acc)
+            cond = e.child("filter")
+            if cond is not None:  # sum(x) FILTER (WHERE y > 0): y shapes this field only
+                self.expr(cond, _under(ctx, indirect("FILTER")), env, acc)
+            return
+        if cls == "WindowExpression":
+            self._window(e, ctx, env, acc)
+            return
+        if cls == "CaseWhen":
+            kids = e.children
+            pairs = len(kids) // 2
+            for i in range(pairs):
+                self.expr(kids[2 * i], _under(ctx, CONDITIONAL), env, acc)
+                self.expr(kids[2 * i + 1], _under(ctx, TRANSFORMATION), env, acc)
+            if len(kids) % 2:
+                self.expr(kids[-1], _under(ctx, TRANSFORMATION), env, acc)
+            return
+        if cls == "If":
+            for role, tag in (("predicate", CONDITIONAL), ("trueValue", TRANSFORMATION),
+                              ("falseValue", TRANSFORMATION)):
+                ch = e.child(role)
+                if ch is not None:
+                    self.expr(ch, _under(ctx, tag), env, acc)
+            return
+        if cls == "Coalesce":
+            for ch in e.children:
+                self.expr(ch, _under(ctx, TRANSFORMATION, CONDITIONAL), env, acc)
+            return
+        if cls in ("Nvl", "IfNull", "NullIf", "Nvl2"):
+            self._replaced_conditional(e, ctx, env, acc)
+            return
+        if cls in _MASKING:
+            for ch in e.children:
+                self.expr(ch, _under(ctx, MASKED_TRANSFORMATION), env, acc)
+            return
+        if cls in _SUBQUERIES:
+            self._subquery(e, ctx, env, acc)
+            for ch in e.children:  # outer references it is correlated on
+                self.expr(ch, _under(ctx, indirect("FILTER")), env, acc)
+            return
+        for ch in e.children:
+            self.expr(ch, _under(ctx, TRANSFORMATION), env, acc)
+
+    def _replaced_conditional(self, e: Expr, ctx: frozenset[Tag], env: Mapping[int, Lineage],
+                              acc: dict[Source, set[Tag]]) -> None:
+        # These are RuntimeReplaceable: their only child is the rewritten form,
+        # the arguments the user wrote sit in fields, so read those instead.
+        both = _under(ctx, TRANSFORMATION, CONDITIONAL)
+        roles: dict[str, frozenset[Tag]]
+        if e.cls == "NullIf":   # CASE WHEN left = right THEN NULL ELSE left END
+            roles = {"left": both, "right": _under(ctx, CONDITIONAL)}
+        elif e.cls == "Nvl2":   # IF(expr1 IS NOT NULL, expr2, expr3)
+            roles = {"expr1": _under(ctx, CONDITIONAL), "expr2": _under(ctx, TRANSFORMATION),
+                     "expr3": _under(ctx, TRANSFORMATION)}
+        else:                   # COALESCE(left, right)
+            roles = {"left": both, "right": both}
+        if not all(r in e.embedded for r in roles):
+            for ch in e.children:
+                self.expr(ch, _under(ctx, TRANSFORMATION), env, acc)
+            return
+        for role, tags in roles.items():
+            self.expr(e.embedded[role], tags, env, acc)
+
+    def _window(self, e: Expr, ctx: frozenset[Tag], env: Mapping[int, Lineage],
+                acc: dict[Source, set[Tag]]) -> None:
+        fn = e.child("windowFunction")
+        spec = e.child("windowSpec")
+        if fn is not None and fn.cls not in _RANKING:
+            if fn.cls in _OFFSET:
+                # LAG/LEAD copy a value from another row of the window: computed
+                # per row from one input value, so TRANSFORMATION, not AGGREGATION
+                for ch in fn.children:
+                    self.expr(ch, _under(ctx, TRANSFORMATION), env, acc)
+            else:
+                self.expr(fn, ctx, env, acc)
+        if spec is not None:
+            keys = [spec.children[i] for role in ("partitionSpec", "orderSpec")
+                    for i in spec.fields.get(role) or [] if isinstance(i, int)
+                    and i < len(spec.children)]
+            for k in keys:
+                self.expr(k, _under(ctx, WINDOW), env, acc)
+
+    def _subquery(self, e: Expr, ctx: frozenset[Tag], env: Mapping[int, Lineage],
+                  acc: dict[Source, set[Tag]]) -> None:
+        plan = e.plans.get("plan")
+        if plan is None:
+            return
+        saved, self.deps = self.deps, {}
+        try:
+            cols = self.plan(plan, env)
+            inner = self.deps
+        finally:
+            self.deps = saved
+        # the subquery's own filters/joins shape only the value it yields here
+        for lineage in [c.lineage for c in cols] + [_freeze(inner)]:
+            for src, tags in lineage.items():
+                into = acc.setdefault(src, set())
+                for c in ctx:
+                    for t in tags:
+                        into.add(compose(c, t))
+
+    def lineage_of(self, e: Expr, env: Mapping[int, Lineage],
+                   ctx: frozenset[Tag] = frozenset({IDENTITY})) -> dict[Source, frozenset[Tag]]:
+        acc: dict[Source, set[Tag]] = {}
+        self.expr(e, ctx, env, acc)
+        return _freeze(acc)
+
+    def depend(self, exprs: Iterable[Expr], tag: Tag, env: Mapping[int, Lineage]) -> None:
+        """Record ``exprs`` as whole-dataset dependencies of kind ``tag``."""
+        ctx = frozenset({tag})
+        for e in exprs:
+            self.expr(e, ctx, env, self.deps)
+
+    def named(self, e: Expr, env: Mapping[int, Lineage]) -> Column:
+        return Column(e.expr_id, e.name, self.lineage_of(e, env))
+
+    # -- plans ------------------------------------------------------------
+    def plan(self, node: PlanNode, outer: Mapping[int, Lineage] | None = None) -> list[Column]:
+        cls = node.cls
+        if cls == "WithCTE":
+            body = node.child("plan") or node.children[-1]
+            for d in node.children:
+                if d is not body:
+                    self._cte_def(d, outer)
+            return self.plan(body, outer)
+        if cls == "CTERelationDef":
+            return self._cte_def(node, outer)
+        if cls == "CTERelationRef":
+            return self._cte_ref(node)
+        if not node.children and cls not in ("Union",):
+            query = write_query(node)
+            if query is None:
+                return self._leaf(node)
+
+        query = write_query(node)
+        if query is not None:
+            return self._write(node, query, outer)
+        inputs = [self.plan(c, outer) for c in node.children]
+        local: dict[int, Lineage] = {}
+        for cols in inputs:
+            for c in cols:
+                if c.expr_id is not None:
+                    local[c.expr_id] = c.lineage
+        env: Mapping[int, Lineage] = ChainMap(local, outer) if outer else local
+        first = inputs[0] if inputs else []
+
+        if cls == "Project":
+            return [self.named(e, env) for e in node.expr_list("projectList")]
+        if cls == "Filter":
+            self.depend(node.expr_list("condition"), indirect("FILTER"), env)
+            return first
+        if cls == "Join":
+            self.depend(node.expr_list("condition"), indirect("JOIN"), env)
+            kind = str((node.fields.get("joinType") or {}).get("object", ""))
+            if any(s in kind for s in _SEMI_JOINS):
+                return first
+            if "ExistenceJoin" in kind or "ExistenceJoin" in str(node.fields.get("joinType")):
+                return first + [Column(None, "exists", {})]
+            return first + (inputs[1] if len(inputs) > 1 else [])
+        if cls == "Aggregate":
+            self.depend(node.expr_list("groupingExpressions"), indirect("GROUP_BY"), env)
+            return [self.named(e, env) for e in node.expr_list("aggregateExpressions")]
+        if cls in ("Distinct",):
+            self._depend_columns(first, indirect("GROUP_BY"))
+            return first
+        if cls == "Deduplicate":
+            self.depend(node.expr_list("keys"), indirect("GROUP_BY"), env)
+            return first
+        if cls == "Sort":
+            self.depend(node.expr_list("order"), indirect("SORT"), env)
+            return first
+        if cls == "Window":
+            return first + [self.named(e, env) for e in node.expr_list("windowExpressions")]
+        if cls == "Generate":
+            return self._generate(node, first, env)
+        if cls == "Union":
+            return self._union(inputs)
+        if cls in ("Intersect", "Except"):
+            for cols in inputs:
+                self._depend_columns(cols, indirect("FILTER"))
+            return first
+        if cls == "Expand":
+            return self._expand(node, env)
+        # SubqueryAlias, View, limits, repartitions, hints...: pass the columns through
+        return [c for cols in inputs for c in cols]
+
+    def _leaf(self, node: PlanNode) -> list[Column]:
+        datasets = self.leaves.get(node.number, [])
+        attrs = [e for key in _LEAF_OUTPUT_KEYS for e in node.expr_list(key)]
+        cols = []
+        for a in attrs:
+            lineage = {(ns, name, a.name): frozenset({IDENTITY}) for ns, name in datasets}
+            cols.append(Column(a.expr_id, a.name, lineage))
+        return cols
+
+    def _cte_def(self, node: PlanNode, outer: Mapping[int, Lineage] | None) -> list[Column]:
+        saved, self.deps = self.deps, {}
+        try:
+            cols = self.plan(node.children[0], outer) if node.children else []
+            self.ctes[node.fields.get("id")] = (cols, self.deps)
+        finally:
+            self.deps = saved
+        return cols
+
+    def _cte_ref(self, node: PlanNode) -> list[Column]:
+        cols, deps = self.ctes.get(node.fields.get("cteId"), ([], {}))
+        for src, tags in deps.items():
+            self.deps.setdefault(src, set()).update(tags)
+        attrs = node.expr_list("output")
+        return [Column(a.expr_id, a.name, cols[i].lineage if i < len(cols) else {})
+                for i, a in enumerate(attrs)]
+
+    def _depend_columns(self, cols: list[Column], tag: Tag) -> None:
+        for c in cols:
+            for src, tags in c.lineage.items():
+                into = self.deps.setdefault(src, set())
+                for t in tags:
+                    into.add(compose(tag, t))
+
+    def _generate(self, node: PlanNode, first: list[Column],
+                  env: Mapping[int, Lineage]) -> list[Column]:
+        generator = node.exprs.get("generator")
+        lineage = self.lineage_of(generator, env) if isinstance(generator, Expr) else {}
+        dropped = set(node.fields.get("unrequiredChildIndex") or [])
+        kept = [c for i, c in enumerate(first) if i not in dropped]
+        return kept + [Column(a.expr_id, a.name, lineage)
+                       for a in node.expr_list("generatorOutput")]
+
+    def _union(self, inputs: list[list[Column]]) -> list[Column]:
+        if not inputs:
+            return []
+        out = []
+        for i, c in enumerate(inputs[0]):
+            acc: dict[Source, set[Tag]] = {}
+            for cols in inputs:
+                if i < len(cols):
+                    _merge(acc, cols[i].lineage)
+            out.append(Column(c.expr_id, c.name, _freeze(acc)))
+        return out
+
+    def _expand(self, node: PlanNode, env: Mapping[int, Lineage]) -> list[Column]:
+        attrs = node.expr_list("output")
+        rows = node.exprs.get("projections") or []
+        out = []
+        for i, a in enumerate(attrs):
+            acc: dict[Source, set[Tag]] = {}
+            for row in rows:
+                if isinstance(row, list) and i < len(row) and isinstance(row[i], Expr):
+                    self.expr(row[i], frozenset({IDENTITY}), env, acc)
+            out.append(Column(a.expr_id, a.name, _freeze(acc)))
+        return out
+
+    def _write(self, node: PlanNode, query: PlanNode,
+               outer: Mapping[int, Lineage] | None) -> list[Column]:
+        cols = self.plan(query, outer)
+        names = _column_names(node.fields.get("outputColumnNames"))
+        if names and len(names) == len(cols):
+            return [Column(c.expr_id, n, c.lineage) for c, n in zip(cols, names, strict=True)]
+        return cols
+
+
+def _column_names(value: object) -> list[str] | None:
+    # toJSON renders Seq[String] as one string "[a, b]"; a name holding ", "
+    # makes it ambiguous, and then the query's own names are used instead.
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    if isinstance(value, str) and value.startswith("[") and value.endswith("]"):
+        inner = value[1:-1]
+        return inner.split(", ") if inner else []
+    return None
+
+
+def walk(root: PlanNode, leaves: Mapping[int, list[tuple[str, str]]]) -> PlanLineage:
+    """Lineage of every output column of ``root`` plus the whole-dataset dependencies.
+
+    ``leaves`` maps a relation leaf's node number to the datasets it reads
+    (`fll.spark.plan.resolve_leaves`); a leaf absent from it (inline data,
+    an RDD) contributes no source columns.
+    """
+    walker = _Walker(leaves)
+    cols = walker.plan(root)
+    return PlanLineage(cols, _freeze(walker.deps))

@@ -1,0 +1,506 @@
+"""Reach a Spark logical plan from Python and turn its ``toJSON()`` into Python trees.
+
+The whole analyzed plan crosses the py4j bridge once, as the JSON that
+``LogicalPlan.toJSON()`` returns (a pre-order list of nodes; expressions are
+nested pre-order lists; subquery and command plans are nested inside the
+fields that hold them). That JSON is lossy for leaf relations (the
+``relation`` of a ``LogicalRelation`` is null), so each leaf that names a
+dataset is fetched with a handful of direct calls: ``plan.apply(n)`` jumps to
+the n-th node of Spark's own numbering (the one ``numberedTreeString``
+prints), which this module reproduces from the JSON, so no call is spent
+walking the JVM tree.
+
+This module must never make one JVM call per plan node or per column, and
+must never execute the plan or the statement it analyzes.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+from urllib.parse import urlsplit
+
+from ..errors import BadRequest, FllError
+
+__all__ = ["Expr", "PlanNode", "JvmCalls", "AnalyzedPlan", "analyze", "parse_plan_json",
+           "dataset_name"]
+
+
+# ---------------------------------------------------------------------------
+# Python trees
+# ---------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class Expr:
+    """One Catalyst expression: short class name, its JSON fields, its children in order."""
+
+    cls: str
+    fields: dict[str, Any]
+    children: list["Expr"]
+    #: plans embedded in this expression's fields (a subquery's ``plan``)
+    plans: dict[str, "PlanNode"] = field(default_factory=dict)
+    #: expressions embedded in fields that are not children (``NullIf.left`` ...)
+    embedded: dict[str, "Expr"] = field(default_factory=dict)
+
+    @property
+    def expr_id(self) -> int | None:
+        ref = self.fields.get("exprId")
+        return ref.get("id") if isinstance(ref, dict) else None
+
+    @property
+    def name(self) -> str:
+        return self.fields.get("name", "")
+
+    def child(self, role: str) -> "Expr | None":
+        """The child a field names by index (``"child": 0``, ``"left": 1``...)."""
+        idx = self.fields.get(role)
+        if isinstance(idx, int) and 0 <= idx < len(self.children):
+            return self.children[idx]
+        return None
+
+    def walk(self) -> Iterator["Expr"]:
+        stack = [self]
+        while stack:
+            e = stack.pop()
+            yield e
+            stack.extend(reversed(e.children))
+
+
+@dataclass(eq=False)
+class PlanNode:
+    """One logical-plan node.
+
+    ``number`` is the node's position in Spark's ``numberedTreeString``
+    order (the node, then the plans nested in its fields, then its
+    children), so ``jvm_plan.apply(number)`` returns this very node.
+    """
+
+    cls: str
+    qualified: str
+    fields: dict[str, Any]
+    children: list["PlanNode"]
+    number: int
+    #: expression-valued fields, parsed: one Expr, or a list of Expr
+    exprs: dict[str, Any] = field(default_factory=dict)
+    #: plans embedded in fields (a command's ``query``)
+    plans: dict[str, "PlanNode"] = field(default_factory=dict)
+
+    def child(self, role: str) -> "PlanNode | None":
+        idx = self.fields.get(role)
+        if isinstance(idx, int) and 0 <= idx < len(self.children):
+            return self.children[idx]
+        return None
+
+    def expr_list(self, name: str) -> list[Expr]:
+        value = self.exprs.get(name)
+        if value is None:
+            return []
+        if isinstance(value, Expr):
+            return [value]
+        return [e for e in _flatten(value) if isinstance(e, Expr)]
+
+    def walk(self) -> Iterator["PlanNode"]:
+        """Every node in numbering order, nested plans included."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            nested = list(_nested_plans(node))
+            stack.extend(reversed(nested + node.children))
+
+
+def _flatten(value: Any) -> Iterator[Any]:
+    if isinstance(value, list):
+        for v in value:
+            yield from _flatten(v)
+    else:
+        yield value
+
+
+def _nested_plans(node: PlanNode) -> Iterator[PlanNode]:
+    # Same order as Spark's innerChildren: plans held by fields, then
+    # subqueries found walking the expressions in field order.
+    for key in node.fields:
+        if key in node.plans:
+            yield node.plans[key]
+        elif key in node.exprs:
+            for e in _flatten(node.exprs[key]):
+                if isinstance(e, Expr):
+                    yield from _expr_plans(e)
+
+
+def _expr_plans(expr: Expr) -> Iterator[PlanNode]:
+    for e in expr.walk():
+        yield from e.plans.values()
+
+
+# ---------------------------------------------------------------------------
+# JSON → trees
+# ---------------------------------------------------------------------------
+
+def _short(qualified: str) -> str:
+    return qualified.rsplit(".", 1)[-1]
+
+
+def _is_expression_class(qualified: str) -> bool:
+    return ".expressions." in qualified or ".execution.aggregate." in qualified
+
+
+def _is_tree(value: Any) -> bool:
+    return (isinstance(value, list) and bool(value) and isinstance(value[0], dict)
+            and "class" in value[0] and "num-children" in value[0])
+
+
+class _Parser:
+    """Turns the pre-order JSON lists into trees and numbers plan nodes like Spark does."""
+
+    def __init__(self) -> None:
+        self.counter = 0
+
+    def plan(self, nodes: list[dict], pos: int = 0) -> tuple[PlanNode, int]:
+        raw = nodes[pos]
+        qualified = raw["class"]
+        node = PlanNode(_short(qualified), qualified, raw, [], self.counter)
+        self.counter += 1
+        # fields first: the plans they hold are numbered before the children
+        for key, value in raw.items():
+            if key in ("class", "num-children"):
+                continue
+            self._field(node, key, value)
+        pos += 1
+        for _ in range(raw["num-children"]):
+            child, pos = self.plan(nodes, pos)
+            node.children.append(child)
+        return node, pos
+
+    def _field(self, node: PlanNode, key: str, value: Any) -> None:
+        if _is_tree(value):
+            if _is_expression_class(value[0]["class"]):
+                node.exprs[key] = self.expr(value)
+            else:
+                node.plans[key] = self.plan(value)[0]
+        elif isinstance(value, list) and value and all(
+                isinstance(v, list) for v in value):
+            parsed = self._expr_lists(value)
+            if parsed is not None:
+                node.exprs[key] = parsed
+
+    def _expr_lists(self, value: list) -> list | None:
+        out: list = []
+        for v in value:
+            if _is_tree(v) and _is_expression_class(v[0]["class"]):
+                out.append(self.expr(v))
+            elif isinstance(v, list) and v and all(isinstance(x, list) for x in v):
+                inner = self._expr_lists(v)
+                if inner is None:
+                    return None
+                out.append(inner)
+            elif v == []:
+                out.append([])
+            else:
+                return None
+        return out
+
+    def expr(self, nodes: list[dict]) -> Expr:
+        expr, _ = self._expr(nodes, 0)
+        return expr
+
+    def _expr(self, nodes: list[dict], pos: int) -> tuple[Expr, int]:
+        raw = nodes[pos]
+        expr = Expr(_short(raw["class"]), raw, [])
+        for key, value in raw.items():
+            if key in ("class", "num-children"):
+                continue
+            if _is_tree(value):
+                if _is_expression_class(value[0]["class"]):
+                    # not a child: Spark does not number plans found here, so
+                    # neither may we (a throwaway parser keeps the count)
+                    expr.embedded[key] = _Parser().expr(value)
+                else:
+                    expr.plans[key] = self.plan(value)[0]
+        pos += 1
+        for _ in range(raw["num-children"]):
+            child, pos = self._expr(nodes, pos)
+            expr.children.append(child)
+        return expr, pos
+
+
+def parse_plan_json(text: str | list) -> PlanNode:
+    """Parse the output of ``LogicalPlan.toJSON()`` into a `PlanNode` tree."""
+    import json
+
+    nodes = json.loads(text) if isinstance(text, str) else text
+    if not _is_tree(nodes):
+        raise FllError("the plan JSON is not a list of plan nodes")
+    return _Parser().plan(nodes)[0]
+
+
+# ---------------------------------------------------------------------------
+# JVM access
+# ---------------------------------------------------------------------------
+
+class JvmCalls:
+    """Counts the py4j round trips made while capturing one plan."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, obj: Any, method: str, *args: Any) -> Any:
+        self.count += 1
+        return getattr(obj, method)(*args)
+
+
+@dataclass
+class AnalyzedPlan:
+    """One analyzed plan: its tree, the JVM handle it came from, and what it cost."""
+
+    root: PlanNode
+    jvm_plan: Any
+    session: Any  # the JVM SparkSession
+    calls: JvmCalls
+    tojson_seconds: float
+    tojson_chars: int
+
+
+_CONNECT_MESSAGE = (
+    "column lineage needs a classic SparkSession: {what} is a Spark Connect object, which "
+    "has no JVM plan to read (no _jdf); run the job with a classic session "
+    "(SparkSession.builder.master(...)) to capture lineage")
+
+
+def _active_session() -> Any:
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is None:
+        raise BadRequest("no active SparkSession: pass spark=... to capture lineage of a SQL "
+                         "statement", parameter="spark")
+    return session
+
+
+def _jvm_session(spark: Any) -> Any:
+    jss = getattr(spark, "_jsparkSession", None)
+    if jss is None:
+        raise FllError(_CONNECT_MESSAGE.format(what=f"the session {type(spark).__name__}"))
+    return jss
+
+
+def analyze(target: Any, spark: Any = None) -> AnalyzedPlan:
+    """The analyzed plan of a DataFrame or SQL text, without executing anything.
+
+    SQL goes through the session's parser and analyzer with command
+    execution skipped, so ``INSERT``/``CTAS`` statements are analyzed, never
+    run. Costs a few JVM calls plus one ``toJSON()``.
+    """
+    calls = JvmCalls()
+    if isinstance(target, str):
+        session = spark if spark is not None else _active_session()
+        jss = _jvm_session(session)
+        state = calls(jss, "sessionState")
+        try:
+            parsed = calls(calls(state, "sqlParser"), "parsePlan", target)
+            # a JavaClass built by name: walking _jvm.org.apache... would spend
+            # one round trip per package segment
+            from py4j.java_gateway import JavaClass
+
+            modes = JavaClass("org.apache.spark.sql.execution.CommandExecutionMode",
+                              session._jvm._gateway_client)
+            mode = calls(modes, "SKIP")
+            qe = calls(state, "executePlan", parsed, mode)
+            jplan = calls(qe, "analyzed")
+        except Exception as exc:  # py4j / AnalysisException: say what failed, not how
+            raise BadRequest(f"cannot analyze the SQL statement: {_first_line(exc)}",
+                             parameter="target") from None
+    else:
+        if not hasattr(target, "sparkSession") or not hasattr(target, "schema"):
+            raise BadRequest(
+                f"target must be a DataFrame or a SQL string, got {type(target).__name__}",
+                parameter="target")
+        jdf = getattr(target, "_jdf", None)
+        if jdf is None:
+            raise FllError(_CONNECT_MESSAGE.format(what=f"the DataFrame {type(target).__name__}"))
+        jss = _jvm_session(target.sparkSession)
+        try:
+            jplan = calls(calls(jdf, "queryExecution"), "analyzed")
+        except Exception as exc:
+            raise BadRequest(f"cannot analyze the DataFrame: {_first_line(exc)}",
+                             parameter="target") from None
+    start = time.perf_counter()
+    text = calls(jplan, "toJSON")
+    tojson = time.perf_counter() - start
+    root = parse_plan_json(text)
+    return AnalyzedPlan(root, jplan, jss, calls, tojson, len(text))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# ---------------------------------------------------------------------------
+# Leaf relations → OpenLineage dataset names
+# ---------------------------------------------------------------------------
+
+def dataset_name(location: str) -> tuple[str, str]:
+    """(namespace, name) of a storage location, the way the OpenLineage Spark integration
+    names it: ``file:/a/b`` → ``("file", "/a/b")``; ``hdfs://nn:8020/a`` →
+    ``("hdfs://nn:8020", "/a")``; ``s3a://bucket/k`` → ``("s3://bucket", "k")``."""
+    parts = urlsplit(location)
+    scheme = (parts.scheme or "file").lower()
+    path = parts.path or "/"
+    if scheme == "file" or len(scheme) == 1:  # a bare path, or a Windows drive letter
+        return "file", path if scheme == "file" else location
+    if scheme in ("s3", "s3a", "s3n"):
+        return f"s3://{parts.netloc}", path.lstrip("/")
+    if scheme == "gs":
+        return f"gs://{parts.netloc}", path.lstrip("/")
+    if path != "/" and len(path) > 1:
+        path = path.rstrip("/")
+    return f"{scheme}://{parts.netloc}", path
+
+
+#: leaf classes whose dataset is read from the JVM (the JSON drops it)
+RELATION_LEAVES = frozenset({"LogicalRelation", "HiveTableRelation", "DataSourceV2Relation",
+                             "DataSourceV2ScanRelation", "StreamingDataSourceV2Relation"})
+
+_EXPR_ID = re.compile(r"#(\d+)")
+
+
+def _first_output_id(node: PlanNode) -> int | None:
+    for key in ("output", "dataCols"):
+        for e in node.expr_list(key):
+            if e.expr_id is not None:
+                return e.expr_id
+    return None
+
+
+def resolve_leaves(plan: AnalyzedPlan) -> dict[int, list[tuple[str, str]]]:
+    """For each relation leaf (by node number), the datasets it reads.
+
+    Per leaf: one ``apply(n)`` to reach it, one ``simpleString`` to check it
+    is the node the JSON said (its first output exprId), then two to five
+    calls to read the location.
+    """
+    calls = plan.calls
+    out: dict[int, list[tuple[str, str]]] = {}
+    for node in plan.root.walk():
+        if node.cls not in RELATION_LEAVES:
+            continue
+        jleaf = calls(plan.jvm_plan, "apply", node.number)
+        expected = _first_output_id(node)
+        if expected is not None:
+            seen = _EXPR_ID.findall(calls(jleaf, "simpleString", 3))
+            if str(expected) not in seen:
+                raise FllError(
+                    f"plan node {node.number} ({node.cls}) could not be matched with its JVM "
+                    f"node: expected output #{expected}, found {seen[:3]}; please report "
+                    f"this plan shape")
+        out[node.number] = _leaf_datasets(node, jleaf, calls)
+    return out
+
+
+def _leaf_datasets(node: PlanNode, jleaf: Any, calls: JvmCalls) -> list[tuple[str, str]]:
+    try:
+        if node.cls == "LogicalRelation":
+            if node.fields.get("catalogTable") is not None:
+                table = calls(calls(jleaf, "catalogTable"), "get")
+                return [dataset_name(str(calls(calls(table, "location"), "toString")))]
+            relation = calls(jleaf, "relation")
+            try:
+                paths = calls(calls(calls(relation, "location"), "rootPaths"), "mkString", "\n")
+            except Exception:
+                # not a file relation (JDBC, custom source): name it by what it says it is
+                return [("spark", str(calls(relation, "toString")))]
+            return [dataset_name(p) for p in str(paths).split("\n") if p]
+        if node.cls == "HiveTableRelation":
+            meta = calls(jleaf, "tableMeta")
+            return [dataset_name(str(calls(calls(meta, "location"), "toString")))]
+        # DataSource V2: a table's location property if it has one, else its name
+        table = calls(jleaf, "table")
+        location = calls(calls(table, "properties"), "get", "location")
+        if location:
+            return [dataset_name(str(location))]
+        return [("spark", str(calls(table, "name")))]
+    except FllError:
+        raise
+    except Exception as exc:
+        raise FllError(f"cannot read the dataset of plan node {node.number} ({node.cls}): "
+                       f"{_first_line(exc)}") from None
+
+
+# ---------------------------------------------------------------------------
+# Write commands → destination
+# ---------------------------------------------------------------------------
+
+def _loc_option(calls: JvmCalls, storage: Any) -> str | None:
+    opt = calls(storage, "locationUri")
+    if calls(opt, "isDefined"):
+        return str(calls(calls(opt, "get"), "toString"))
+    return None
+
+
+def _ctas_location(plan: AnalyzedPlan, jcmd: Any) -> str:
+    calls = plan.calls
+    table = calls(jcmd, "table")
+    loc = _loc_option(calls, calls(table, "storage"))
+    if loc is None:  # a managed table: where the catalog would put it
+        catalog = calls(calls(plan.session, "sessionState"), "catalog")
+        loc = str(calls(calls(catalog, "defaultTablePath", calls(table, "identifier")),
+                        "toString"))
+    return loc
+
+
+_DESTINATIONS: dict[str, Callable[[AnalyzedPlan, Any], str]] = {
+    "InsertIntoHadoopFsRelationCommand":
+        lambda p, c: str(p.calls(p.calls(c, "outputPath"), "toString")),
+    "CreateDataSourceTableAsSelectCommand": _ctas_location,
+    "InsertIntoDataSourceDirCommand":
+        lambda p, c: _loc_option(p.calls, p.calls(c, "storage")) or "",
+    "InsertIntoHiveDirCommand":
+        lambda p, c: _loc_option(p.calls, p.calls(c, "storage")) or "",
+    "InsertIntoHiveTable":
+        lambda p, c: str(p.calls(p.calls(p.calls(c, "table"), "location"), "toString")),
+    "CreateHiveTableAsSelectCommand": _ctas_location,
+}
+
+WRITE_COMMANDS = frozenset(_DESTINATIONS)
+
+
+def write_query(root: PlanNode) -> PlanNode | None:
+    """The query a write command writes (a child or a nested plan), None for a query."""
+    if root.cls not in WRITE_COMMANDS:
+        return None
+    return root.child("query") or root.plans.get("query") or (
+        root.children[0] if root.children else None)
+
+
+def destination(plan: AnalyzedPlan) -> tuple[str, str]:
+    """(namespace, name) a write command at the root writes to."""
+    getter = _DESTINATIONS[plan.root.cls]
+    try:
+        location = getter(plan, plan.jvm_plan)
+    except Exception as exc:
+        raise FllError(f"cannot read the destination of {plan.root.cls}: "
+                       f"{_first_line(exc)}") from None
+    if not location:
+        raise FllError(f"{plan.root.cls} has no location to write to")
+    return dataset_name(location)
+
+
+def is_command(plan: AnalyzedPlan) -> bool:
+    """True when the root is a Spark command (DDL, SET...), which has no column lineage."""
+    root = plan.root
+    if root.cls in WRITE_COMMANDS:
+        return True
+    return (".command." in root.qualified or root.cls.endswith("Command")
+            or root.cls in _V2_COMMANDS)
+
+
+_V2_COMMANDS = frozenset({
+    "CreateTable", "CreateTableAsSelect", "ReplaceTable", "ReplaceTableAsSelect", "DropTable",
+    "AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic", "SetCatalogAndNamespace",
+    "CreateNamespace", "DropNamespace", "AlterTable", "RenameTable", "DropView", "CreateView",
+    "DeleteFromTable", "UpdateTable", "MergeIntoTable", "TruncateTable", "CommandResult",
+    "ShowTables", "ShowNamespaces", "DescribeRelation", "SetCommand", "ResetCommand",
+})

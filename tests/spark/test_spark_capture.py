@@ -1,0 +1,246 @@
+"""Capture from DataFrames and write statements, JVM cost, operations, errors."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from fll import EndPoint, EndPointField, FllError
+from fll.errors import BadRequest
+from fll.spark import capture, column_lineage, to_operations
+from fll.spark.lineage import AGGREGATION, IDENTITY, TRANSFORMATION, compose
+from fll.spark.plan import dataset_name
+
+from .conftest import compact
+
+pytestmark = pytest.mark.spark
+
+
+def test_dataframe_api_job_gives_the_same_lineage_as_sql(spark, lineage_tables):
+    from pyspark.sql import functions as F
+
+    orders = spark.read.parquet(lineage_tables["orders"])
+    customers = spark.read.option("header", True).schema(
+        "customer_id int, name string, email string, city string").csv(lineage_tables["customers"])
+    df = (orders.filter(F.col("status") == "paid")
+          .join(customers, "customer_id")
+          .withColumn("net", F.col("amount") * 0.8)
+          .groupBy("city").agg(F.sum("net").alias("revenue"), F.count("email").alias("n")))
+    fields, dataset = compact(column_lineage(df), lineage_tables)
+    assert fields == {
+        "city": ["customers.city DIRECT/IDENTITY"],
+        "revenue": ["orders.amount DIRECT/AGGREGATION"],
+        "n": ["customers.email DIRECT/AGGREGATION masked"],
+    }
+    assert dataset == sorted(["orders.status INDIRECT/FILTER", "orders.customer_id INDIRECT/JOIN",
+                              "customers.customer_id INDIRECT/JOIN",
+                              "customers.city INDIRECT/GROUP_BY"])
+
+
+def test_dataframe_self_join_under_two_aliases_keeps_both_sides(spark, lineage_tables):
+    from pyspark.sql import functions as F
+
+    o = spark.read.parquet(lineage_tables["orders"])
+    df = (o.alias("a").join(o.alias("b"), F.col("a.customer_id") == F.col("b.customer_id"))
+          .select(F.col("a.order_id").alias("first"), F.col("b.status").alias("second_status")))
+    fields, dataset = compact(column_lineage(df), lineage_tables)
+    assert fields == {"first": ["orders.order_id DIRECT/IDENTITY"],
+                      "second_status": ["orders.status DIRECT/IDENTITY"]}
+    assert dataset == ["orders.customer_id INDIRECT/JOIN"]
+
+
+def test_cached_dataframe_is_seen_through_to_its_source(spark, lineage_tables):
+    cached = spark.read.parquet(lineage_tables["orders"]).filter("amount > 1").cache()
+    try:
+        cached.count()  # materialise, so later plans could use the InMemoryRelation
+        fields, dataset = compact(column_lineage(cached.selectExpr("order_id * 2 AS o2")),
+                                  lineage_tables)
+    finally:
+        cached.unpersist()
+    assert fields == {"o2": ["orders.order_id DIRECT/TRANSFORMATION"]}
+    assert dataset == ["orders.amount INDIRECT/FILTER"]
+
+
+def test_datasets_are_named_by_location_scheme_and_path(spark, lineage_tables):
+    cap = capture("SELECT o.order_id, c.name FROM orders o JOIN customers c "
+                  "ON o.customer_id = c.customer_id", spark)
+    assert cap.inputs == sorted([("file", os.path.abspath(lineage_tables["orders"])),
+                                 ("file", os.path.abspath(lineage_tables["customers"]))])
+    assert cap.destination is None
+
+
+def test_ctas_is_analyzed_not_executed_and_names_its_destination(spark, lineage_tables, tmp_path):
+    dest = tmp_path / "ctas_out"
+    cap = capture(f"CREATE TABLE lin_ctas_never USING parquet LOCATION '{dest}' AS "
+                  f"SELECT order_id, upper(status) AS s FROM orders", spark)
+    assert cap.destination == ("file", str(dest))
+    fields, _ = compact(cap.facet, lineage_tables)
+    assert fields == {"order_id": ["orders.order_id DIRECT/IDENTITY"],
+                      "s": ["orders.status DIRECT/TRANSFORMATION"]}
+    assert not dest.exists()
+    assert not spark.catalog.tableExists("lin_ctas_never")
+
+
+def test_insert_into_is_analyzed_not_executed(spark, lineage_tables, tmp_path):
+    dest = tmp_path / "insert_target"
+    spark.sql(f"CREATE TABLE lin_insert_target (id INT, total DOUBLE) USING parquet "
+              f"LOCATION '{dest}'")
+    try:
+        cap = capture("INSERT INTO lin_insert_target SELECT customer_id, sum(amount) "
+                      "FROM orders GROUP BY customer_id", spark)
+        assert cap.destination == ("file", str(dest))
+        fields, dataset = compact(cap.facet, lineage_tables)
+        assert fields == {"id": ["orders.customer_id DIRECT/IDENTITY"],
+                          "total": ["orders.amount DIRECT/AGGREGATION"]}
+        assert dataset == ["orders.customer_id INDIRECT/GROUP_BY"]
+        assert spark.table("lin_insert_target").count() == 0
+        assert not dest.exists() or not any(dest.iterdir())
+    finally:
+        spark.sql("DROP TABLE IF EXISTS lin_insert_target")
+
+
+def test_insert_overwrite_directory_is_analyzed_not_executed(spark, lineage_tables, tmp_path):
+    dest = tmp_path / "dir_out"
+    cap = capture(f"INSERT OVERWRITE DIRECTORY '{dest}' USING parquet "
+                  f"SELECT order_id FROM orders WHERE amount > 3", spark)
+    assert cap.destination == ("file", str(dest))
+    assert not dest.exists()
+
+
+class _CountingClient:
+    """Wraps the py4j client to count every round trip and every toJSON call."""
+
+    def __init__(self, send):
+        self.send, self.commands = send, []
+
+    def send_command(self, command, *args, **kwargs):
+        self.commands.append(command)
+        return self.send(command, *args, **kwargs)
+
+
+def _count_round_trips(spark, monkeypatch, fn):
+    client = spark.sparkContext._gateway._gateway_client
+    counter = _CountingClient(client.send_command)
+    monkeypatch.setattr(client, "send_command", counter.send_command)
+    result = fn()
+    monkeypatch.undo()
+    return result, counter.commands
+
+
+def test_capture_calls_tojson_once_and_a_few_calls_per_leaf(spark, lineage_tables, monkeypatch):
+    sql = ("SELECT o.order_id, c.name, (SELECT max(qty) FROM items i WHERE i.order_id = "
+           "o.order_id) AS q FROM orders o JOIN customers c ON o.customer_id = c.customer_id "
+           "WHERE o.amount > 1")
+    cap, commands = _count_round_trips(spark, monkeypatch, lambda: capture(sql, spark))
+    assert sum(1 for c in commands if "\ntoJSON\n" in c) == 1
+    calls = [c for c in commands if c.startswith("c\n")]  # the rest: py4j freeing objects
+    assert cap.jvm_calls == len(calls)
+    assert len(cap.inputs) == 3
+    assert len(calls) <= 8 + 6 * 3  # analysis + toJSON, then at most 6 per relation leaf
+    assert cap.plan_nodes > 12  # more nodes than calls spent on them
+
+
+def test_jvm_calls_do_not_grow_with_plan_size(spark, lineage_tables):
+    from pyspark.sql import functions as F
+
+    small = spark.read.parquet(lineage_tables["orders"])
+    big = small
+    for i in range(40):
+        big = big.withColumn(f"c{i}", F.col("amount") + i).filter(F.col("order_id") > -i)
+    small_cap, big_cap = capture(small.select("order_id")), capture(big)
+    assert big_cap.plan_nodes > 80
+    assert big_cap.jvm_calls == small_cap.jvm_calls
+    fields, _ = compact(big_cap.facet, lineage_tables)
+    assert fields["c39"] == ["orders.amount DIRECT/TRANSFORMATION"]
+
+
+def test_to_operations_round_trips_through_incoming_summary(spark, lineage_tables, tmp_path):
+    dest = EndPoint("file", str(tmp_path / "report"))
+    info = to_operations(
+        "SELECT c.name, sum(o.amount) AS total FROM orders o JOIN customers c "
+        "ON o.customer_id = c.customer_id WHERE o.status = 'paid' GROUP BY c.name",
+        dest, spark=spark)
+    orders = EndPoint("file", os.path.abspath(lineage_tables["orders"]))
+    customers = EndPoint("file", os.path.abspath(lineage_tables["customers"]))
+    shared = {EndPointField(orders, "customer_id"), EndPointField(customers, "customer_id"),
+              EndPointField(orders, "status"), EndPointField(customers, "name")}
+    summary = info.incoming_summary()
+    assert summary[EndPointField(dest, "name")] == frozenset(shared)
+    assert summary[EndPointField(dest, "total")] == frozenset(
+        shared | {EndPointField(orders, "amount")})
+    transform = next(op for op in info.operations if op.name == "spark.transform total")
+    tags = {(i.name, t.type, t.subtype) for i, ts in transform.transformations.items()
+            for t in ts}
+    assert ("amount", "DIRECT", "AGGREGATION") in tags
+    assert ("status", "INDIRECT", "FILTER") in tags
+    assert ("name", "INDIRECT", "GROUP_BY") in tags
+
+
+def test_to_operations_takes_the_destination_of_a_captured_ctas(spark, lineage_tables, tmp_path):
+    dest = tmp_path / "ctas2"
+    cap = capture(f"CREATE TABLE lin_ctas_two USING parquet LOCATION '{dest}' AS "
+                  f"SELECT order_id FROM orders", spark)
+    info = cap.to_operations()
+    assert info.destinations == {EndPoint("file", str(dest))}
+    assert info.incoming_summary()[EndPointField(EndPoint("file", str(dest)), "order_id")] == {
+        EndPointField(EndPoint("file", os.path.abspath(lineage_tables["orders"])), "order_id")}
+
+
+def test_to_operations_without_a_destination_for_a_query_is_a_clear_error(spark, lineage_tables):
+    with pytest.raises(BadRequest, match="destination"):
+        to_operations(column_lineage("SELECT order_id FROM orders", spark))
+
+
+class _ConnectLikeDataFrame:
+    """Has what a Spark Connect DataFrame has (a session, a schema) but no _jdf."""
+
+    sparkSession = object()
+    schema = None
+
+
+def test_spark_connect_dataframe_raises_a_clear_error():
+    with pytest.raises(FllError, match="classic SparkSession"):
+        column_lineage(_ConnectLikeDataFrame())
+
+
+def test_spark_connect_session_raises_a_clear_error():
+    with pytest.raises(FllError, match="Spark Connect"):
+        column_lineage("SELECT 1", spark=object())
+
+
+def test_a_command_that_is_not_a_write_is_refused_and_not_run(spark, lineage_tables):
+    with pytest.raises(BadRequest, match="command"):
+        capture("DROP VIEW lin_big_orders", spark)
+    assert spark.catalog.tableExists("lin_big_orders")
+
+
+def test_sql_that_does_not_analyze_names_the_problem(spark):
+    with pytest.raises(BadRequest, match="cannot analyze"):
+        capture("SELECT nope FROM no_such_table_anywhere", spark)
+
+
+def test_target_of_the_wrong_type_names_the_parameter():
+    with pytest.raises(BadRequest) as err:
+        column_lineage(42)
+    assert err.value.parameter == "target"
+
+
+@pytest.mark.parametrize("location, expected", [
+    ("file:/tmp/a/b.parquet", ("file", "/tmp/a/b.parquet")),
+    ("/tmp/a", ("file", "/tmp/a")),
+    ("hdfs://nn:8020/data/x/", ("hdfs://nn:8020", "/data/x")),
+    ("s3a://bucket/key/part", ("s3://bucket", "key/part")),
+    ("gs://b/k", ("gs://b", "k")),
+])
+def test_dataset_names_follow_the_openlineage_naming(location, expected):
+    assert dataset_name(location) == expected
+
+
+def test_composition_prefers_indirect_then_the_strongest_direct_and_keeps_masking():
+    cond = ("INDIRECT", "CONDITIONAL", False)
+    assert compose(IDENTITY, cond) == cond
+    assert compose(("INDIRECT", "FILTER", False), cond) == ("INDIRECT", "FILTER", False)
+    assert compose(TRANSFORMATION, AGGREGATION) == AGGREGATION
+    assert compose(AGGREGATION, IDENTITY) == AGGREGATION
+    assert compose(IDENTITY, ("DIRECT", "TRANSFORMATION", True)) == (
+        "DIRECT", "TRANSFORMATION", True)
