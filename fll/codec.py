@@ -58,12 +58,51 @@ def _sorted_keys(value: Any) -> Any:
     return value
 
 
+def _canonical_endpoint(ep: EndPoint) -> dict:
+    return {"name": ep.name, "namespace": ep.namespace, "properties": dict(ep.properties)}
+
+
+def _canonical_inputs(op: TransformOperation | WriteOperation) -> list[dict]:
+    tags = op.transformations if isinstance(op, TransformOperation) else {}
+    out = []
+    for i in op.inputs:
+        t = tags.get(i)
+        if t:
+            out.append({"name": i.name, "origin": i.origin, "transformations": [
+                {"description": x.description, "masking": x.masking, "subtype": x.subtype,
+                 "type": x.type} for x in t]})
+        else:
+            out.append({"name": i.name, "origin": i.origin})
+    return out
+
+
+def canonical_operation(op: Operation) -> dict:
+    """`operation_to_dict` with every map's keys already in sorted order.
+
+    Built directly (not by re-sorting) because this is on the write path of
+    every distinct operation set; a test pins it to the sorted form.
+    """
+    if isinstance(op, ReadOperation):
+        return {"description": op.description, "name": op.name, "outputs": list(op.outputs),
+                "source": _canonical_endpoint(op.source), "type": "READ"}
+    if isinstance(op, TransformOperation):
+        return {"description": op.description, "inputs": _canonical_inputs(op), "name": op.name,
+                "outputs": list(op.outputs), "type": "TRANSFORM"}
+    return {"description": op.description, "destination": _canonical_endpoint(op.destination),
+            "inputs": _canonical_inputs(op), "name": op.name, "type": "WRITE"}
+
+
 def canonical_bytes(operations: Iterable[Operation]) -> bytes:
     """Versioned msgpack of the operations sorted by name, map keys sorted,
     lists in declared order. Independent of the order operations were given."""
     ops = sorted(operations, key=lambda o: o.name)
-    doc = {"v": CANONICAL_VERSION, "operations": [operation_to_dict(o) for o in ops]}
-    return msgpack.packb(_sorted_keys(doc), use_bin_type=True)
+    doc = {"operations": [canonical_operation(o) for o in ops], "v": CANONICAL_VERSION}
+    return msgpack.packb(doc, use_bin_type=True)
+
+
+def sorted_form(value: Any) -> Any:
+    """Any JSON-like value with every map's keys sorted (the canonical rule)."""
+    return _sorted_keys(value)
 
 
 def checksum(operations: Iterable[Operation]) -> str:

@@ -16,6 +16,21 @@ from .model import (DROPPED, EndPoint, EndPointField, InputField, Operation, Rea
                     TransformOperation, WriteOperation)
 
 
+class _Interner:
+    """Returns one shared object per distinct set.
+
+    In all-to-all layers every operation of a layer reaches the same set;
+    sharing the object lets the next layer union it once (deduplicated by
+    identity) instead of once per input, which keeps such graphs linear.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[frozenset, frozenset] = {}
+
+    def __call__(self, value: frozenset) -> frozenset:
+        return self._seen.setdefault(value, value)
+
+
 class OperationGraph:
     """Validated operations plus the indexes every summary walks."""
 
@@ -103,6 +118,7 @@ class OperationGraph:
     # -- backward ----------------------------------------------------------
     def incoming_summary(self) -> dict[EndPointField, frozenset[EndPointField]]:
         memo: dict[str, frozenset[EndPointField]] = {}
+        interned = _Interner()
 
         def sources_of(inp: InputField) -> frozenset[EndPointField]:
             origin = self.by_name[inp.origin]
@@ -125,13 +141,17 @@ class OperationGraph:
                     stack.extend(pending)
                     continue
                 acc: set[EndPointField] = set()
+                parts: dict[int, frozenset[EndPointField]] = {}
                 for i in top.inputs:
                     origin = self.by_name[i.origin]
                     if isinstance(origin, ReadOperation):
                         acc.add(EndPointField(origin.source, i.name))
                     else:
-                        acc |= memo[i.origin]
-                memo[top.name] = frozenset(acc)
+                        part = memo[i.origin]
+                        parts[id(part)] = part
+                for part in parts.values():
+                    acc |= part
+                memo[top.name] = interned(frozenset(acc))
                 stack.pop()
             return memo[op.name]
 
@@ -146,6 +166,7 @@ class OperationGraph:
     def _transform_reach(self) -> dict[str, frozenset[EndPointField]]:
         """For every transform, the destination fields (or DROPPED) its outputs reach."""
         reach: dict[str, frozenset[EndPointField]] = {}
+        interned = _Interner()
         # reverse topological order: consumers are done before producers
         for op in reversed(self.operations):
             if not isinstance(op, TransformOperation):
@@ -153,11 +174,15 @@ class OperationGraph:
             if not op.outputs:
                 reach[op.name] = frozenset((DROPPED,))
                 continue
-            acc: set[EndPointField] = set()
+            parts: dict[int, frozenset[EndPointField]] = {}
             for out_name in op.outputs:
                 for consumer in self.consumers.get((op.name, out_name), ()):
-                    acc |= self._consumer_reach(consumer, out_name, reach)
-            reach[op.name] = frozenset(acc)
+                    part = self._consumer_reach(consumer, out_name, reach)
+                    parts[id(part)] = part
+            acc: set[EndPointField] = set()
+            for part in parts.values():
+                acc |= part
+            reach[op.name] = interned(frozenset(acc))
         return reach
 
     @staticmethod

@@ -137,3 +137,17 @@ def test_stored_summaries_equal_the_computed_ones(sets):
     s = summaries_of(info)
     assert s.incoming == info.incoming_summary()
     assert s.outgoing == info.outgoing_summary()
+
+
+@given(operation_sets())
+@settings(max_examples=100, deadline=None)
+def test_the_fast_canonical_form_equals_the_sorted_dict_form(sets):
+    from fll.codec import canonical_operation, operation_to_dict, sorted_form
+    for op in sets[0]:
+        fast = canonical_operation(op)
+        assert msgpack.packb(fast) == msgpack.packb(sorted_form(operation_to_dict(op)))
+
+
+def test_the_canonical_encoding_of_a_known_set_never_changes():
+    # pinned: changing this checksum means every stored operation set splits in two
+    assert cdap_example().checksum == "ec362839005c30063683e107d41af2bc"

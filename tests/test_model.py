@@ -242,12 +242,13 @@ def test_all_to_all_layers_are_linear():
                                                       g) for g in fields], [f]))
         prev = f"l{layer}"
     ops.append(WriteOperation("write", "", DST, [InputField(f"l4_{f}", f) for f in fields]))
-    t0 = time.perf_counter()
+    # CPU time of this process: other work on the machine does not count
+    t0 = time.process_time()
     info = FieldLineageInfo(ops)
     inc = info.incoming_summary()
     out = info.outgoing_summary()
     one = info.incoming_operations(EndPointField(DST, "f0"))
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     assert len(ops) == 502
     assert inc[EndPointField(DST, "f7")] == {EndPointField(SRC, f) for f in fields}
     assert out[EndPointField(SRC, "f3")] == {EndPointField(DST, f) for f in fields}
