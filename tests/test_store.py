@@ -225,3 +225,33 @@ def test_a_writer_killed_mid_stream_leaves_no_dangling_index_row(tmp_path):
     for run_id in returned:
         r = s.run(run_id)
         assert r is not None, f"{run_id} returned from record() but is not readable"
+
+
+def test_a_data_row_removed_by_another_process_is_written_again(tmp_path):
+    url = f"sqlite:///{tmp_path}/fll.db"
+    writer, admin = open_store(url), open_store(url)
+    writer.record(cdap_example(), "r1", 1000)
+    admin.table.delete([rk.data(cdap_example().checksum)])  # e.g. a purge elsewhere
+    writer.record(cdap_example(), "r2", 2000)
+    assert admin.table.get(rk.data(cdap_example().checksum)) is not None
+    assert admin.incoming(NAME, 1500, 2500) == {BODY}
+
+
+def test_a_long_scan_seeks_from_its_cursor(tmp_path):
+    t = open_table(f"sqlite:///{tmp_path}/t.db")
+    t.put({b"k%06d" % i: {"a": b"1"} for i in range(30000)})
+    statements: list[str] = []
+    conn = t._conn()
+    conn.set_trace_callback(statements.append)
+    assert len(list(t.scan(b"k", b"l"))) == 30000
+    assert len(list(t.scan(b"k", b"l", reverse=True))) == 30000
+    pages = [s for s in statements if s.startswith("SELECT")]
+    forward, backward = pages[:len(pages) // 2], pages[len(pages) // 2:]
+    assert len(forward) > 10 and len(backward) > 10
+    # after the first page, each page seeks from its cursor row, not the range start
+    assert all("row >= x'6b' " not in s for s in forward[1:])
+    assert all("row <= x'6b3" in s for s in backward[1:])
+    plan = conn.execute("EXPLAIN QUERY PLAN SELECT row, col, val FROM cells WHERE row >= ? "
+                        "AND row < ? AND (row, col) > (?, ?) ORDER BY row, col LIMIT 10",
+                        (b"k", b"l", b"k015000", "a")).fetchall()
+    assert "SEARCH" in str(plan)

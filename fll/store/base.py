@@ -82,6 +82,8 @@ def redact(url: str) -> str:
                 item = f"{k}=***"
             redacted.append(item)
         parts = parts._replace(query="&".join(redacted))
+    if parts == urlsplit(url):
+        return url  # nothing secret: keep it exact (geturl drops a slash of sqlite:////abs)
     return parts.geturl()
 
 

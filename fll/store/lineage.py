@@ -80,7 +80,6 @@ class LineageStore:
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
-        self._written: set[str] = set()  # data rows this process knows exist
         self._atomic = bool(getattr(table, "atomic_batches", False)) or \
             type(table).__name__ == "SQLiteTable"
 
@@ -112,7 +111,11 @@ class LineageStore:
             if not isinstance(info, FieldLineageInfo):
                 raise InvalidLineageError(f"run {run_id!r}: expected a FieldLineageInfo")
             _check_run(run_id, start)
-        existing = self.table.get_many([rk.run(r) for _, r, _, _ in items])
+        # one round trip for the run rows (idempotence) and the data rows (dedup);
+        # the table is asked, never a memory of this process, because another
+        # process (purge, fsck --repair) may have removed a data row since
+        data_keys = {rk.data(info.checksum) for info, _, _, _ in items}
+        existing = self.table.get_many([rk.run(r) for _, r, _, _ in items] + sorted(data_keys))
         data_rows: dict[bytes, dict[str, bytes]] = {}
         index_rows: dict[bytes, dict[str, bytes]] = {}
         run_rows: dict[bytes, dict[str, bytes]] = {}
@@ -131,7 +134,7 @@ class LineageStore:
             seen_runs[run_id] = checksum
             new += 1
             dkey = rk.data(checksum)
-            if dkey not in data_rows and not self._known(checksum):
+            if dkey not in data_rows and dkey not in existing:
                 data_rows[dkey] = {"o": canonical_bytes(info.operations),
                                    "s": summaries_to_bytes(info)}
             prog = (program or "").encode("utf-8")
@@ -157,15 +160,7 @@ class LineageStore:
                 self.table.put(data_rows)
             self.table.put(index_rows)
             self.table.put(run_rows)
-        with self._lock:
-            if len(self._written) > 100_000:
-                self._written.clear()
-            self._written.update(k[2:].decode() for k in data_rows)
         return new
-
-    def _known(self, checksum: str) -> bool:
-        with self._lock:
-            return checksum in self._written or checksum in self._cache
 
     # -- operation sets --------------------------------------------------------
     def _load(self, checksum: str) -> _Cached:

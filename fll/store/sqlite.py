@@ -172,7 +172,17 @@ class SQLiteTable:
             where.append("row < ?")
             args.append(stop)
         if cursor is not None:
-            where.append("(row, col) < (?, ?)" if reverse else "(row, col) > (?, ?)")
+            # seek from the cursor's row, not the range start: the row-value
+            # comparison alone is not used by the index, and a long scan would
+            # re-read everything before the cursor on every page
+            if reverse:
+                where.append("row <= ?")
+                args.append(cursor[0])
+                where.append("(row, col) < (?, ?)")
+            else:
+                where[0] = "row >= ?"
+                args[0] = max(start, cursor[0])
+                where.append("(row, col) > (?, ?)")
             args.extend(cursor)
         order = "row DESC, col DESC" if reverse else "row, col"
         sql = (f"SELECT row, col, val FROM cells WHERE {' AND '.join(where)} "

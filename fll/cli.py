@@ -1,0 +1,852 @@
+"""The ``fll`` command line: range scans, lineage at the terminal, record/export, admin.
+
+Entry point `main` (a click group). The store comes from ``--store``, else
+``FLL_STORE``, else the config file (``$FLL_CONFIG`` or ``./conf/fll.yaml``,
+key ``store``), else ``sqlite:///fll-data/fll.db``. Exit codes: 0 ok,
+1 not found, 2 usage error (bad option, time, file or lineage), 3 store or
+internal error. Every error is one line on stderr saying what failed and in
+which command; a traceback only with ``--verbose``.
+
+`serve` and `run` live in other modules and are imported only when called,
+so ``fll --help`` stays fast and a missing optional piece breaks only its own
+command. This module must never import Spark or the server at import time,
+and never print a traceback unless asked.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import click
+
+from . import __version__
+from .errors import (BadRequest, FllError, InvalidLineageError, NotFound, RecipeError,
+                     StoreError)
+
+EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
+CONFIG_ENV = "FLL_CONFIG"
+DEFAULT_CONFIG = Path("conf") / "fll.yaml"
+
+# name -> (module, attribute, one-line help shown without importing the module)
+_LAZY: dict[str, tuple[str, str, str]] = {
+    "serve": ("fll.server.cli", "serve", "Serve the REST API and the lineage explorer page."),
+    "run": ("fll.pipeline.cli", "run", "Run a pipeline spec and record its field lineage."),
+}
+
+
+# -- configuration -----------------------------------------------------------------
+
+def load_config(path: str | os.PathLike | None = None) -> dict:
+    """The config file as a dict: ``path``, else ``$FLL_CONFIG``, else ``./conf/fll.yaml``
+    if it exists (else ``{}``). A named file that is missing or malformed is a BadRequest."""
+    named = path or os.environ.get(CONFIG_ENV)
+    p = Path(named) if named else DEFAULT_CONFIG
+    if not p.is_file():
+        if named:
+            raise BadRequest(f"config file {p} (from {CONFIG_ENV if not path else 'path'}) "
+                             f"does not exist", "config")
+        return {}
+    import yaml
+
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as e:
+        raise BadRequest(f"config file {p}: cannot read it: {e}".replace("\n", " "),
+                         "config") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise BadRequest(f"config file {p}: expected a mapping of settings, got "
+                         f"{type(data).__name__}", "config")
+    store = data.get("store")
+    if store is not None and not isinstance(store, str):
+        raise BadRequest(f"config file {p}: 'store' must be a store URL string", "config")
+    return data
+
+
+def configured_store_url(option: str | None = None) -> str:
+    """``--store``, else ``FLL_STORE``, else the config file's ``store``, else the default."""
+    if option:
+        return option
+    if os.environ.get("FLL_STORE"):
+        return os.environ["FLL_STORE"]
+    from .store import DEFAULT_URL
+
+    return load_config().get("store") or DEFAULT_URL
+
+
+# -- errors ------------------------------------------------------------------------
+
+class CliError(click.ClickException):
+    """An error already phrased as its one output line, with its exit code."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(" ".join(message.split("\n")))
+        self.exit_code = exit_code
+
+    def show(self, file=None) -> None:  # noqa: ARG002 - click's signature
+        click.echo(self.message, err=True)
+
+
+def exit_code_for(error: FllError) -> int:
+    if isinstance(error, NotFound):
+        return EXIT_NOT_FOUND
+    if isinstance(error, (BadRequest, InvalidLineageError, RecipeError)):
+        return EXIT_USAGE
+    return EXIT_STORE
+
+
+def _verbose(ctx: click.Context) -> bool:
+    obj = ctx.find_root().obj
+    return bool(getattr(obj, "verbose", False))
+
+
+class FllGroup(click.Group):
+    """A group that turns every fll error raised below it into one line and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, BrokenPipeError):
+            raise
+        except FllError as e:
+            where = " ".join(filter(None, [ctx.command_path, ctx.invoked_subcommand]))
+            if _verbose(ctx):
+                traceback.print_exc()
+            raise CliError(f"{where}: error: {e}", exit_code_for(e)) from None
+        except Exception as e:  # a bug: still one line, the traceback on request
+            where = " ".join(filter(None, [ctx.command_path, ctx.invoked_subcommand]))
+            if _verbose(ctx):
+                traceback.print_exc()
+            raise CliError(f"{where}: internal error: {type(e).__name__}: {e} (rerun with "
+                           f"--verbose for the traceback)", EXIT_STORE) from None
+
+
+class RootGroup(FllGroup):
+    """The ``fll`` group: lazy `serve`/`run`, and one-line usage errors."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(super().list_commands(ctx))
+        names.update(n for n, (mod, _, _) in _LAZY.items() if _module_present(mod))
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is not None or cmd_name not in _LAZY:
+            return cmd
+        module, attr, _ = _LAZY[cmd_name]
+        if not _module_present(module):
+            return None
+        try:
+            found = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as e:
+            raise click.UsageError(f"'fll {cmd_name}' is unavailable here: cannot load "
+                                   f"{module}.{attr} ({e})", ctx) from None
+        if not isinstance(found, click.Command):
+            raise click.UsageError(f"'fll {cmd_name}': {module}.{attr} is not a click command",
+                                   ctx)
+        return found
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # like click's, but lazy commands show their static help: no import for --help
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.commands:
+                cmd = self.commands[name]
+                if cmd.hidden:
+                    continue
+                rows.append((name, cmd.get_short_help_str(limit=formatter.width - 20)))
+            else:
+                rows.append((name, _LAZY[name][2]))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except CliError as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.UsageError as e:
+            path = e.ctx.command_path if e.ctx else (prog_name or "fll")
+            click.echo(f"{path}: usage error: {e.format_message()} (see '{path} --help')",
+                       err=True)
+            sys.exit(EXIT_USAGE)
+        except click.ClickException as e:
+            click.echo(f"{prog_name or 'fll'}: error: {e.format_message()}", err=True)
+            sys.exit(e.exit_code)
+        except click.Abort:
+            click.echo("fll: aborted", err=True)
+            sys.exit(130)  # the shell's code for an interrupt, not "not found"
+        except BrokenPipeError:
+            # the reader went away (`fll scan | head`): stop quietly, and keep
+            # Python from complaining when it flushes stdout at exit
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass
+            sys.exit(EXIT_OK)
+        sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else EXIT_OK)
+
+
+def _module_present(module: str) -> bool:
+    """Whether a lazy command's module file exists, without importing anything."""
+    rel = Path(*module.split(".")[1:]).with_suffix(".py")
+    return (Path(__file__).parent / rel).is_file()
+
+
+# -- shared state ------------------------------------------------------------------
+
+class State:
+    """Global options and the store, opened on first use and closed with the context."""
+
+    def __init__(self, store_option: str | None, verbose: bool):
+        self.store_option = store_option
+        self.verbose = verbose
+        self._url: str | None = None
+        self._store = None
+
+    @property
+    def url(self) -> str:
+        if self._url is None:
+            self._url = configured_store_url(self.store_option)
+        return self._url
+
+    def store(self, *, create: bool = False):
+        if self._store is None:
+            from .store import open_store
+
+            if not create:
+                require_existing(self.url)
+            self._store = open_store(self.url)
+            click.get_current_context().find_root().call_on_close(self._store.close)
+        return self._store
+
+    def log(self, message: str) -> None:
+        if self.verbose:
+            click.echo(message, err=True)
+
+
+def require_existing(url: str) -> None:
+    """Refuse to read an SQLite store that is not there (opening would create it empty)."""
+    from .store import redact
+
+    if not url.lower().startswith("sqlite://"):
+        return
+    path = url.split("://", 1)[1][1:].partition("?")[0]
+    if path and not Path(path).exists():
+        raise StoreError(f"store {redact(url)} does not exist (create it with "
+                         f"'fll admin init' or by recording a run)")
+
+
+pass_state = click.make_pass_decorator(State)
+
+
+def _range(start: str | None, end: str | None) -> tuple[int, int]:
+    from .timerange import parse_range
+
+    return parse_range(start, end, allow_iso=True)
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+class _Lines:
+    """stdout for long outputs: the first line goes out at once, later ones at least
+    every 0.2 s; one flush per line (what click.echo does) would cost more than the scan."""
+
+    def __init__(self) -> None:
+        self.out = sys.stdout
+        self.last = 0.0
+
+    def write(self, text: str) -> None:
+        self.out.write(text)
+        now = time.monotonic()
+        if now - self.last > 0.2:
+            self.out.flush()
+            self.last = now
+
+    def close(self) -> None:
+        self.out.flush()
+
+
+def _stream_lines(lines: Iterator[str]) -> None:
+    out = _Lines()
+    try:
+        for line in lines:
+            out.write(line + "\n")
+    finally:
+        out.close()
+
+
+def _stream_json_array(items: Iterator[Any]) -> None:
+    """A JSON array written item by item, so long scans print at once and use flat memory."""
+    def lines() -> Iterator[str]:
+        yield "["
+        first = True
+        for item in items:
+            yield ("" if first else ",") + json.dumps(item, ensure_ascii=False)
+            first = False
+        yield "]"
+    _stream_lines(lines())
+
+
+def _progress(label: str, length: int):
+    return click.progressbar(length=length, label=label, file=sys.stderr,
+                             show_pos=True)
+
+
+start_option = click.option("--start", metavar="T", help="Range start, inclusive: epoch "
+                            "seconds, now-7d, now-1d+4h or ISO 8601 (default: 0).")
+end_option = click.option("--end", metavar="T", help="Range end, exclusive, same forms "
+                          "(default: now).")
+
+
+def format_option(*choices: str, default: str | None = None) -> Callable:
+    return click.option("--format", "fmt", type=click.Choice(list(choices)),
+                        default=default or choices[0], show_default=True,
+                        help="Output format.")
+
+
+# -- the group ---------------------------------------------------------------------
+
+@click.group(cls=RootGroup, name="fll", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--store", "store_url", metavar="URL",
+              help="Store URL (sqlite:///path.db, hbase://…, bigtable://…). Default: FLL_STORE, "
+                   "then 'store' in $FLL_CONFIG or ./conf/fll.yaml, then "
+                   "sqlite:///fll-data/fll.db.")
+@click.option("--verbose", "-v", is_flag=True, help="Log progress and show tracebacks on errors.")
+@click.version_option(__version__, prog_name="fll")
+@click.pass_context
+def main(ctx: click.Context, store_url: str | None, verbose: bool) -> None:
+    """Field-level lineage store: scan rows, query lineage, record, export, repair."""
+    ctx.obj = State(store_url, verbose)
+    if ctx.invoked_subcommand in _LAZY:
+        # hand --store (or FLL_STORE, or the config file) to the lazily loaded
+        # command, whose own --store option still wins
+        url = ctx.obj.url
+        ctx.default_map = {ctx.invoked_subcommand: {"store": url, "store_url": url}}
+
+
+# -- rows ----------------------------------------------------------------------------
+
+_PREFIXES = ["d", "b", "f", "B", "F", "r"]
+
+
+def _table_line(key: bytes, cols: dict[str, bytes]) -> str:
+    from .store import admin
+
+    row = admin.describe_row(key, cols)
+    shown = []
+    for c, v in row["columns"].items():
+        if row["kind"] == "data" or isinstance(v, dict):
+            shown.append(f"{c}=<{len(cols[c])} bytes>")
+        elif row["kind"] == "run" and c == "t":
+            shown.append(f"t={admin.iso_ms(v)}")
+        else:
+            shown.append(f"{c}={v}")
+    return f"{row['kind']:<15} {admin.human_key(key)}  {' '.join(shown)}"
+
+
+def _raw_line(key: bytes, cols: dict[str, bytes]) -> str:
+    from .store.admin import printable_key
+
+    return printable_key(key) + "\t" + " ".join(
+        f"{c}={printable_key(v)}" for c, v in sorted(cols.items()))
+
+
+@main.command()
+@click.option("--prefix", type=click.Choice(_PREFIXES), help="Row kind: d data, b/f backward/"
+              "forward index, B/F the same by operation set, r runs (default: all).")
+@click.option("--dataset", metavar="NS:NAME", help="Only index rows of this dataset.")
+@start_option
+@end_option
+@click.option("--limit", type=click.IntRange(min=1), help="Stop after N rows.")
+@click.option("--reverse", is_flag=True, help="Descending key order.")
+@format_option("table", "json", "raw")
+@pass_state
+def scan(state: State, prefix: str | None, dataset: str | None, start: str | None,
+         end: str | None, limit: int | None, reverse: bool, fmt: str) -> None:
+    """Range-scan raw rows, decoding keys (times as ISO 8601) and values (msgpack as JSON).
+
+    With --start/--end only rows that carry a run start time (index and run
+    rows) are shown. Output streams: it starts at once and memory stays flat.
+    """
+    from .render import parse_dataset_ref
+    from .store import admin
+
+    ds = None
+    if dataset:
+        ep = parse_dataset_ref(dataset, "--dataset")
+        ds = (ep.namespace, ep.name)
+    lo = hi = None
+    if start is not None or end is not None:
+        lo, hi = _range(start, end)
+    table = state.store().table
+    rows = admin.scan_rows(table, kinds=[prefix.encode()] if prefix else None, dataset=ds,
+                           start_ms=lo, end_ms=hi, limit=limit, reverse=reverse)
+    if fmt == "json":
+        _stream_json_array(admin.describe_row(k, c) for k, c in rows)
+        return
+    line = _table_line if fmt == "table" else _raw_line
+    _stream_lines(line(key, cols) for key, cols in rows)
+
+
+@main.command()
+@click.argument("rowkey")
+@click.option("--hex", "hex_form", is_flag=True, help="ROWKEY is hexadecimal.")
+@format_option("json", "table", "raw")
+@pass_state
+def get(state: State, rowkey: str, hex_form: bool, fmt: str) -> None:
+    r"""Show one row. ROWKEY as `fll scan` prints it: the table form (ISO time), the
+    raw form (\xNN escapes), or hex with --hex."""
+    from .store import admin, redact
+
+    key = admin.parse_row_key(rowkey, hex_form=hex_form)
+    store = state.store()
+    cols = store.table.get(key)
+    if cols is None:
+        raise NotFound(f"row {admin.printable_key(key)!r} not found in store "
+                       f"{redact(store.url)}")
+    if fmt == "json":
+        _echo_json(admin.describe_row(key, cols))
+    elif fmt == "table":
+        click.echo(_table_line(key, cols))
+    else:
+        click.echo(_raw_line(key, cols))
+
+
+def _dataset(state: State, text: str, parameter: str = "DATASET"):
+    from .render import parse_dataset_ref
+    from .store import redact
+
+    ep = parse_dataset_ref(text, parameter)
+    store = state.store()
+    if not store.exists(ep):
+        raise NotFound(f"dataset {ep} not found in store {redact(store.url)}")
+    return store, ep
+
+
+@main.command()
+@click.argument("dataset", metavar="NS:NAME")
+@start_option
+@end_option
+@click.option("--direction", type=click.Choice(["both", "incoming", "outgoing"]),
+              default="both", show_default=True,
+              help="Runs that wrote (incoming) and/or read (outgoing) the dataset.")
+@click.option("--limit", type=click.IntRange(min=1), help="At most N runs (newest first).")
+@format_option("table", "json")
+@pass_state
+def runs(state: State, dataset: str, start: str | None, end: str | None, direction: str,
+         limit: int | None, fmt: str) -> None:
+    """Runs that read or wrote a dataset in [start, end), newest first."""
+    from .store.admin import iso_ms
+
+    store, ep = _dataset(state, dataset)
+    lo, hi = _range(start, end)
+    found = store.runs(ep, lo, hi, direction=direction, limit=limit)
+    if fmt == "json":
+        _echo_json([{"run_id": r.run_id, "start_ms": r.start_ms, "start": iso_ms(r.start_ms),
+                     "program": r.program, "checksum": r.checksum} for r in found])
+        return
+    for r in found:
+        click.echo(f"{iso_ms(r.start_ms)}  {r.run_id}  {r.program or '-'}  {r.checksum}")
+
+
+@main.command()
+@click.argument("dataset", metavar="NS:NAME")
+@click.option("--prefix", help="Only fields starting with this (case-insensitive).")
+@start_option
+@end_option
+@format_option("table", "json")
+@pass_state
+def fields(state: State, dataset: str, prefix: str | None, start: str | None, end: str | None,
+           fmt: str) -> None:
+    """Fields of a dataset read or written by runs in [start, end)."""
+    store, ep = _dataset(state, dataset)
+    lo, hi = _range(start, end)
+    names = store.fields(ep, lo, hi, prefix)
+    if fmt == "json":
+        _echo_json(names)
+    else:
+        for n in names:
+            click.echo(n)
+
+
+@main.command()
+@format_option("table", "json")
+@pass_state
+def stats(state: State, fmt: str) -> None:
+    """Rows and bytes per row kind, distinct operation sets, datasets, runs (one full scan)."""
+    from .store import admin, redact
+
+    result = admin.stats(state.store().table)
+    result["store"] = redact(result["store"])
+    if fmt == "json":
+        _echo_json(result)
+        return
+    click.echo(f"store           {result['store']}")
+    click.echo(f"rows            {result['rows']}  ({result['bytes']} bytes)")
+    for name, v in result["kinds"].items():
+        if v["rows"] or name != "unknown":
+            click.echo(f"  {name:<14}{v['rows']:>10} rows {v['bytes']:>14} bytes")
+    click.echo(f"operation sets  {result['operation_sets']}")
+    click.echo(f"datasets        {result['datasets']}")
+    click.echo(f"runs            {result['runs']}")
+    if "file_bytes" in result:
+        click.echo(f"file size       {result['file_bytes']} bytes")
+
+
+# -- lineage ---------------------------------------------------------------------------
+
+@main.command()
+@click.argument("field_ref", metavar="NS:NAME:FIELD")
+@click.option("--direction", type=click.Choice(["incoming", "outgoing", "both"]),
+              default="incoming", show_default=True)
+@click.option("--depth", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Hops across datasets.")
+@start_option
+@end_option
+@format_option("tree", "json", "dot", "mermaid")
+@pass_state
+def lineage(state: State, field_ref: str, direction: str, depth: int, start: str | None,
+            end: str | None, fmt: str) -> None:
+    """A field's lineage across datasets, through the runs in [start, end).
+
+    NS is up to the first ':', FIELD after the last ':', and the dataset name
+    is everything between (so dataset names may contain ':').
+    """
+    from . import render
+    from .rowkeys import MAX_TIME
+
+    root = render.parse_field_ref(field_ref, "NS:NAME:FIELD")
+    store, ep = _dataset(state, f"{root.endpoint.namespace}:{root.endpoint.name}")
+    lo, hi = _range(start, end)
+    known = store.fields(ep, 0, MAX_TIME)
+    if root.field not in known:
+        hint = ", ".join(known[:10]) + (", …" if len(known) > 10 else "")
+        raise NotFound(f"field {root.field!r} not found in dataset {ep} (known: {hint})")
+    graph = render.walk_lineage(store, root, direction, depth, lo, hi)
+    if fmt == "json":
+        _echo_json(graph.to_dict())
+    else:
+        click.echo(render.RENDERERS[fmt](graph), nl=False)
+
+
+# -- record / export -------------------------------------------------------------------
+
+def _is_openlineage(item: Any) -> bool:
+    return isinstance(item, dict) and ("eventType" in item or ("run" in item and "job" in item))
+
+
+def _load_json_file(file: str) -> Any:
+    where = "stdin" if file == "-" else file
+    try:
+        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+    except OSError as e:
+        raise BadRequest(f"cannot read {where}: {e.strerror}", "FILE") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as first:
+        # JSON Lines: one record or event per line
+        items = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                items.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                # one document broken at `first`, or JSON Lines broken at line n
+                at = (f"line {first.lineno} column {first.colno}: {first.msg}" if n == 1
+                      else f"line {n} column {e.colno}: {e.msg}")
+                raise BadRequest(f"{where}: not JSON (nor JSON Lines): {at}", "FILE") from None
+        if not items:
+            raise BadRequest(f"{where}: empty file", "FILE") from None
+        return items
+
+
+def _has_column_lineage(event: dict) -> bool:
+    outputs = event.get("outputs")
+    return isinstance(outputs, list) and any(
+        isinstance(o, dict) and isinstance(o.get("facets"), dict)
+        and o["facets"].get("columnLineage") is not None for o in outputs)
+
+
+def start_ms_or(start: str | None, default: int) -> int:
+    from .timerange import parse_time
+
+    return default if start is None else parse_time(start, "--start")
+
+
+def _run_from_record(item: Any, where: str, run_id: str | None, start: str | None,
+                     program: str | None):
+    from .model import FieldLineageInfo
+    from .timerange import parse_time
+
+    if not isinstance(item, dict):
+        raise InvalidLineageError(f"{where}: expected an object with run_id, start and "
+                                  f"operations, got {type(item).__name__}")
+    rid = run_id or item.get("run_id") or item.get("runId")
+    if not isinstance(rid, str) or not rid:
+        raise BadRequest(f"{where}: no run id (give \"run_id\" in the file or --run-id)",
+                         "run_id")
+    if start is not None:
+        start_ms = parse_time(start, "--start")
+    elif "start_time_ms" in item or "startTimeMs" in item:
+        start_ms = item.get("start_time_ms", item.get("startTimeMs"))
+        if isinstance(start_ms, bool) or not isinstance(start_ms, int):
+            raise BadRequest(f"{where}: start_time_ms must be integer epoch milliseconds, got "
+                             f"{start_ms!r}", "start_time_ms")
+    elif "start" in item:
+        if isinstance(item["start"], bool) or not isinstance(item["start"], (str, int)):
+            raise BadRequest(f"{where}: start must be a time expression or epoch seconds, got "
+                             f"{item['start']!r}", "start")
+        start_ms = parse_time(item["start"], f"{where}.start")
+    else:
+        raise BadRequest(f"{where}: no start time (give \"start_time_ms\" or \"start\" in the "
+                         f"file, or --start)", "start")
+    try:
+        info = FieldLineageInfo.from_dict(item)
+    except InvalidLineageError as e:
+        raise InvalidLineageError(f"{where}: {e}") from None
+    prog = program or item.get("program")
+    if prog is not None and not isinstance(prog, str):
+        raise BadRequest(f"{where}: program must be a string", "program")
+    return info, rid, start_ms, prog
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--run-id", help="Run id for a file that has none (overrides the file's).")
+@click.option("--start", metavar="T", help="Run start time for a file that has none.")
+@click.option("--program", help="Program (pipeline) name for the run.")
+@format_option("text", "json")
+@pass_state
+def record(state: State, file: str, run_id: str | None, start: str | None,
+           program: str | None, fmt: str) -> None:
+    """Record runs from FILE ('-' for stdin): JSON, a list, or JSON Lines of
+
+    \b
+    {"run_id": "r1", "start_time_ms": 1714557600000 (or "start": "now-1h"),
+     "program": "nightly", "operations": [...FieldLineageInfo.to_dict() operations]}
+
+    or OpenLineage RunEvents with columnLineage facets. All or nothing: one bad
+    item stores nothing. `fll export --format json` writes this same shape.
+    """
+    data = _load_json_file(file)
+    items = data if isinstance(data, list) else [data]
+    where = "stdin" if file == "-" else file
+    runs_: list = []
+    skipped: list[str] = []
+    # OpenLineage: several events of one run (START, COMPLETE…) make one run that
+    # starts at the earliest eventTime and has the lineage of the last event carrying it
+    ol_runs: dict[str, list] = {}
+    for i, item in enumerate(items):
+        w = where if len(items) == 1 and not isinstance(data, list) else f"{where}[{i}]"
+        if not _is_openlineage(item):
+            runs_.append(_run_from_record(item, w, run_id, start, program))
+            continue
+        try:
+            from . import openlineage as ol
+        except ImportError as e:
+            raise BadRequest(f"{w}: is an OpenLineage event, but fll.openlineage is not "
+                             f"available ({e})", "FILE") from None
+        try:
+            rid, t = ol.event_run_id(item), ol.event_time_ms(item)
+            if not _has_column_lineage(item):
+                skipped.append(w)
+                if rid in ol_runs:
+                    ol_runs[rid][2] = min(ol_runs[rid][2], t)
+                else:
+                    ol_runs[rid] = [None, rid, t, None]
+                continue
+            info, rid, t, prog = ol.run_event_to_lineage(item)
+        except (BadRequest, InvalidLineageError) as e:
+            raise type(e)(f"{w}: {e}") from None
+        old = ol_runs.get(rid)
+        ol_runs[rid] = [info, rid, min(t, old[2]) if old else t, prog]
+    for info, rid, t, prog in ol_runs.values():
+        if info is not None:
+            runs_.append((info, run_id or rid, start_ms_or(start, t), program or prog))
+    if not runs_:
+        raise BadRequest(f"{where}: nothing to record (no operations and no event with a "
+                         f"columnLineage facet)", "FILE")
+    store = state.store(create=True)
+    new = store.record_many(runs_)
+    result = {"recorded": new, "unchanged": len(runs_) - new, "skipped": skipped,
+              "runs": [{"run_id": r, "start_ms": s, "checksum": info.checksum}
+                       for info, r, s, _ in runs_]}
+    if fmt == "json":
+        _echo_json(result)
+        return
+    for info, r, _s, _p in runs_:
+        click.echo(f"{r}  {info.checksum}")
+    for w in skipped:
+        click.echo(f"skipped {w}: event carries no columnLineage facet", err=True)
+    click.echo(f"recorded {new} new run(s), {len(runs_) - new} already present",
+               err=True)
+
+
+@main.command()
+@click.argument("dataset", metavar="NS:NAME")
+@format_option("json", "openlineage")
+@start_option
+@end_option
+@click.option("--lines", is_flag=True, help="One JSON document per line instead of an array.")
+@pass_state
+def export(state: State, dataset: str, fmt: str, start: str | None, end: str | None,
+           lines: bool) -> None:
+    """Export the runs that read or wrote a dataset in [start, end).
+
+    json: the shape `fll record` reads (round trip); openlineage: RunEvents
+    with columnLineage facets for Marquez or any OpenLineage consumer.
+    """
+    from .store.admin import iso_ms
+
+    store, ep = _dataset(state, dataset)
+    lo, hi = _range(start, end)
+    if fmt == "openlineage":
+        try:
+            from .openlineage import export_events
+        except ImportError as e:
+            raise BadRequest(f"--format openlineage needs fll.openlineage ({e})",
+                             "format") from None
+        docs = list(export_events(store, ep, lo, hi))
+    else:
+        docs = []
+        for r in store.runs(ep, lo, hi):
+            info = store.operation_set(r.checksum)
+            docs.append({"run_id": r.run_id, "start_time_ms": r.start_ms,
+                         "start": iso_ms(r.start_ms), "program": r.program,
+                         "checksum": r.checksum, "operations": info.to_dict()["operations"]})
+    if lines:
+        for d in docs:
+            click.echo(json.dumps(d, ensure_ascii=False))
+    else:
+        _echo_json(docs)
+
+
+# -- admin ---------------------------------------------------------------------------
+
+@main.group(cls=FllGroup)
+def admin() -> None:
+    """Repair, retention, migration and creation of a store."""
+
+
+@admin.command()
+@pass_state
+def init(state: State) -> None:
+    """Create the store's table (SQLite: the file) if it does not exist."""
+    from .store import admin as adm, redact
+
+    click.echo(redact(adm.init(state.store(create=True).table)))
+
+
+@admin.command()
+@click.option("--repair", is_flag=True, help="Delete dangling and orphaned rows, rebuild "
+              "lost run rows.")
+@format_option("text", "json")
+@pass_state
+def fsck(state: State, repair: bool, fmt: str) -> None:
+    """Find index rows whose data row is missing and data rows nothing references.
+
+    Repair while no writer is active on backends without atomic batches.
+    """
+    from .store import admin as adm
+
+    report = adm.fsck(state.store().table, repair=repair)
+    if fmt == "json":
+        _echo_json(report.to_dict())
+        return
+    d = report.to_dict()
+    labels = [("dangling_index_rows", "dangling index row (data row missing)"),
+              ("orphaned_data_rows", "orphaned data row (nothing references it)"),
+              ("missing_run_rows", "run row missing (index rows present)"),
+              ("corrupt_data_rows", "corrupt data row"),
+              ("unknown_rows", "row of no fll shape")]
+    for name, label in labels:
+        for key in d[name]:
+            click.echo(f"{label}: {key}")
+    n = sum(len(d[name]) for name, _ in labels)
+    if report.clean:
+        click.echo(f"clean: {report.rows} rows checked")
+    elif report.repaired:
+        click.echo(f"repaired {n} problem(s) in {report.rows} rows "
+                   f"(unknown and corrupt rows are reported, not changed)")
+    else:
+        click.echo(f"found {n} problem(s) in {report.rows} rows; run with --repair to fix")
+
+
+@admin.command()
+@click.option("--before", required=True, metavar="T",
+              help="Remove runs that started before T (epoch seconds, now-30d, ISO 8601).")
+@click.option("--dry-run", is_flag=True, help="Count what would go; change nothing.")
+@format_option("text", "json")
+@pass_state
+def purge(state: State, before: str, dry_run: bool, fmt: str) -> None:
+    """Retention: remove old runs (index rows first, then run rows), then the data rows
+    no remaining run uses. Safe to rerun after an interruption."""
+    from .store import admin as adm
+    from .timerange import parse_time
+
+    cut = parse_time(before, "--before")
+    store = state.store()
+    total = adm.count_runs_before(store.table, cut)
+    label = "counting old runs" if dry_run else "purging runs"
+    with _progress(label, total) as bar:
+        report = adm.purge(store, cut, dry_run=dry_run, progress=bar.update)
+    if fmt == "json":
+        _echo_json(report.to_dict())
+        return
+    verb = "would remove" if dry_run else "removed"
+    click.echo(f"{verb} {report.runs} run(s) started before {adm.iso_ms(cut)}: "
+               f"{report.index_rows} index rows, {report.data_rows} data rows")
+
+
+@admin.command()
+@click.option("--from", "source", required=True, metavar="URL", help="Store to copy from.")
+@click.option("--to", "destination", required=True, metavar="URL", help="Store to copy into "
+              "(empty, or a partial copy from an interrupted run: it resumes).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=1000, show_default=True)
+@format_option("text", "json")
+@pass_state
+def migrate(state: State, source: str, destination: str, batch_size: int, fmt: str) -> None:
+    """Copy every row between stores (e.g. SQLite to HBase or Bigtable), resumable."""
+    from .store import admin as adm, open_table, redact
+
+    require_existing(source)
+    src = open_table(source)
+    dst = open_table(destination)
+    try:
+        total = sum(1 for _ in src.scan())
+        state.log(f"copying {total} rows from {redact(source)} to {redact(destination)}")
+        with _progress("copying rows", total) as bar:
+            report = adm.migrate(src, dst, batch_size=batch_size, progress=bar.update,
+                                 total=total)
+    finally:
+        src.close()
+        dst.close()
+    report.source, report.destination = redact(source), redact(destination)
+    if fmt == "json":
+        _echo_json(report.to_dict())
+        return
+    resumed = "" if report.resumed_from is None else \
+        f" (resumed near {adm.printable_key(report.resumed_from)})"
+    click.echo(f"copied {report.copied} of {report.total} rows from {report.source} to "
+               f"{report.destination}{resumed}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
