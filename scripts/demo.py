@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -20,6 +22,7 @@ sys.path.insert(0, ROOT)
 from fll.errors import FllError  # noqa: E402
 from fll.model import EndPoint, EndPointField  # noqa: E402
 from fll.pipeline.runner import describe_operation, run_pipeline  # noqa: E402
+from fll.render import render_dot, walk_lineage  # noqa: E402
 from fll.store import default_url, open_store  # noqa: E402
 
 
@@ -51,6 +54,22 @@ def main(argv: list[str] | None = None) -> int:
             for group in store.operations(efield, start, end):
                 for op in group.operations:
                     print(f"      {describe_operation(op)}")
+        # a picture of ID's lineage, for those who would rather look than read
+        graph = walk_lineage(store, EndPointField(target, "ID"), "both", 5, start, end)
+        out_dir = os.path.join(ROOT, "fll-data")
+        os.makedirs(out_dir, exist_ok=True)
+        dot_path = os.path.join(out_dir, "employee-data-ID.dot")
+        with open(dot_path, "w", encoding="utf-8") as f:
+            f.write(render_dot(graph))
+    print(f"\nThe graph of Employee Data.ID as Graphviz DOT: {dot_path}")
+    if shutil.which("dot"):
+        svg_path = dot_path[:-4] + ".svg"
+        subprocess.run(["dot", "-Tsvg", dot_path, "-o", svg_path], check=False)
+        print(f"  rendered as {svg_path}")
+    print("Explore it in the browser:  .venv/bin/fll --store " + url + " serve   "
+          "(then open http://127.0.0.1:8080/)")
+    print('Or at the terminal:         .venv/bin/fll --store ' + url
+          + ' lineage "default:Employee Data:ID"')
     return 0
 
 
