@@ -1,0 +1,101 @@
+"""Backends side by side: records/s and field-query latency with the same runs.
+
+    .venv/bin/python scripts/bench/backends.py [--runs 100000] [--hbase host:port]
+
+Records ``--runs`` runs of one operation set (plus a few other sets) into
+every available backend (SQLite always; the Bigtable emulator when
+``cbtemulator`` is installed, started here on a free 127.0.0.1 port; HBase
+when ``--hbase`` or ``FLL_TEST_HBASE`` names a Thrift server) and prints, per
+backend, runs/s recorded in batches and the median latency of field
+questions over the whole range, plus the ratio to SQLite.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+
+import click
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+from fll import EndPointField  # noqa: E402
+from fll.store import LineageStore, open_table  # noqa: E402
+from fll.store.emulator import Emulator, find_emulator  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+from store import DST, operation_set  # noqa: E402
+
+
+def median_ms(fn, repeat: int = 20) -> float:
+    fn()
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples) * 1000
+
+
+def measure(name: str, url: str, runs: int, batch: int) -> dict:
+    store = LineageStore(open_table(url))
+    infos = [operation_set(10)] + [operation_set(w) for w in (3, 5, 7)]
+    recorded, elapsed = 0, 0.0
+    with click.progressbar(length=runs, label=f"{name:>9}: recording") as bar:
+        while recorded < runs:
+            k = min(batch, runs - recorded)
+            items = [(infos[0] if (recorded + i) % 100 else infos[1 + (recorded + i) % 3],
+                      f"run-{recorded + i}", 1_000 + recorded + i, "bench") for i in range(k)]
+            t0 = time.perf_counter()
+            store.record_many(items)
+            elapsed += time.perf_counter() - t0
+            recorded += k
+            bar.update(k)
+    end = 1_000 + runs
+    target = EndPointField(DST, "f1")
+    result = {
+        "backend": name, "runs/s": runs / elapsed,
+        "incoming ms": median_ms(lambda: store.incoming(target, 0, end)),
+        "fields ms": median_ms(lambda: store.fields(DST, 0, end)),
+        "runs(limit 100) ms": median_ms(lambda: store.runs(DST, 0, end, limit=100)),
+    }
+    store.close()
+    return result
+
+
+@click.command()
+@click.option("--runs", default=100_000, show_default=True)
+@click.option("--batch", default=1000, show_default=True, help="runs per record_many call")
+@click.option("--hbase", default=lambda: os.environ.get("FLL_TEST_HBASE"),
+              help="host:port of an HBase Thrift server")
+def main(runs: int, batch: int, hbase: str | None) -> None:
+    results = []
+    with tempfile.TemporaryDirectory() as d:
+        results.append(measure("sqlite", f"sqlite:///{d}/bench.db", runs, batch))
+    binary = find_emulator()
+    if binary:
+        emu = Emulator(binary).start()
+        try:
+            results.append(measure("bigtable", f"bigtable://bench/bench/fll?emulator={emu.host}",
+                                   runs, batch))
+        finally:
+            emu.stop()
+    else:
+        print("bigtable: cbtemulator not installed, skipped")
+    if hbase:
+        table = f"fllbench_{uuid.uuid4().hex[:8]}"
+        results.append(measure("hbase", f"hbase://{hbase}/{table}", runs, batch))
+    cols = ["runs/s", "incoming ms", "fields ms", "runs(limit 100) ms"]
+    print(f"\n{runs:,} runs per backend, {batch} runs per batch\n")
+    print(f"{'backend':>9} " + " ".join(f"{c:>20}" for c in cols))
+    base = results[0]
+    for r in results:
+        print(f"{r['backend']:>9} " + " ".join(
+            f"{r[c]:>12,.2f} ({r[c] / base[c]:>4.1f}x)" for c in cols))
+
+
+if __name__ == "__main__":
+    main()
