@@ -4,7 +4,8 @@
 for a DataFrame, a SQL query, or an ``INSERT INTO … SELECT`` / ``CREATE
 TABLE … AS SELECT`` statement; ``capture(target)`` also gives the
 destination and inputs; ``to_operations(...)`` turns either into a
-`FieldLineageInfo` for the store.
+`FieldLineageInfo` for the store; ``with track(spark, store):`` records one
+run per write made inside the block (`fll.spark.track`).
 
 Cost: one ``toJSON()`` of the whole plan plus a handful of py4j calls per
 relation leaf (see `fll.spark.plan`). Nothing here may execute the plan or
@@ -21,8 +22,10 @@ from ..model import EndPoint, FieldLineageInfo
 from . import plan as _plan
 from .facet import build_facet, facet_to_operations
 from .lineage import PlanLineage, walk
+from .track import TrackedRun, Tracker, track
 
-__all__ = ["column_lineage", "capture", "to_operations", "Capture"]
+__all__ = ["column_lineage", "capture", "to_operations", "Capture", "track", "Tracker",
+           "TrackedRun"]
 
 
 @dataclass
@@ -32,8 +35,9 @@ class Capture:
     ``facet``: the ColumnLineageDatasetFacet dict. ``destination``:
     (namespace, name) written by an INSERT/CTAS, else None. ``inputs``:
     every (namespace, name) read. ``jvm_calls``: py4j round trips spent
-    (toJSON included). ``tojson_seconds``/``seconds``: time in the one
-    toJSON call and in the whole capture.
+    (serializing the plan included). ``tojson_seconds``/``seconds``: time
+    spent getting the plan's JSON and in the whole capture; ``phases``
+    splits the time further.
     """
 
     facet: dict[str, Any]
@@ -44,6 +48,9 @@ class Capture:
     tojson_seconds: float = 0.0
     seconds: float = 0.0
     plan_nodes: int = 0
+    #: seconds per phase: serialize (JVM → JSON), parse, leaves (py4j), walk (+ facet)
+    phases: dict[str, float] = field(default_factory=dict)
+    json_bytes: int = 0
 
     def to_operations(self, destination: EndPoint | tuple[str, str] | None = None,
                       sources: Mapping[tuple[str, str], EndPoint] | None = None
@@ -67,13 +74,19 @@ def capture(target: Any, spark: Any = None) -> Capture:
     elif _plan.is_command(analyzed):
         raise BadRequest(f"{root.cls} is a command, not a query, INSERT or CREATE TABLE AS "
                          f"SELECT: it has no column lineage", parameter="target")
+    leaves_start = time.perf_counter()
     leaves = _plan.resolve_leaves(analyzed)
-    result = walk(root, leaves)
-    facet = build_facet(result)
+    walk_start = time.perf_counter()
+    with _plan.gc_paused():
+        result = walk(root, leaves)
+        facet = build_facet(result)
     inputs = sorted({ds for found in leaves.values() for ds in found})
+    end = time.perf_counter()
     return Capture(facet, dest, inputs, result, analyzed.calls.count,
-                   analyzed.tojson_seconds, time.perf_counter() - start,
-                   sum(1 for _ in root.walk()))
+                   analyzed.tojson_seconds, end - start, len(analyzed.nodes),
+                   {"serialize": analyzed.tojson_seconds, "parse": analyzed.parse_seconds,
+                    "leaves": walk_start - leaves_start, "walk": end - walk_start},
+                   analyzed.tojson_chars)
 
 
 def column_lineage(target: Any, spark: Any = None) -> dict[str, Any]:

@@ -251,6 +251,14 @@ class _Walker:
             self.expr(e, ctx, env, self.deps)
 
     def named(self, e: Expr, env: Mapping[int, Lineage]) -> Column:
+        # Fast path for the bulk of a wide plan: a column passed on as is or
+        # renamed. IDENTITY is neutral under compose, so the input's lineage
+        # is the output's, shared rather than rebuilt (lineages are never mutated).
+        inner = e
+        while inner.cls in _TRANSPARENT and len(inner.children) == 1:
+            inner = inner.children[0]
+        if inner.cls == "AttributeReference":
+            return Column(e.expr_id, e.name, env.get(inner.expr_id) or {})  # type: ignore[arg-type]
         return Column(e.expr_id, e.name, self.lineage_of(e, env))
 
     # -- plans ------------------------------------------------------------

@@ -15,8 +15,13 @@ must never execute the plan or the statement it analyzes.
 """
 from __future__ import annotations
 
+import gc
+import json
+import os
 import re
+import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
@@ -24,14 +29,14 @@ from urllib.parse import urlsplit
 from ..errors import BadRequest, FllError
 
 __all__ = ["Expr", "PlanNode", "JvmCalls", "AnalyzedPlan", "analyze", "parse_plan_json",
-           "dataset_name"]
+           "parse_plan", "dataset_name"]
 
 
 # ---------------------------------------------------------------------------
 # Python trees
 # ---------------------------------------------------------------------------
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Expr:
     """One Catalyst expression: short class name, its JSON fields, its children in order."""
 
@@ -67,7 +72,7 @@ class Expr:
             stack.extend(reversed(e.children))
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class PlanNode:
     """One logical-plan node.
 
@@ -152,36 +157,50 @@ def _is_tree(value: Any) -> bool:
             and "class" in value[0] and "num-children" in value[0])
 
 
+#: expression classes whose fields never hold a tree: skip the field scan (the
+#: bulk of a wide plan is attribute references)
+_FLAT_EXPRESSIONS = frozenset({
+    "org.apache.spark.sql.catalyst.expressions.AttributeReference",
+    "org.apache.spark.sql.catalyst.expressions.Literal",
+})
+
+
 class _Parser:
-    """Turns the pre-order JSON lists into trees and numbers plan nodes like Spark does."""
+    """Turns the pre-order JSON lists into trees and numbers plan nodes like Spark does.
+
+    ``nodes`` lists every numbered plan node in numbering order, so callers
+    never re-walk the tree to find leaves or count nodes.
+    """
 
     def __init__(self) -> None:
         self.counter = 0
+        self.nodes: list[PlanNode] = []
 
     def plan(self, nodes: list[dict], pos: int = 0) -> tuple[PlanNode, int]:
         raw = nodes[pos]
         qualified = raw["class"]
         node = PlanNode(_short(qualified), qualified, raw, [], self.counter)
         self.counter += 1
+        self.nodes.append(node)
         # fields first: the plans they hold are numbered before the children
         for key, value in raw.items():
-            if key in ("class", "num-children"):
-                continue
-            self._field(node, key, value)
+            if type(value) is list and value and key != "class":
+                self._field(node, key, value)
         pos += 1
         for _ in range(raw["num-children"]):
             child, pos = self.plan(nodes, pos)
             node.children.append(child)
         return node, pos
 
-    def _field(self, node: PlanNode, key: str, value: Any) -> None:
-        if _is_tree(value):
-            if _is_expression_class(value[0]["class"]):
-                node.exprs[key] = self.expr(value)
-            else:
-                node.plans[key] = self.plan(value)[0]
-        elif isinstance(value, list) and value and all(
-                isinstance(v, list) for v in value):
+    def _field(self, node: PlanNode, key: str, value: list) -> None:
+        first = value[0]
+        if type(first) is dict:
+            if "class" in first and "num-children" in first:
+                if _is_expression_class(first["class"]):
+                    node.exprs[key] = self.expr(value)
+                else:
+                    node.plans[key] = self.plan(value)[0]
+        elif type(first) is list:
             parsed = self._expr_lists(value)
             if parsed is not None:
                 node.exprs[key] = parsed
@@ -189,15 +208,23 @@ class _Parser:
     def _expr_lists(self, value: list) -> list | None:
         out: list = []
         for v in value:
-            if _is_tree(v) and _is_expression_class(v[0]["class"]):
-                out.append(self.expr(v))
-            elif isinstance(v, list) and v and all(isinstance(x, list) for x in v):
+            if type(v) is not list:
+                return None
+            if not v:
+                out.append([])
+                continue
+            head = v[0]
+            if type(head) is dict:
+                if "class" in head and "num-children" in head and \
+                        _is_expression_class(head["class"]):
+                    out.append(self.expr(v))
+                else:
+                    return None
+            elif type(head) is list:
                 inner = self._expr_lists(v)
                 if inner is None:
                     return None
                 out.append(inner)
-            elif v == []:
-                out.append([])
             else:
                 return None
         return out
@@ -208,32 +235,58 @@ class _Parser:
 
     def _expr(self, nodes: list[dict], pos: int) -> tuple[Expr, int]:
         raw = nodes[pos]
-        expr = Expr(_short(raw["class"]), raw, [])
-        for key, value in raw.items():
-            if key in ("class", "num-children"):
-                continue
-            if _is_tree(value):
-                if _is_expression_class(value[0]["class"]):
-                    # not a child: Spark does not number plans found here, so
-                    # neither may we (a throwaway parser keeps the count)
-                    expr.embedded[key] = _Parser().expr(value)
-                else:
-                    expr.plans[key] = self.plan(value)[0]
+        qualified = raw["class"]
+        expr = Expr(qualified[qualified.rfind(".") + 1:], raw, [])
+        if qualified not in _FLAT_EXPRESSIONS:
+            for key, value in raw.items():
+                if type(value) is list and value and type(value[0]) is dict \
+                        and "class" in value[0] and "num-children" in value[0]:
+                    if _is_expression_class(value[0]["class"]):
+                        # not a child: Spark does not number plans found here, so
+                        # neither may we (a throwaway parser keeps the count)
+                        expr.embedded[key] = _Parser().expr(value)
+                    else:
+                        expr.plans[key] = self.plan(value)[0]
         pos += 1
-        for _ in range(raw["num-children"]):
-            child, pos = self._expr(nodes, pos)
-            expr.children.append(child)
+        n = raw["num-children"]
+        if n:
+            children = expr.children
+            for _ in range(n):
+                child, pos = self._expr(nodes, pos)
+                children.append(child)
         return expr, pos
 
 
-def parse_plan_json(text: str | list) -> PlanNode:
-    """Parse the output of ``LogicalPlan.toJSON()`` into a `PlanNode` tree."""
-    import json
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a plan's trees are built and walked.
 
-    nodes = json.loads(text) if isinstance(text, str) else text
+    Building tens of thousands of live objects triggers collections that
+    find nothing to free (everything built is still referenced) and cost
+    10-30% of the parse; reference counting still frees as usual.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def parse_plan(text: str | bytes | list) -> tuple[PlanNode, list[PlanNode]]:
+    """Parse ``LogicalPlan.toJSON()`` output: the root and every node in numbering order."""
+    nodes = json.loads(text) if isinstance(text, (str, bytes)) else text
     if not _is_tree(nodes):
         raise FllError("the plan JSON is not a list of plan nodes")
-    return _Parser().plan(nodes)[0]
+    parser = _Parser()
+    root = parser.plan(nodes)[0]
+    return root, parser.nodes
+
+
+def parse_plan_json(text: str | bytes | list) -> PlanNode:
+    """Parse the output of ``LogicalPlan.toJSON()`` into a `PlanNode` tree."""
+    return parse_plan(text)[0]
 
 
 # ---------------------------------------------------------------------------
@@ -261,6 +314,9 @@ class AnalyzedPlan:
     calls: JvmCalls
     tojson_seconds: float
     tojson_chars: int
+    #: every plan node in Spark's numbering order
+    nodes: list[PlanNode] = field(default_factory=list)
+    parse_seconds: float = 0.0
 
 
 _CONNECT_MESSAGE = (
@@ -327,10 +383,62 @@ def analyze(target: Any, spark: Any = None) -> AnalyzedPlan:
             raise BadRequest(f"cannot analyze the DataFrame: {_first_line(exc)}",
                              parameter="target") from None
     start = time.perf_counter()
-    text = calls(jplan, "toJSON")
+    text = _plan_json(jplan, calls)
     tojson = time.perf_counter() - start
-    root = parse_plan_json(text)
-    return AnalyzedPlan(root, jplan, jss, calls, tojson, len(text))
+    with gc_paused():
+        root, nodes = parse_plan(text)
+    parsed = time.perf_counter() - start - tojson
+    return AnalyzedPlan(root, jplan, jss, calls, tojson, len(text), nodes, parsed)
+
+
+#: per py4j gateway client: the JVM's json4s ObjectMapper, or False when the
+#: file hand-over does not work there (a JVM on another host)
+_MAPPERS: dict[int, Any] = {}
+
+
+def _plan_json(jplan: Any, calls: JvmCalls) -> str | bytes:
+    """The plan's JSON, as ``toJSON()`` gives it, by the fastest way that works.
+
+    A string of more than a few kB returned over py4j stalls on the socket
+    (~40 ms, Nagle vs delayed ACK), more than Spark spends building it. So
+    the JVM writes ``jsonValue`` (the tree ``toJSON`` renders) with its
+    json4s mapper to a private temporary file that Python reads back; the
+    JVM of a classic session runs on this host. Should that fail (a remote
+    JVM), ``toJSON()`` is used from then on.
+    """
+    client = jplan._gateway_client
+    mapper = _MAPPERS.get(id(client))
+    if mapper is None:
+        try:
+            from py4j.java_gateway import JavaClass
+
+            module = JavaClass("org.json4s.jackson.JsonMethods$", client)
+            mapper = getattr(module, "MODULE$").mapper()  # once per gateway
+        except Exception:
+            mapper = False
+        _MAPPERS[id(client)] = mapper
+    if mapper is not False:
+        fd, path = tempfile.mkstemp(prefix="fll-plan-", suffix=".json")
+        os.close(fd)
+        try:
+            from py4j.java_gateway import JavaClass
+
+            jfile = JavaClass("java.io.File", client)(path)
+            calls.count += 1  # the File constructor above
+            calls(mapper, "writeValue", jfile, calls(jplan, "jsonValue"))
+            with open(path, "rb") as fh:
+                data = fh.read()
+            if data:
+                return data
+        except Exception:
+            pass
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        _MAPPERS[id(client)] = False
+    return calls(jplan, "toJSON")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -384,8 +492,15 @@ def resolve_leaves(plan: AnalyzedPlan) -> dict[int, list[tuple[str, str]]]:
     """
     calls = plan.calls
     out: dict[int, list[tuple[str, str]]] = {}
-    for node in plan.root.walk():
+    by_table: dict[str, list[tuple[str, str]]] = {}
+    for node in plan.nodes or list(plan.root.walk()):
         if node.cls not in RELATION_LEAVES:
+            continue
+        # a catalog table read several times (self-joins, a view used twice) is
+        # named by its identifier in the JSON: resolve it once
+        table_key = _catalog_key(node)
+        if table_key is not None and table_key in by_table:
+            out[node.number] = by_table[table_key]
             continue
         jleaf = calls(plan.jvm_plan, "apply", node.number)
         expected = _first_output_id(node)
@@ -397,7 +512,18 @@ def resolve_leaves(plan: AnalyzedPlan) -> dict[int, list[tuple[str, str]]]:
                     f"node: expected output #{expected}, found {seen[:3]}; please report "
                     f"this plan shape")
         out[node.number] = _leaf_datasets(node, jleaf, calls)
+        if table_key is not None:
+            by_table[table_key] = out[node.number]
     return out
+
+
+def _catalog_key(node: PlanNode) -> str | None:
+    meta = node.fields.get("catalogTable") or node.fields.get("tableMeta")
+    ident = meta.get("identifier") if isinstance(meta, dict) else None
+    if not isinstance(ident, dict):
+        return None
+    return json.dumps([node.cls, ident.get("catalog"), ident.get("database"),
+                       ident.get("table")])
 
 
 def _leaf_datasets(node: PlanNode, jleaf: Any, calls: JvmCalls) -> list[tuple[str, str]]:

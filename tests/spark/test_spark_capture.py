@@ -127,16 +127,20 @@ def _count_round_trips(spark, monkeypatch, fn):
     return result, counter.commands
 
 
-def test_capture_calls_tojson_once_and_a_few_calls_per_leaf(spark, lineage_tables, monkeypatch):
+def test_capture_serializes_the_plan_once_and_a_few_calls_per_leaf(spark, lineage_tables,
+                                                                   monkeypatch):
     sql = ("SELECT o.order_id, c.name, (SELECT max(qty) FROM items i WHERE i.order_id = "
            "o.order_id) AS q FROM orders o JOIN customers c ON o.customer_id = c.customer_id "
            "WHERE o.amount > 1")
+    capture(sql, spark)  # the first capture also looks up the JVM's JSON mapper
     cap, commands = _count_round_trips(spark, monkeypatch, lambda: capture(sql, spark))
-    assert sum(1 for c in commands if "\ntoJSON\n" in c) == 1
-    calls = [c for c in commands if c.startswith("c\n")]  # the rest: py4j freeing objects
+    assert sum(1 for c in commands if "\ntoJSON\n" in c or "\njsonValue\n" in c) == 1
+    # method calls and constructors; the rest is py4j freeing objects
+    calls = [c for c in commands if c.startswith(("c\n", "i\n"))]
     assert cap.jvm_calls == len(calls)
     assert len(cap.inputs) == 3
-    assert len(calls) <= 8 + 6 * 3  # analysis + toJSON, then at most 6 per relation leaf
+    # analysis (6) + serializing the plan (3), then at most 6 per relation leaf
+    assert len(calls) <= 9 + 6 * 3
     assert cap.plan_nodes > 12  # more nodes than calls spent on them
 
 
@@ -244,3 +248,48 @@ def test_composition_prefers_indirect_then_the_strongest_direct_and_keeps_maskin
     assert compose(AGGREGATION, IDENTITY) == AGGREGATION
     assert compose(IDENTITY, ("DIRECT", "TRANSFORMATION", True)) == (
         "DIRECT", "TRANSFORMATION", True)
+
+
+def test_the_plan_json_handed_over_by_file_equals_spark_tojson(spark, lineage_tables):
+    import json
+    from pathlib import Path
+
+    import yaml
+
+    from fll.spark.plan import JvmCalls, _plan_json
+
+    cases = yaml.safe_load((Path(__file__).parent / "data" / "lineage_cases.yaml").read_text())
+    for case in cases:
+        jplan = spark.sql(case["sql"])._jdf.queryExecution().analyzed()
+        handed = _plan_json(jplan, JvmCalls())
+        assert isinstance(handed, bytes), "the file hand-over was not used"
+        assert json.loads(handed) == json.loads(jplan.toJSON()), case["name"]
+
+
+def test_capture_falls_back_to_tojson_when_the_file_hand_over_is_unavailable(
+        spark, lineage_tables, monkeypatch):
+    from fll.spark import plan
+
+    sql = "SELECT upper(status) AS s FROM orders WHERE amount > 3"
+    expected = column_lineage(sql, spark)
+    client = spark._jsparkSession._gateway_client
+    monkeypatch.setitem(plan._MAPPERS, id(client), False)
+    assert column_lineage(sql, spark) == expected
+
+
+def test_a_catalog_table_read_twice_is_resolved_once(spark, lineage_tables, tmp_path):
+    loc = tmp_path / "twice"
+    spark.sql(f"CREATE TABLE lin_twice USING parquet LOCATION '{loc}' AS "
+              f"SELECT order_id, customer_id FROM orders")
+    try:
+        once = capture("SELECT order_id FROM lin_twice", spark)
+        twice = capture("SELECT a.order_id, b.customer_id FROM lin_twice a JOIN lin_twice b "
+                        "ON a.order_id = b.customer_id", spark)
+    finally:
+        spark.sql("DROP TABLE IF EXISTS lin_twice")
+    assert twice.inputs == once.inputs == [("file", str(loc))]
+    assert twice.jvm_calls == once.jvm_calls
+    fields = {out: {(i["name"], i["field"]) for i in spec["inputFields"]}
+              for out, spec in twice.facet["fields"].items()}
+    assert fields == {"order_id": {(str(loc), "order_id")},
+                      "customer_id": {(str(loc), "customer_id")}}

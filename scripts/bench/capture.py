@@ -1,0 +1,169 @@
+"""Spark plan capture benchmark: what `fll.spark.capture` costs as plans grow, and
+what `fll.spark.track` adds to a real job.
+
+    .venv/bin/python scripts/bench/capture.py [--repeat 7] [--job-rows 1000000] [--quick]
+
+Part 1 builds DataFrame plans over a small parquet file: chains of N operators
+(withColumn / filter / self-join with a second read, in turn) over W columns,
+for N in 10, 50, 200 and W from 10 to 500. Per plan it prints the node count,
+the JSON size, the median capture time and its split: ``serialize`` (the JVM
+building the plan's JSON and handing it over), ``parse`` (JSON → trees),
+``leaves`` (py4j calls naming the relation leaves), ``walk`` (lineage +
+facet), and, for comparison, Spark's own ``toJSON()`` returned over py4j.
+
+Part 2 runs a job on --job-rows rows (filter, join, aggregate, write to
+parquet) without and then with ``track`` (capture + recording into a SQLite
+store) and prints the overhead as a fraction of the job.
+
+Targets: <= 50 ms for a 50-operator plan; <= 5% of a one-minute job (3 s).
+The machine's load shows in the figures: run it on an idle machine.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import click
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+from fll import open_store  # noqa: E402
+from fll.spark import capture, track  # noqa: E402
+
+TARGET_50_OPS_MS = 50.0
+TARGET_JOB_SHARE = 0.05
+GRID = [(10, 10), (10, 100), (10, 500), (50, 10), (50, 50), (50, 200), (50, 500),
+        (200, 10), (200, 100)]
+QUICK_GRID = [(10, 10), (50, 10), (50, 200), (200, 10)]
+
+
+def _session():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]").appName("fll-bench-capture")
+             .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _plan(spark, path: str, operators: int, columns: int):
+    """A plan of about ``operators`` operators over ``columns`` columns."""
+    from pyspark.sql import functions as F
+
+    base = spark.read.parquet(path)
+    width = max(columns - 1, 1)
+    df = base.select(["id"] + [(F.col("v") + i).alias(f"c{i}") for i in range(width)])
+    other = base.select(F.col("id").alias("k"), F.col("v").alias("w"))
+    for i in range(operators):
+        kind = i % 3
+        if kind == 0:
+            df = df.withColumn(f"c{i % width}", F.col(f"c{(i + 1) % width}") * 2)
+        elif kind == 1:
+            df = df.filter(F.col("id") > -i)
+        else:
+            df = df.join(other, df["id"] == other["k"], "left").drop("k", "w")
+    return df
+
+
+def _median_capture(df, repeat: int) -> dict:
+    caps = [capture(df) for _ in range(repeat)]
+    jplan = df._jdf.queryExecution().analyzed()
+    tojson = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        jplan.toJSON()
+        tojson.append(time.perf_counter() - start)
+    med = lambda xs: statistics.median(xs) * 1000  # noqa: E731
+    return {"nodes": caps[-1].plan_nodes, "kb": caps[-1].json_bytes / 1024,
+            "calls": caps[-1].jvm_calls, "ms": med([c.seconds for c in caps]),
+            "min": min(c.seconds for c in caps) * 1000,
+            **{k: med([c.phases[k] for c in caps]) for k in caps[-1].phases},
+            "toJSON": med(tojson)}
+
+
+def _job(spark, tmp: str, rows: int):
+    from pyspark.sql import functions as F
+
+    data = os.path.join(tmp, "job.parquet")
+    dims = os.path.join(tmp, "dims.parquet")
+    spark.range(rows).selectExpr("id", "id % 97 AS g", "rand(7) AS v").write.parquet(data)
+    spark.range(97).selectExpr("id AS g", "concat('group ', id) AS label").write.parquet(dims)
+
+    def build():
+        facts = spark.read.parquet(data).filter("v > 0.1")
+        return (facts.join(spark.read.parquet(dims), "g").groupBy("label")
+                .agg(F.sum("v").alias("s"), F.countDistinct("id").alias("n")))
+    return build
+
+
+@click.command()
+@click.option("--repeat", default=7, show_default=True, help="captures per plan (median)")
+@click.option("--job-rows", default=1_000_000, show_default=True,
+              help="rows of the job of part 2 (0: skip it)")
+@click.option("--quick", is_flag=True, help="a smaller grid of plans")
+def main(repeat: int, job_rows: int, quick: bool) -> None:
+    spark = _session()
+    tmp = tempfile.mkdtemp(prefix="fll-bench-capture-")
+    path = os.path.join(tmp, "base.parquet")
+    spark.range(1000).selectExpr("id", "id * 1.5 AS v").write.parquet(path)
+    for _ in range(3):  # warm up py4j, the analyzer and the JIT
+        capture(_plan(spark, path, 20, 20))
+
+    click.echo("Part 1: capture time vs plan size (median of %d; ms)" % repeat)
+    head = (f"{'plan':>16} {'nodes':>5} {'JSON kB':>8} {'capture':>8} {'min':>6} "
+            f"{'serialize':>9} {'parse':>6} {'leaves':>6} {'walk':>6} {'py4j':>5} "
+            f"{'toJSON()':>8}")
+    click.echo(head)
+    results = {}
+    for operators, columns in (QUICK_GRID if quick else GRID):
+        r = _median_capture(_plan(spark, path, operators, columns), repeat)
+        results[(operators, columns)] = r
+        click.echo(f"{f'{operators} ops x {columns} cols':>16} {r['nodes']:>5} {r['kb']:>8.0f} "
+                   f"{r['ms']:>8.1f} {r['min']:>6.1f} {r['serialize']:>9.1f} {r['parse']:>6.1f} "
+                   f"{r['leaves']:>6.1f} {r['walk']:>6.1f} {r['calls']:>5} {r['toJSON']:>8.1f}")
+    click.echo("  serialize = JVM builds the JSON (jsonValue) and hands it over by file;")
+    click.echo("  toJSON() = Spark's own toJSON returned over py4j, for comparison only")
+    for (operators, columns), r in results.items():
+        if operators == 50:
+            verdict = "meets" if r["ms"] <= TARGET_50_OPS_MS else "misses"
+            click.echo(f"target <= {TARGET_50_OPS_MS:.0f} ms for 50 ops: {columns:>3} cols "
+                       f"{r['ms']:.1f} ms = {r['ms'] / TARGET_50_OPS_MS:.2f}x target ({verdict});"
+                       f" JVM serialization alone {r['serialize']:.1f} ms")
+
+    if job_rows:
+        click.echo(f"\nPart 2: a job on {job_rows} rows (filter, join, aggregate, write parquet)")
+        build = _job(spark, tmp, job_rows)
+        build().write.mode("overwrite").parquet(os.path.join(tmp, "warm.parquet"))
+        store = open_store(f"sqlite:///{tmp}/bench.db")
+        plain, tracked, caps = [], [], []
+        for i in range(3):  # alternate, so warm-up and load hit both alike
+            start = time.perf_counter()
+            build().write.mode("overwrite").parquet(os.path.join(tmp, f"plain{i}.parquet"))
+            plain.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            with track(spark, store) as tracker:
+                build().write.mode("overwrite").parquet(os.path.join(tmp, f"tracked{i}.parquet"))
+            tracked.append(time.perf_counter() - start)
+            assert len(tracker.runs) == 1, tracker.errors or tracker.skipped
+        for _ in range(repeat):
+            caps.append(capture(build()).seconds)
+        store.close()
+        job, with_track = min(plain), min(tracked)
+        cap = statistics.median(caps)
+        click.echo(f"job {job:.2f} s; with track {with_track:.2f} s "
+                   f"(difference {(with_track - job) * 1000:+.0f} ms, within noise if small)")
+        click.echo(f"capture of the job's plan: {cap * 1000:.1f} ms = {cap / job * 100:.2f}% of "
+                   f"this job, {cap / 60 * 100:.3f}% of a one-minute job "
+                   f"(target <= {TARGET_JOB_SHARE * 100:.0f}%: "
+                   f"{'meets' if cap / 60 <= TARGET_JOB_SHARE else 'misses'})")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""`fll.spark.track`: one recorded run per write made inside the block, nothing else."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from fll import EndPoint, EndPointField, FllError
+from fll.rowkeys import MAX_TIME
+from fll.spark import track
+from fll.spark.track import WRITER_METHODS
+
+pytestmark = pytest.mark.spark
+
+
+def _ep(path) -> EndPoint:
+    return EndPoint("file", os.path.abspath(str(path)))
+
+
+def _incoming(store, dest: EndPoint, field: str) -> set[EndPointField]:
+    return store.incoming(EndPointField(dest, field), 0, MAX_TIME)
+
+
+def _orders_df(spark, lineage_tables):
+    return spark.read.parquet(lineage_tables["orders"]).selectExpr(
+        "order_id", "upper(status) AS status_uc")
+
+
+@pytest.mark.parametrize("method", ["parquet", "csv", "json", "orc", "save", "option-path"])
+def test_a_path_write_records_one_run_named_by_its_absolute_path(spark, lineage_tables, store,
+                                                                  tmp_path, method):
+    df = _orders_df(spark, lineage_tables)
+    out = tmp_path / "out"
+    with track(spark, store, program="nightly") as tracker:
+        if method == "save":
+            df.write.save(str(out), format="parquet")
+        elif method == "option-path":
+            df.write.format("parquet").option("path", str(out)).save()
+        else:
+            getattr(df.write, method)(str(out))
+    assert [r.destination for r in tracker.runs] == [_ep(out)]
+    assert tracker.errors == []
+    orders = _ep(lineage_tables["orders"])
+    assert _incoming(store, _ep(out), "status_uc") == {EndPointField(orders, "status")}
+    runs = store.runs(_ep(out), 0, MAX_TIME)
+    assert [(r.run_id, r.program) for r in runs] == [(tracker.runs[0].run_id, "nightly")]
+
+
+def test_a_text_write_records_its_single_column(spark, lineage_tables, store, tmp_path):
+    out = tmp_path / "text_out"
+    with track(spark, store) as tracker:
+        spark.read.parquet(lineage_tables["orders"]).select("status").write.text(str(out))
+    assert len(tracker.runs) == 1
+    assert _incoming(store, _ep(out), "status") == {
+        EndPointField(_ep(lineage_tables["orders"]), "status")}
+
+
+def test_the_run_starts_when_the_write_starts(spark, lineage_tables, store, tmp_path):
+    import time
+
+    before = int(time.time() * 1000)
+    with track(spark, store) as tracker:
+        _orders_df(spark, lineage_tables).write.parquet(str(tmp_path / "o"))
+    after = int(time.time() * 1000)
+    assert before <= tracker.runs[0].start_ms <= after
+    assert store.runs(_ep(tmp_path / "o"), 0, MAX_TIME)[0].start_ms == tracker.runs[0].start_ms
+
+
+def test_save_as_table_and_insert_into_are_named_by_the_table_location(
+        spark, lineage_tables, store, tmp_path):
+    loc = tmp_path / "tracked_table"
+    orders = _ep(lineage_tables["orders"])
+    try:
+        with track(spark, store) as tracker:
+            _orders_df(spark, lineage_tables).write.option("path", str(loc)).saveAsTable(
+                "lin_tracked")
+            # insertInto matches by position: the table's names win
+            (spark.read.parquet(lineage_tables["orders"])
+             .selectExpr("customer_id AS c", "placed AS p").write.insertInto("lin_tracked"))
+    finally:
+        spark.sql("DROP TABLE IF EXISTS lin_tracked")
+    assert [(r.destination, r.method) for r in tracker.runs] == [
+        (_ep(loc), "DataFrameWriter.saveAsTable"), (_ep(loc), "DataFrameWriter.insertInto")]
+    assert _incoming(store, _ep(loc), "order_id") == {
+        EndPointField(orders, "order_id"), EndPointField(orders, "customer_id")}
+    assert _incoming(store, _ep(loc), "status_uc") == {
+        EndPointField(orders, "status"), EndPointField(orders, "placed")}
+
+
+def test_sql_insert_and_ctas_are_recorded_and_queries_are_not(spark, lineage_tables, store,
+                                                               tmp_path):
+    loc, ctas = tmp_path / "ins", tmp_path / "ctas"
+    orders = _ep(lineage_tables["orders"])
+    spark.sql(f"CREATE TABLE lin_track_ins (id INT, total DOUBLE) USING parquet LOCATION '{loc}'")
+    try:
+        with track(spark, store) as tracker:
+            spark.sql("SELECT * FROM orders").collect()
+            spark.sql("INSERT INTO lin_track_ins SELECT customer_id, sum(amount) FROM orders "
+                      "GROUP BY customer_id")
+            spark.sql(f"/* nightly */ CREATE TABLE lin_track_ctas USING parquet LOCATION "
+                      f"'{ctas}' AS SELECT order_id, status FROM orders WHERE amount > 10")
+        assert spark.table("lin_track_ins").count() == 2  # the statement really ran
+    finally:
+        spark.sql("DROP TABLE IF EXISTS lin_track_ins")
+        spark.sql("DROP TABLE IF EXISTS lin_track_ctas")
+    assert [(r.destination, r.method) for r in tracker.runs] == [
+        (_ep(loc), "SparkSession.sql"), (_ep(ctas), "SparkSession.sql")]
+    assert _incoming(store, _ep(loc), "total") == {
+        EndPointField(orders, "amount"), EndPointField(orders, "customer_id")}
+    assert _incoming(store, _ep(ctas), "status") == {
+        EndPointField(orders, "status"), EndPointField(orders, "amount")}
+
+
+def test_a_failing_write_records_nothing_and_its_error_passes_through(
+        spark, lineage_tables, store, tmp_path):
+    from pyspark.errors import AnalysisException
+
+    out = tmp_path / "exists"
+    df = _orders_df(spark, lineage_tables)
+    df.write.parquet(str(out))
+    with track(spark, store) as tracker:
+        with pytest.raises(AnalysisException):
+            df.write.parquet(str(out))  # default mode: error if the path exists
+        with pytest.raises(AnalysisException):
+            spark.sql("INSERT INTO no_such_table_for_track SELECT 1")
+    assert tracker.runs == []
+    assert store.runs(_ep(out), 0, MAX_TIME) == []
+
+
+def test_the_wrappers_are_removed_on_exit_even_when_the_block_raises(spark, store):
+    from pyspark.sql.readwriter import DataFrameWriter
+
+    before = {m: DataFrameWriter.__dict__.get(m) for m in WRITER_METHODS}
+    sql_before = type(spark).__dict__.get("sql")
+    with pytest.raises(RuntimeError, match="boom"):
+        with track(spark, store):
+            assert DataFrameWriter.__dict__["parquet"] is not before["parquet"]
+            raise RuntimeError("boom")
+    assert {m: DataFrameWriter.__dict__.get(m) for m in WRITER_METHODS} == before
+    assert type(spark).__dict__.get("sql") is sql_before
+
+
+def test_writes_outside_the_block_are_not_recorded(spark, lineage_tables, store, tmp_path):
+    with track(spark, store):
+        pass
+    _orders_df(spark, lineage_tables).write.parquet(str(tmp_path / "after"))
+    assert store.runs(_ep(tmp_path / "after"), 0, MAX_TIME) == []
+
+
+def test_writing_rows_that_read_no_dataset_is_skipped_with_a_reason(spark, store, tmp_path):
+    with track(spark, store) as tracker:
+        spark.range(3).write.parquet(str(tmp_path / "range"))
+    assert tracker.runs == [] and tracker.errors == []
+    assert tracker.skipped[0][0] == "DataFrameWriter.parquet"
+    assert "reads no dataset" in tracker.skipped[0][1]
+
+
+def test_a_store_url_is_opened_for_the_block(spark, lineage_tables, tmp_path):
+    from fll import open_store
+
+    url = f"sqlite:///{tmp_path}/tracked.db"
+    out = tmp_path / "by_url"
+    with track(spark, url) as tracker:
+        _orders_df(spark, lineage_tables).write.parquet(str(out))
+    assert len(tracker.runs) == 1
+    with open_store(url) as reopened:
+        assert [r.run_id for r in reopened.runs(_ep(out), 0, MAX_TIME)] == [
+            tracker.runs[0].run_id]
+
+
+def test_a_spark_connect_session_is_refused_clearly(store):
+    with pytest.raises(FllError, match="classic SparkSession"):
+        with track(object(), store):
+            pass
