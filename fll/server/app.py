@@ -271,6 +271,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
             event = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as e:
             raise ApiError(400, f"the body is not JSON: {e}") from None
+        except RecursionError:  # json nests by recursion: "[[[[…" within the size limit
+            raise ApiError(400, "the body nests JSON arrays/objects too deeply") from None
         try:
             return await run_in_threadpool(_ingest, event)
         except BadRequest as e:

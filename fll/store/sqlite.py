@@ -23,7 +23,7 @@ from typing import Iterator, Mapping
 from urllib.parse import parse_qs
 
 from ..errors import StoreError
-from .base import Row, register_backend
+from .base import Row, redact, register_backend
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS cells (
@@ -64,12 +64,15 @@ class SQLiteTable:
         conn = getattr(self._local, "conn", None)
         pid = getattr(self._local, "pid", None)
         if conn is None or pid != os.getpid():
+            conn = None
             try:
                 conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
                                        check_same_thread=False)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(f"PRAGMA synchronous={self.synchronous}")
             except sqlite3.Error as e:
+                if conn is not None:  # half-opened: do not leak its file handle
+                    conn.close()
                 raise self._error("open", e) from None
             self._local.conn = conn
             self._local.pid = os.getpid()
@@ -78,7 +81,38 @@ class SQLiteTable:
         return conn
 
     def _error(self, what: str, e: BaseException) -> StoreError:
-        return StoreError(f"sqlite store {self.path}: {what} failed: {e}")
+        text = str(e)
+        hint = self._access_hint() if ("readonly" in text or "unable to open" in text) else ""
+        return StoreError(f"sqlite store {self.path}: {what} failed: {text}{hint}")
+
+    def _access_hint(self) -> str:
+        """Why SQLite could not write, when the file system can tell."""
+        parent = os.path.dirname(self.path)
+        try:
+            if os.statvfs(parent).f_flag & os.ST_RDONLY:
+                return " (the file system holding the store is mounted read-only)"
+        except OSError:
+            return ""
+        for path in (self.path, parent):
+            if os.path.exists(path) and not os.access(path, os.W_OK):
+                return f" ({path} is not writable; a WAL store also needs to create files " \
+                       f"beside it)"
+        return ""
+
+    def _drop_conn(self) -> None:
+        """Forget this thread's connection. SQLite keeps a connection it opened
+        read-only read-only for good, so after a permission fault the next call
+        must reopen the file to see it writable again."""
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            with self._lock:
+                if conn in self._all:
+                    self._all.remove(conn)
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
 
     def _retry(self, fn, *, write: bool):
         delay = 0.01
@@ -96,14 +130,18 @@ class SQLiteTable:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
                     raise
-            except sqlite3.OperationalError as e:
-                locked = "locked" in str(e) or "busy" in str(e)
-                if not locked or attempt == _RETRIES - 1:
+            except sqlite3.Error as e:
+                readonly = "readonly" in str(e)
+                if readonly:  # reopen once: the file may have become writable since
+                    self._drop_conn()
+                locked = isinstance(e, sqlite3.OperationalError) and (
+                    "locked" in str(e) or "busy" in str(e))
+                if not (locked or (readonly and attempt == 0)) or attempt == _RETRIES - 1:
                     raise self._error("write" if write else "read", e) from None
+                if readonly:
+                    continue
                 time.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 1.0)
-            except sqlite3.Error as e:
-                raise self._error("write" if write else "read", e) from None
         raise StoreError(f"sqlite store {self.path}: gave up after {_RETRIES} retries")
 
     # -- Table protocol ------------------------------------------------------
@@ -218,19 +256,19 @@ class SQLiteTable:
 def _open(url: str) -> SQLiteTable:
     rest = url.split("://", 1)[1]
     if not rest.startswith("/"):
-        raise StoreError(f"sqlite URL must look like sqlite:///path/to/fll.db, got {url!r}")
+        raise StoreError(f"sqlite URL must look like sqlite:///path/to/fll.db, got {redact(url)!r}")
     path, _, query = rest[1:].partition("?")
     if not path:
-        raise StoreError(f"sqlite URL {url!r} names no file")
+        raise StoreError(f"sqlite URL {redact(url)!r} names no file")
     params = {k: v[-1] for k, v in parse_qs(query).items()}
     unknown = set(params) - {"timeout", "synchronous"}
     if unknown:
         raise StoreError(f"unknown sqlite URL parameter(s) {', '.join(sorted(unknown))} in "
-                         f"{url!r}; known: timeout, synchronous")
+                         f"{redact(url)!r}; known: timeout, synchronous")
     try:
         timeout = float(params.get("timeout", 30))
     except ValueError:
-        raise StoreError(f"sqlite URL parameter timeout must be a number, in {url!r}") from None
+        raise StoreError(f"sqlite URL parameter timeout must be a number, in {redact(url)!r}") from None
     return SQLiteTable(path, timeout=timeout, synchronous=params.get("synchronous", "NORMAL"),
                        url=url)
 
