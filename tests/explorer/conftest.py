@@ -96,8 +96,11 @@ def rest(live):
         yield client
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """Chromium for one test module. Not session-wide: Playwright's sync API keeps
+    an asyncio loop running in this thread while it is open, which breaks any
+    later test that calls asyncio.run()."""
     _ensure_chromium()
     from playwright.sync_api import sync_playwright
 
