@@ -21,13 +21,16 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import click
 
 from . import __version__
 from .errors import (BadRequest, FllError, InvalidLineageError, NotFound, RecipeError,
                      StoreError)
+
+if TYPE_CHECKING:  # pragma: no cover - the store is imported on first use, for startup time
+    from .store.lineage import LineageStore
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
 CONFIG_ENV = "FLL_CONFIG"
@@ -88,7 +91,8 @@ class CliError(click.ClickException):
 
     def __init__(self, message: str, exit_code: int):
         super().__init__(" ".join(message.split("\n")))
-        self.exit_code = exit_code
+        # click declares exit_code a ClassVar but reads it from the instance
+        self.exit_code = exit_code  # type: ignore[misc]
 
     def show(self, file=None) -> None:  # noqa: ARG002 - click's signature
         click.echo(self.message, err=True)
@@ -215,7 +219,7 @@ class State:
         self.store_option = store_option
         self.verbose = verbose
         self._url: str | None = None
-        self._store = None
+        self._store: LineageStore | None = None
 
     @property
     def url(self) -> str:
@@ -605,10 +609,11 @@ def _run_from_record(item: Any, where: str, run_id: str | None, start: str | Non
     if start is not None:
         start_ms = parse_time(start, "--start")
     elif "start_time_ms" in item or "startTimeMs" in item:
-        start_ms = item.get("start_time_ms", item.get("startTimeMs"))
-        if isinstance(start_ms, bool) or not isinstance(start_ms, int):
+        given = item.get("start_time_ms", item.get("startTimeMs"))
+        if isinstance(given, bool) or not isinstance(given, int):
             raise BadRequest(f"{where}: start_time_ms must be integer epoch milliseconds, got "
-                             f"{start_ms!r}", "start_time_ms")
+                             f"{given!r}", "start_time_ms")
+        start_ms = given
     elif "start" in item:
         if isinstance(item["start"], bool) or not isinstance(item["start"], (str, int)):
             raise BadRequest(f"{where}: start must be a time expression or epoch seconds, got "

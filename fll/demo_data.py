@@ -27,8 +27,8 @@ import sys
 import time
 from typing import NamedTuple
 
-from .model import (EndPoint, FieldLineageInfo, InputField, ReadOperation, Transformation,
-                    TransformOperation, WriteOperation)
+from .model import (EndPoint, FieldLineageInfo, InputField, Operation, ReadOperation,
+                    Transformation, TransformOperation, WriteOperation)
 from .store.lineage import LineageStore
 
 NS = "MyNamespace"
@@ -91,7 +91,7 @@ def employee_lineage(version: int = 1) -> FieldLineageInfo:
         return pairs if tagged else {}
 
     id_inputs = (dept, ssn, start) if tagged else (name, dept, ssn)
-    ops = [
+    ops: list[Operation] = [
         ReadOperation("HR File Reader", "Read HR file.", HR, ("body",)),
         ReadOperation("Person File Reader", "Read Person file.", PERSON, ("body",)),
         TransformOperation("HR File Parser", "Parse the body field", (hr_body,),

@@ -38,6 +38,10 @@ class RecipeError(FllError, ValueError):
         self.column = column
         self.directive = directive
         self.expected = expected
+        #: every bad line of a recipe, set by `Recipe.parse` on the error it raises
+        self.errors: list[RecipeError] = []
+        #: directive names close to an unknown one
+        self.suggestions: list[str] = []
 
 
 class StoreError(FllError):

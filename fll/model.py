@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Union
+from typing import Any, Iterable, Mapping, Sequence, Union
 
 from .errors import InvalidLineageError
 
@@ -166,7 +166,8 @@ class ReadOperation:
     name: str
     description: str
     source: EndPoint
-    outputs: tuple[str, ...] = ()
+    # Sequence so callers may pass lists; __post_init__ always stores a tuple
+    outputs: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         _check_str(self.name, "operation name")
@@ -189,8 +190,9 @@ class TransformOperation:
 
     name: str
     description: str
-    inputs: tuple[InputField, ...] = ()
-    outputs: tuple[str, ...] = ()
+    # Sequence so callers may pass lists; __post_init__ always stores tuples
+    inputs: Sequence[InputField] = ()
+    outputs: Sequence[str] = ()
     transformations: Mapping[InputField, tuple[Transformation, ...]] = field(
         default_factory=dict, compare=False, hash=False)
 
@@ -238,7 +240,8 @@ class WriteOperation:
     name: str
     description: str
     destination: EndPoint
-    inputs: tuple[InputField, ...] = ()
+    # Sequence so callers may pass lists; __post_init__ always stores a tuple
+    inputs: Sequence[InputField] = ()
 
     def __post_init__(self) -> None:
         _check_str(self.name, "operation name")

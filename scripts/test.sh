@@ -8,4 +8,5 @@ for extra in scripts/install-bigtable-emulator.sh scripts/install-browser.sh; do
   if [ -f "$extra" ]; then bash "$extra"; fi
 done
 .venv/bin/ruff check fll tests scripts
+.venv/bin/mypy
 .venv/bin/python -m pytest "$@"

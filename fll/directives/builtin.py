@@ -204,9 +204,9 @@ def parse_as_csv(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         df = df.where(src.isNull() | (src != F.lit(header_line)))
         note = "one job read the header"
     else:
-        n = _max_pieces(step, df, a.column, java_quote(delim))
-        names = [f"{a.column}_{i}" for i in range(1, n + 1)]
-        note = f"one job counted {n} fields"
+        pieces = _max_pieces(step, df, a.column, java_quote(delim))
+        names = [f"{a.column}_{i}" for i in range(1, pieces + 1)]
+        note = f"one job counted {pieces} fields"
     for n in names:
         if not n:
             raise step.error("the header has an empty column name")
@@ -246,6 +246,8 @@ def parse_as_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         raise step.error("inferring a JSON schema needs a classic Spark session")
     step.action()
     jvm = step.spark._jvm
+    if jvm is None:  # a classic session (checked above) always has one
+        raise step.error("inferring a JSON schema needs a classic Spark session")
     jds = getattr(jdf, "as")(jvm.org.apache.spark.sql.Encoders.STRING())
     schema = StructType.fromJson(json.loads(
         step.spark._jsparkSession.read().json(jds).schema().json()))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Sequence, Union
+from typing import Iterable, Sequence, Union, cast
 
 from ..errors import RecipeError
 
@@ -159,9 +159,10 @@ def resolve(decls: Iterable[Decl], before: Sequence[str], after: Sequence[str],
         if isinstance(d.target, Shorthand):
             continue
         if d.kind == RENAME:
-            renames.append((d.target, d.new))
+            new = cast(str, d.new)  # Decl.__post_init__ guarantees a RENAME has a new name
+            renames.append((d.target, new))
             put(d.target, RENAME)
-            put(d.new, RENAME)
+            put(new, RENAME)
         else:
             put(d.target, d.kind)
     explicit = set(labels)

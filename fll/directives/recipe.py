@@ -14,7 +14,7 @@ a store: callers decide where the operations go.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Mapping, Sequence, Union, cast
 
 from ..errors import RecipeError
 from ..model import (EndPoint, FieldLineageInfo, InputField, ReadOperation, Transformation,
@@ -295,8 +295,8 @@ class Recipe:
         """
         if isinstance(input_columns, (list, tuple)):
             df = _empty_frame(list(input_columns))
-        else:
-            df = input_columns
+        else:  # anything but a list or tuple of names is taken to be the DataFrame
+            df = cast("DataFrame", input_columns)
         return self.compile(df).to_lineage(source, destination, stage, filter_dependencies)
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, NamedTuple, Union
+from typing import (TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, NamedTuple,
+                    Sequence, Union)
 
 from ..errors import PipelineError
 from ..model import EndPoint, Transformation
@@ -63,7 +64,8 @@ class FieldReadOperation:
     name: str
     description: str
     source: EndPoint
-    outputs: tuple[str, ...] = ()
+    # Sequence so callers may pass lists; __post_init__ always stores a tuple
+    outputs: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outputs", _field_names(self.outputs, self.name, "outputs"))
@@ -79,8 +81,9 @@ class FieldTransformOperation:
 
     name: str
     description: str
-    inputs: tuple[FieldRef, ...] = ()
-    outputs: tuple[str, ...] = ()
+    # Sequence so callers may pass lists; __post_init__ always stores tuples
+    inputs: Sequence[FieldRef] = ()
+    outputs: Sequence[str] = ()
     transformations: Mapping[str, tuple[Transformation, ...]] = field(
         default_factory=dict, compare=False, hash=False)
 
@@ -96,7 +99,8 @@ class FieldWriteOperation:
     name: str
     description: str
     sink: EndPoint
-    inputs: tuple[FieldRef, ...] = ()
+    # Sequence so callers may pass lists; __post_init__ always stores a tuple
+    inputs: Sequence[FieldRef] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", _field_refs(self.inputs, self.name))

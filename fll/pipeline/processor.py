@@ -24,7 +24,7 @@ from typing import Iterable, Mapping, Sequence
 from ..errors import InvalidLineageError
 from ..model import (FieldLineageInfo, InputField, Operation, ReadOperation, TransformOperation,
                      WriteOperation)
-from .api import (FieldOperation, FieldReadOperation, FieldTransformOperation,
+from .api import (FieldOperation, FieldReadOperation, FieldRef, FieldTransformOperation,
                   FieldWriteOperation, OperationField, StageField)
 
 __all__ = ["StageLineage", "process", "stage_operations"]
@@ -167,7 +167,7 @@ def _stage_input(st: StageLineage, produced: Mapping[str, Mapping[str, str]],
     return merged
 
 
-def _resolve(st: StageLineage, op: str, ref: str | StageField, current: Mapping[str, str],
+def _resolve(st: StageLineage, op: str, ref: FieldRef, current: Mapping[str, str],
              stage_input: Mapping[str, str] | None,
              produced: Mapping[str, Mapping[str, str]],
              outputs_of: Mapping[str, set[str]]) -> InputField:
@@ -242,11 +242,12 @@ def _toposort(stages: list[StageLineage]) -> list[StageLineage]:
             raise InvalidLineageError(f"stage name {st.name!r} is used more than once")
         by_name[st.name] = st
     for st in stages:
-        for up in st.inputs:
-            if up not in by_name:
-                raise InvalidLineageError(f"stage {st.name!r} has unknown input stage {up!r}")
-            if by_name[up].kind == "sink":
-                raise InvalidLineageError(f"stage {st.name!r} takes input from sink {up!r}")
+        for up_name in st.inputs:
+            if up_name not in by_name:
+                raise InvalidLineageError(
+                    f"stage {st.name!r} has unknown input stage {up_name!r}")
+            if by_name[up_name].kind == "sink":
+                raise InvalidLineageError(f"stage {st.name!r} takes input from sink {up_name!r}")
     order: list[StageLineage] = []
     state: dict[str, int] = {}
     for st in stages:

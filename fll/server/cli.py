@@ -28,7 +28,8 @@ def is_loopback(host: str) -> bool:
         infos = socket.getaddrinfo(name, None)
     except OSError:
         return False
-    return bool(infos) and all(ipaddress.ip_address(i[4][0].split("%")[0]).is_loopback
+    # str(): typeshed allows an int here for raw-socket families getaddrinfo never returns
+    return bool(infos) and all(ipaddress.ip_address(str(i[4][0]).split("%")[0]).is_loopback
                                for i in infos)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ..errors import BadRequest, NotFound
 from ..model import (EndPoint, EndPointField, Operation, ReadOperation, Transformation,
@@ -373,7 +373,8 @@ def column_lineage(store: LineageStore, cache: TransformationCache, node_id: str
 
     nodes: set[EndPointField] = set(roots)
     edges: set[tuple[EndPointField, EndPointField]] = set()
-    walks = [("up", lambda f: inputs_of(f).keys())]
+    walks: list[tuple[str, Callable[[EndPointField], Iterable[EndPointField]]]] = [
+        ("up", lambda f: inputs_of(f).keys())]
     if with_downstream:
         walks.append(("down", lambda f: store.outgoing(f, start, end)))
     for way, step in walks:

@@ -121,6 +121,7 @@ def to_operations(facet_or_target: Any, destination: EndPoint | tuple[str, str] 
     ``sources`` optionally maps (namespace, name) to the `EndPoint` (with
     properties) to use for that input.
     """
+    facet: Mapping[str, Any]
     if isinstance(facet_or_target, Capture):
         facet = facet_or_target.facet
         if destination is None and facet_or_target.destination is not None:

@@ -127,10 +127,10 @@ def facet_to_operations(facet: Mapping[str, Any], destination: EndPoint,
     for out in sorted(per_field):
         acc = per_field[out]
         inputs = [InputField(read_names[(ns, name)], fld) for ns, name, fld in sorted(acc)]
-        tags = {InputField(read_names[(ns, name)], fld): tuple(dict.fromkeys(ts))
-                for (ns, name, fld), ts in acc.items()}
+        op_tags = {InputField(read_names[(ns, name)], fld): tuple(dict.fromkeys(ts))
+                   for (ns, name, fld), ts in acc.items()}
         op_name = f"spark.transform {out}"
-        ops.append(TransformOperation(op_name, f"compute {out}", tuple(inputs), (out,), tags))
+        ops.append(TransformOperation(op_name, f"compute {out}", tuple(inputs), (out,), op_tags))
         written.append(InputField(op_name, out))
     ops.append(WriteOperation("spark.write", f"write {destination}", destination,
                               tuple(written)))

@@ -157,9 +157,9 @@ class _Walker:
         if cls == "If":
             for role, tag in (("predicate", CONDITIONAL), ("trueValue", TRANSFORMATION),
                               ("falseValue", TRANSFORMATION)):
-                ch = e.child(role)
-                if ch is not None:
-                    self.expr(ch, _under(ctx, tag), env, acc)
+                part = e.child(role)
+                if part is not None:
+                    self.expr(part, _under(ctx, tag), env, acc)
             return
         if cls == "Coalesce":
             for ch in e.children:
@@ -288,7 +288,9 @@ class _Walker:
             for c in cols:
                 if c.expr_id is not None:
                     local[c.expr_id] = c.lineage
-        env: Mapping[int, Lineage] = ChainMap(local, outer) if outer else local
+        # ChainMap only reads maps after the first; typeshed asks for MutableMapping anyway
+        env: Mapping[int, Lineage] = (
+            ChainMap(local, outer) if outer else local)  # type: ignore[arg-type]
         first = inputs[0] if inputs else []
 
         if cls == "Project":

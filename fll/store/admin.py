@@ -284,9 +284,9 @@ def stats(table: Table, progress: Progress | None = None) -> dict:
     out = {"store": table.url, "rows": total_rows, "bytes": total_bytes, "kinds": kinds,
            "operation_sets": kinds["data"]["rows"], "runs": kinds["run"]["rows"],
            "datasets": len(datasets)}
-    size = getattr(table, "size_bytes", None)
-    if callable(size):
-        out["file_bytes"] = size()
+    size_bytes = getattr(table, "size_bytes", None)
+    if callable(size_bytes):
+        out["file_bytes"] = size_bytes()
     return out
 
 
@@ -337,8 +337,8 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
     report = FsckReport()
     data: set[str] = set()
     for key, cols in table.scan(rk.DATA + rk.SEP, rk.prefix_end(rk.DATA + rk.SEP)):
-        checksum = rk.decode(key).checksum or ""
-        data.add(checksum)
+        stored = rk.decode(key).checksum or ""
+        data.add(stored)
         try:
             decode_canonical(cols["o"])
             if "s" not in cols:

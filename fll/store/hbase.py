@@ -30,6 +30,7 @@ import random
 import socket
 import threading
 import time
+from operator import methodcaller
 from typing import Any, Callable, Iterator, Mapping, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -206,7 +207,7 @@ class HBaseTable:
         out: dict[bytes, dict[str, bytes]] = {}
         for i in range(0, len(keys), self.page_rows):
             chunk = keys[i:i + self.page_rows]
-            for key, data in self._call("read", lambda t, chunk=chunk: t.rows(chunk)):
+            for key, data in self._call("read", methodcaller("rows", chunk)):
                 cols = _columns(data)
                 if cols:
                     out[key] = cols

@@ -52,8 +52,8 @@ class FileSource(Source):
     """Reads files of ``format`` with Spark; records READ of every column."""
 
     format: ClassVar[str] = ""
-    properties = (_PATH, _REFERENCE, Property("schema", "any", help="DDL string or list of "
-                                                                   "{name, type}"))
+    properties: ClassVar[tuple[Property, ...]] = (
+        _PATH, _REFERENCE, Property("schema", "any", help="DDL string or list of {name, type}"))
 
     @classmethod
     def validate(cls, config, inputs) -> None:
@@ -143,10 +143,11 @@ class FileSink(Sink):
     """Writes with Spark in ``format``; records WRITE of every column."""
 
     format: ClassVar[str] = ""
-    properties = (_PATH, _REFERENCE,
-                  Property("mode", default="overwrite",
-                           choices=("overwrite", "append", "ignore", "errorifexists")),
-                  Property("partitions", "int", help="coalesce to this many files"))
+    properties: ClassVar[tuple[Property, ...]] = (
+        _PATH, _REFERENCE,
+        Property("mode", default="overwrite",
+                 choices=("overwrite", "append", "ignore", "errorifexists")),
+        Property("partitions", "int", help="coalesce to this many files"))
 
     @classmethod
     def validate(cls, config, inputs) -> None:

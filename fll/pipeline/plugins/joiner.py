@@ -97,8 +97,8 @@ class FieldJoiner(Joiner):
             stage = order[i]
             cond = None
             for k0, ki in zip(keys[first], keys[stage], strict=True):
-                c = F.col(internal[(first, k0)]) == F.col(internal[(stage, ki)])
-                cond = c if cond is None else cond & c
+                eq = F.col(internal[(first, k0)]) == F.col(internal[(stage, ki)])
+                cond = eq if cond is None else cond & eq
             out = out.join(frames[i], on=cond, how=how)
         ops = []
         for stage, field, alias in selected:
@@ -127,7 +127,8 @@ class FieldJoiner(Joiner):
                         f"{', '.join(inputs[sel['stage']].columns)})")
                 out.append((sel["stage"], sel["field"], sel.get("alias") or sel["field"]))
             return out
-        out, seen = [], {}
+        out = []
+        seen: dict[str, str] = {}
         for stage in order:
             for c in inputs[stage].columns:
                 if c in seen:

@@ -136,7 +136,8 @@ def _declared_operations(value: Any) -> list[FieldTransformOperation]:
             if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
                 raise PropertyError("operations", f"entry {d['name']!r}: {key!r} must be a "
                                     f"list of field names")
-        ops.append(FieldTransformOperation(d["name"], d.get("description", d["name"]),
+        name: str = d["name"]  # checked above
+        ops.append(FieldTransformOperation(name, d.get("description", name),
                                            tuple(d.get("inputs", [])),
                                            tuple(d.get("outputs", []))))
     return ops

@@ -10,7 +10,7 @@ lineage the directive engine already computed.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ...errors import PipelineError, RecipeError
 from ..api import (FieldTransformOperation, OperationField, Property, PropertyError,
@@ -38,6 +38,7 @@ def _recipe_text(config: dict[str, Any], base_dir: str | None) -> tuple[str, str
             raise PropertyError("recipe", f"must be text or a list of lines, got "
                                 f"{type(recipe).__name__}")
         return recipe, "recipe"
+    path = cast(str, path)  # the check above guarantees recipeFile is given when recipe is not
     full = path if os.path.isabs(path) or not base_dir else os.path.join(base_dir, path)
     try:
         with open(full, encoding="utf-8") as fh:
