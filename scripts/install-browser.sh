@@ -20,8 +20,8 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 # only refresh the package lists when apt does not know chromium yet
-if ! apt-cache show chromium >/dev/null 2>&1; then
-  $SUDO apt-get update
-fi
-$SUDO apt-get install -y --no-install-recommends chromium
+# always refresh the lists first: a stale list can name a version the mirror
+# no longer has, and the install would fail on a 404
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends chromium
 "$CHROMIUM" --version
