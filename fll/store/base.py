@@ -44,6 +44,17 @@ class Table(Protocol):
         """Release connections."""
 
 
+def scan_bounds(start: bytes, stop: bytes, limit: int | None) -> tuple[bytes, bytes] | None:
+    """The protocol's scan arguments as plain bytes, or None when the scan is
+    empty by definition (``limit <= 0``, or a stop at or before the start)."""
+    if limit is not None and limit <= 0:
+        return None
+    start, stop = bytes(start), bytes(stop)
+    if stop and stop <= start:
+        return None
+    return start, stop
+
+
 _BACKENDS: dict[str, Callable[[str], Table]] = {}
 _EXTRAS: dict[str, str] = {}
 

@@ -35,7 +35,7 @@ from typing import Callable, Iterator, Mapping, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import StoreError
-from .base import Row, redact, register_backend
+from .base import Row, redact, register_backend, scan_bounds
 
 FAMILY = "c"
 _EXTRA_HINT = "pip install 'fll[bigtable]'"
@@ -319,11 +319,10 @@ class BigtableTable:
 
     def scan(self, start: bytes = b"", stop: bytes = b"", *, limit: int | None = None,
              reverse: bool = False) -> Iterator[tuple[bytes, dict[str, bytes]]]:
-        if limit is not None and limit <= 0:
+        bounds = scan_bounds(start, stop, limit)
+        if bounds is None:
             return
-        start, stop = bytes(start), bytes(stop)
-        if stop and stop <= start:
-            return
+        start, stop = bounds
         if reverse and not self._native_reverse:
             yield from self._reverse_in_memory(start, stop, limit)
             return

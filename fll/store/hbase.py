@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterator, Mapping, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import StoreError
-from .base import Row, redact, register_backend
+from .base import Row, redact, register_backend, scan_bounds
 
 FAMILY = "c"
 _COL = FAMILY.encode() + b":"
@@ -215,11 +215,10 @@ class HBaseTable:
 
     def scan(self, start: bytes = b"", stop: bytes = b"", *, limit: int | None = None,
              reverse: bool = False) -> Iterator[tuple[bytes, dict[str, bytes]]]:
-        if limit is not None and limit <= 0:
+        bounds = scan_bounds(start, stop, limit)
+        if bounds is None:
             return
-        start, stop = bytes(start), bytes(stop)
-        if stop and stop <= start:
-            return
+        start, stop = bounds
         emitted = 0
         cursor = b""  # forward: next start row; reverse: exclusive upper bound
         while True:

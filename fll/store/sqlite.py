@@ -23,7 +23,7 @@ from typing import Iterator, Mapping
 from urllib.parse import parse_qs
 
 from ..errors import StoreError
-from .base import Row, redact, register_backend
+from .base import Row, redact, register_backend, scan_bounds
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS cells (
@@ -172,11 +172,10 @@ class SQLiteTable:
 
     def scan(self, start: bytes = b"", stop: bytes = b"", *, limit: int | None = None,
              reverse: bool = False) -> Iterator[tuple[bytes, dict[str, bytes]]]:
-        if limit is not None and limit <= 0:
+        bounds = scan_bounds(start, stop, limit)
+        if bounds is None:
             return
-        start, stop = bytes(start), bytes(stop)
-        if stop and stop <= start:
-            return
+        start, stop = bounds
         emitted = 0
         current: bytes | None = None
         cols: dict[str, bytes] = {}
