@@ -69,7 +69,7 @@ def uuid7() -> str:
     return str(uuid.UUID(int=value))
 
 
-def _start_spark(name: str, master: str | None) -> "tuple[SparkSession, bool]":
+def start_spark(name: str, master: str | None) -> "tuple[SparkSession, bool]":
     """A SparkSession for a run without ``spark=``, and whether we started it
     (a session already active in this process is reused and left running)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -112,7 +112,7 @@ def run_pipeline(spec_or_path: PipelineSpec | Mapping[str, Any] | str | os.PathL
     if spark is not None:
         session, own_session = spark, False
     else:
-        session, own_session = _start_spark(spec.name, master)
+        session, own_session = start_spark(spec.name, master)
     try:
         say(f"pipeline {spec.name!r} (run {run_id}) on {session.sparkContext.master}")
         frames: dict[str, DataFrame] = {}

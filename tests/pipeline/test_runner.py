@@ -239,3 +239,31 @@ def test_a_bad_recipe_line_is_rejected_before_spark_starts():
     with pytest.raises(SpecError, match="stage 'wrangle', property 'recipe': line 2") as info:
         parse_spec(spec)
     assert info.value.property == "recipe"
+
+
+def test_the_shipped_customers_pipeline_records_recipe_and_sql_lineage(spark, tmp_path):
+    with open(os.path.join(PIPELINES, "customers.json"), encoding="utf-8") as fh:
+        spec = json.load(fh)
+    for stage in spec["stages"]:
+        if stage["plugin"].endswith("-sink"):
+            stage["properties"]["path"] = str(tmp_path / stage["name"].replace(" ", "-"))
+    url = f"sqlite:///{tmp_path}/fll.db"
+    result = run_pipeline(parse_spec(spec, base_dir=PIPELINES), store_url=url, run_id="c-1",
+                          spark=spark, echo=lambda line: None)
+    # the recipe drops the row without a customer_id; three countries remain
+    assert result.rows_written == {"Customers Writer": 5, "Country Counts Writer": 3}
+    counts = {r["country"]: r["customers"] for r in read_csv(tmp_path / "Country-Counts-Writer")}
+    assert counts == {"UK": "2", "US": "2", "UNKNOWN": "1"}
+    with open_store(url) as store:
+        window = (result.start_time_ms, result.start_time_ms + 1)
+        assert store.incoming(ef("Customers", "email_domain"), *window) == {
+            ef("Customers File", "body")}
+        [group] = store.operations(ef("Customers per Country", "customers"), *window)
+        [sql_op] = [op for op in group.operations if op.name.startswith("Count per Country.")]
+        [(inp, tags)] = list(sql_op.transformations.items())
+        assert inp.name == "customer_id"
+        assert [(t.type, t.subtype, t.masking) for t in tags] == [
+            ("DIRECT", "AGGREGATION", True)]  # count() masks, per OpenLineage
+        assert [op.name for op in group.operations] == [
+            "Customers File Reader.READ", "Clean Customers.1.parse-as-csv.customer_id",
+            "Count per Country.sql.customers", "Country Counts Writer.WRITE"]

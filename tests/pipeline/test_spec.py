@@ -122,7 +122,7 @@ def test_an_invalid_spec_is_rejected_before_spark_starts(monkeypatch, tmp_path):
     def no_spark(*args, **kwargs):
         raise AssertionError("a SparkSession was requested for an invalid spec")
 
-    monkeypatch.setattr(runner, "_start_spark", no_spark)
+    monkeypatch.setattr(runner, "start_spark", no_spark)
     spec = demo_spec()
     del _stage(spec, "HR File Parser")["properties"]["columns"]
     path = tmp_path / "bad.json"
