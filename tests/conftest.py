@@ -32,3 +32,26 @@ def store(tmp_path):
     s = open_store(f"sqlite:///{tmp_path}/fll.db")
     yield s
     s.close()
+
+
+@pytest.fixture(scope="session")
+def validators():
+    """(RunEvent validator, ColumnLineageDatasetFacet validator) from the OpenLineage
+    JSON Schemas copied under tests/server/spec; the facet's $ref to OpenLineage.json
+    resolves through the registry."""
+    import json
+    from pathlib import Path
+
+    import jsonschema
+    from referencing import Registry, Resource
+
+    spec = Path(__file__).parent / "server" / "spec"
+    core = json.loads((spec / "OpenLineage.json").read_text())
+    facet = json.loads((spec / "ColumnLineageDatasetFacet.json").read_text())
+    registry = Registry().with_resources([(core["$id"], Resource.from_contents(core)),
+                                          (facet["$id"], Resource.from_contents(facet))])
+    event = jsonschema.Draft202012Validator({"$ref": core["$id"] + "#/$defs/RunEvent"},
+                                            registry=registry)
+    col = jsonschema.Draft202012Validator(
+        {"$ref": facet["$id"] + "#/$defs/ColumnLineageDatasetFacet"}, registry=registry)
+    return event, col

@@ -2,12 +2,9 @@
 the mapping rules of ingest."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import jsonschema
 import pytest
-from referencing import Registry, Resource
 
 from fll import (BadRequest, EndPoint, EndPointField, FieldLineageInfo, InputField,
                  InvalidLineageError, ReadOperation, Transformation, TransformOperation,
@@ -19,19 +16,6 @@ from fll.rowkeys import MAX_TIME
 from .fixtures import AB_RUN, B, EMPLOYEE, ab_info, hr_employee_info, record_all
 
 SPEC = Path(__file__).parent / "spec"
-
-
-@pytest.fixture(scope="module")
-def validators():
-    core = json.loads((SPEC / "OpenLineage.json").read_text())
-    facet = json.loads((SPEC / "ColumnLineageDatasetFacet.json").read_text())
-    registry = Registry().with_resources([(core["$id"], Resource.from_contents(core)),
-                                          (facet["$id"], Resource.from_contents(facet))])
-    event = jsonschema.Draft202012Validator({"$ref": core["$id"] + "#/$defs/RunEvent"},
-                                            registry=registry)
-    col = jsonschema.Draft202012Validator(
-        {"$ref": facet["$id"] + "#/$defs/ColumnLineageDatasetFacet"}, registry=registry)
-    return event, col
 
 
 def test_exported_events_are_valid_run_events_with_valid_facets(store, validators):

@@ -5,15 +5,12 @@ they are read from there, not duplicated.
 """
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from pathlib import Path
 
-import jsonschema
 import pytest
 import yaml
-from referencing import Registry, Resource
 
 from fll import EndPoint, EndPointField
 from fll.rowkeys import MAX_TIME
@@ -23,21 +20,6 @@ pytestmark = pytest.mark.spark
 
 SPEC = Path(__file__).parent.parent / "server" / "spec"
 CASES = yaml.safe_load((Path(__file__).parent / "data" / "lineage_cases.yaml").read_text())
-
-
-@pytest.fixture(scope="module")
-def validators() -> tuple[jsonschema.Validator, jsonschema.Validator]:
-    """(RunEvent validator, ColumnLineageDatasetFacet validator); the facet schema's
-    $ref to OpenLineage.json resolves through the registry."""
-    core = json.loads((SPEC / "OpenLineage.json").read_text())
-    facet = json.loads((SPEC / "ColumnLineageDatasetFacet.json").read_text())
-    registry = Registry().with_resources([(core["$id"], Resource.from_contents(core)),
-                                          (facet["$id"], Resource.from_contents(facet))])
-    event = jsonschema.Draft202012Validator({"$ref": core["$id"] + "#/$defs/RunEvent"},
-                                            registry=registry)
-    col = jsonschema.Draft202012Validator(
-        {"$ref": facet["$id"] + "#/$defs/ColumnLineageDatasetFacet"}, registry=registry)
-    return event, col
 
 
 def test_every_case_facet_is_a_valid_column_lineage_facet(spark, lineage_tables, validators):
