@@ -2,7 +2,6 @@
 the mapping rules of ingest."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +14,6 @@ from fll.rowkeys import MAX_TIME
 
 from .fixtures import AB_RUN, B, EMPLOYEE, ab_info, hr_employee_info, record_all
 
-SPEC = Path(__file__).parent / "spec"
 
 
 def test_exported_events_are_valid_run_events_with_valid_facets(store, validators):

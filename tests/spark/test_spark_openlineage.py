@@ -18,7 +18,6 @@ from fll.spark import capture, column_lineage, to_operations
 
 pytestmark = pytest.mark.spark
 
-SPEC = Path(__file__).parent.parent / "server" / "spec"
 CASES = yaml.safe_load((Path(__file__).parent / "data" / "lineage_cases.yaml").read_text())
 
 
