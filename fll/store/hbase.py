@@ -26,6 +26,8 @@ connection across a yield.
 """
 from __future__ import annotations
 
+import logging
+import os
 import random
 import socket
 import threading
@@ -48,43 +50,102 @@ _TRANSIENT_SERVER = ("NotServingRegionException", "RegionTooBusyException",
 _T = TypeVar("_T")
 
 
+IDL_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hbase.thrift")
+MAX_ROW_LENGTH = 32767  # HBase refuses longer row keys (HConstants.MAX_ROW_LENGTH)
+_FRAME_SETTING = "hbase.regionserver.thrift.framed.max_frame_size_in_mb"
+# bytes a request spends besides its cells: method name, table, struct headers
+_REQUEST_OVERHEAD = 4096
+_CELL_OVERHEAD = 24
+_log = logging.getLogger("fll.store")
+_idl_lock = threading.Lock()
+_idl_module: Any = None
+
+
+def thrift_idl() -> Any:
+    """fll's copy of HBase's Thrift 1 IDL (with ``checkAndPut``), loaded once."""
+    global _idl_module
+    with _idl_lock:
+        if _idl_module is None:
+            import thriftpy2
+            _idl_module = thriftpy2.load(IDL_PATH, module_name="fll_hbase_thrift")
+        return _idl_module
+
+
 def _thrift_types() -> dict[str, Any]:
-    """happybase's Thrift exception classes, imported only when needed."""
+    """happybase's Thrift exception classes (and fll's IDL's), imported only when needed."""
     try:
         import happybase  # noqa: F401  (loads the Hbase_thrift module)
         import Hbase_thrift
-        from thriftpy2.thrift import TException
+        from thriftpy2.thrift import TApplicationException, TException
         from thriftpy2.transport import TTransportException
     except ImportError as e:
         raise StoreError(f"the hbase:// backend needs happybase ({e}); {_EXTRA_HINT}") from None
-    return {"IOError": Hbase_thrift.IOError, "IllegalArgument": Hbase_thrift.IllegalArgument,
-            "AlreadyExists": Hbase_thrift.AlreadyExists, "TException": TException,
-            "TTransportException": TTransportException}
+    idl = thrift_idl()
+    return {"IOError": (Hbase_thrift.IOError, idl.IOError),
+            "IllegalArgument": (Hbase_thrift.IllegalArgument, idl.IllegalArgument),
+            "AlreadyExists": (Hbase_thrift.AlreadyExists, idl.AlreadyExists),
+            "TException": TException, "TApplicationException": TApplicationException,
+            "TTransportException": TTransportException, "idl": idl}
+
+
+class _Clock:
+    """Millisecond timestamps for mutations, shared by every table in the process.
+
+    HBase hides a put under a delete marker of the same or a later timestamp,
+    so a write right after a delete in the same millisecond would vanish. Every
+    mutation here carries an explicit timestamp, and a write waits for the
+    millisecond after the latest delete this process sent."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last_delete = 0
+
+    def for_delete(self) -> int:
+        with self._lock:
+            now = int(time.time() * 1000)
+            self._last_delete = max(self._last_delete, now)
+            return now
+
+    def for_put(self) -> int:
+        with self._lock:
+            while True:
+                now = int(time.time() * 1000)
+                if now > self._last_delete:
+                    return now
+                time.sleep(0.0005)
+
+
+_clock = _Clock()
 
 
 class HBaseTable:
     """A `Table` in one HBase table, one column family ``c``."""
 
     atomic_batches = False
+    max_key_bytes = MAX_ROW_LENGTH
 
     def __init__(self, host: str, port: int, table: str, *, prefix: str | None = None,
                  transport: str = "buffered", protocol: str = "binary", pool_size: int = 4,
                  timeout: float = 30.0, deadline: float = 30.0, batch_rows: int = 1000,
                  page_rows: int = 500, create: bool = True, compat: str = "0.98",
-                 url: str | None = None, pool: Any = None):
+                 frame_mb: float = 2.0, url: str | None = None, pool: Any = None):
         self._x = _thrift_types()
         self.host, self.port, self.table_name = host, port, table
         self.prefix = prefix
+        self.transport, self.protocol = transport, protocol
         self.timeout = timeout
         self.deadline = deadline
         self.batch_rows = batch_rows
         self.page_rows = page_rows
         self.create = create
+        self.frame_bytes = int(frame_mb * 1024 * 1024)
         self.url = url or f"hbase://{host}:{port}/{table}"
         full = f"{prefix}_{table}" if prefix else table
         self._where = f"hbase table {full!r} at {host}:{port}"
         self._ensured = False
         self._ensure_lock = threading.Lock()
+        self._reached = False  # has any call got an answer from the server?
+        self._warned = False
         if pool is None:
             import happybase
 
@@ -117,17 +178,25 @@ class HBaseTable:
             return True
         return isinstance(e, OSError) and not isinstance(e, FileNotFoundError)
 
+    def _mismatch_hint(self) -> str:
+        return (f"; the server closed or never answered the connection: check that "
+                f"transport={self.transport} and protocol={self.protocol} match the Thrift "
+                f"server (hbase.regionserver.thrift.framed, hbase.regionserver.thrift.compact)")
+
     def _retry(self, what: str, fn: Callable[[], _T]) -> _T:
         give_up = time.monotonic() + self.deadline
         delay = 0.05
         recreated = False
+        unanswered = 0
         while True:
             try:
-                return fn()
+                result = fn()
+                self._reached = True
+                return result
             except StoreError:
                 raise
             except Exception as e:
-                if isinstance(e, self._x["IOError"]) and "TableNotFound" in _brief(e) and \
+                if isinstance(e, self._x["IOError"]) and _table_missing(_brief(e)) and \
                         self.create and not recreated:
                     recreated = True
                     self._ensured = False
@@ -135,9 +204,23 @@ class HBaseTable:
                     continue
                 if not self._transient(e):
                     raise self._error(what, e) from None
+                if not self._reached and _refused(e):
+                    # nothing listens there: waiting for the deadline would only hide that
+                    raise self._error(what, f"connection refused: {_brief(e)}") from None
+                if not self._reached and _unanswered(e):
+                    # the port accepts connections but never answers a call: almost
+                    # always a transport or protocol the server does not speak
+                    unanswered += 1
+                    if unanswered >= 3:
+                        raise self._error(what, f"{_brief(e)}{self._mismatch_hint()}") from None
                 if time.monotonic() + delay > give_up:
+                    hint = self._mismatch_hint() if not self._reached else ""
                     raise self._error(what, f"gave up after {self.deadline:g}s of retries: "
-                                      f"{_brief(e)}") from None
+                                      f"{_brief(e)}{hint}") from None
+                if not self._warned:
+                    self._warned = True
+                    _log.warning("%s: %s failed (%s); retrying for up to %gs …", self._where,
+                                 what, _brief(e), self.deadline)
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 2.0)
 
@@ -166,54 +249,106 @@ class HBaseTable:
             self._ensured = True
 
     # -- writes ----------------------------------------------------------------
+    def _check_key(self, key: bytes) -> None:
+        if not key:
+            raise StoreError(f"{self._where}: HBase row keys cannot be empty")
+        if len(key) > MAX_ROW_LENGTH:
+            raise StoreError(f"{self._where}: a row key of {len(key):,} bytes is longer than "
+                             f"HBase's limit of {MAX_ROW_LENGTH:,} bytes (key starts "
+                             f"{key[:40]!r}); nothing was written")
+
+    def _chunks(self, rows: list[tuple[bytes, int]]) -> list[list[int]]:
+        """Indexes of ``rows`` (key, estimated bytes) in batches that fit both the
+        mutation count and the server's largest request."""
+        budget = self.frame_bytes - _REQUEST_OVERHEAD
+        out: list[list[int]] = []
+        current: list[int] = []
+        size = 0
+        for i, (key, n) in enumerate(rows):
+            if n > budget and self.transport == "framed":
+                raise StoreError(
+                    f"{self._where}: row {key[:40]!r} needs about {n:,} bytes in one Thrift "
+                    f"request, more than the server's framed limit of {self.frame_bytes:,} "
+                    f"bytes ({_FRAME_SETTING}); raise that setting and the URL's frame= "
+                    f"parameter together; nothing was written")
+            if current and (len(current) >= self.batch_rows or size + n > budget):
+                out.append(current)
+                current, size = [], 0
+            current.append(i)
+            size += n
+        if current:
+            out.append(current)
+        return out
+
+    def _mutate(self, what: str, rows: list[tuple[bytes, list[Any]]], stamp: Callable[[], int]
+                ) -> None:
+        """Send ``(key, [Mutation])`` rows as byte-capped ``mutateRowsTs`` calls,
+        each chunk retried whole (re-sending the same cells at the same
+        timestamp is idempotent)."""
+        idl = self._x["idl"]
+        sizes = [(k, len(k) + _CELL_OVERHEAD + sum(len(m.column) + len(m.value or b"") +
+                                                   _CELL_OVERHEAD for m in ms))
+                 for k, ms in rows]
+        for chunk in self._chunks(sizes):
+            batch = [idl.BatchMutation(row=rows[i][0], mutations=rows[i][1]) for i in chunk]
+            ts = stamp()
+
+            def send(table: Any, batch: list[Any] = batch, ts: int = ts) -> None:
+                self._client(table).mutateRowsTs(table.name, batch, ts, {})
+            self._call(what, send)
+
+    def _client(self, table: Any) -> Any:
+        """A client of fll's IDL on the same connection as happybase's client."""
+        from thriftpy2.thrift import TClient
+        proto = table.connection.client._iprot
+        return TClient(self._x["idl"].Hbase, proto, table.connection.client._oprot)
+
     def put(self, rows: Mapping[bytes, Row]) -> None:
-        cells = [(bytes(k), {_COL + c.encode("utf-8"): bytes(v) for c, v in cols.items()})
+        idl = self._x["idl"]
+        cells = [(bytes(k), [idl.Mutation(column=_COL + c.encode("utf-8"), value=bytes(v))
+                             for c, v in cols.items()])
                  for k, cols in rows.items() if cols]
         for key, _ in cells:
-            if not key:
-                raise StoreError(f"{self._where}: HBase row keys cannot be empty")
-        if not cells:
-            return
-
-        def write(table) -> None:
-            # a whole retry re-sends every row: puts of the same values are idempotent
-            batch = table.batch(batch_size=self.batch_rows)
-            for key, data in cells:
-                batch.put(key, data)
-            batch.send()
-        self._call("write", write)
+            self._check_key(key)
+        if cells:
+            self._mutate("write", cells, _clock.for_put)
 
     def delete(self, rows: list[bytes]) -> None:
         keys = [bytes(k) for k in dict.fromkeys(rows) if k]
         if not keys:
             return
-
-        def remove(table) -> None:
-            batch = table.batch(batch_size=self.batch_rows)
-            for key in keys:
-                batch.delete(key)
-            batch.send()
-        self._call("delete", remove)
+        idl = self._x["idl"]
+        # a whole-family delete marker at an explicit timestamp: writes after it
+        # (this process waits for the next millisecond) stay visible
+        self._mutate("delete", [(k, [idl.Mutation(isDelete=True, column=FAMILY.encode())])
+                                for k in keys], _clock.for_delete)
 
     def check_and_put(self, row: bytes, column: str, expected: bytes | None,
                       values: Mapping[str, bytes]) -> bool:
-        """HBase's ``checkAndPut``: put ``values`` if ``column`` holds ``expected``
-        (None: absent). happybase's bundled Thrift IDL has no checkAndPut, so
-        this needs a connection whose table offers ``check_and_put`` (HBase's
-        own IDL); without one it is a `StoreError`, never an unguarded put."""
+        """HBase's Thrift 1 ``checkAndPut``: put ``values`` if ``column`` holds
+        ``expected`` (None: absent). That call guards one cell; with several
+        values the guarded cell is ``column``'s new value (else the first one)
+        and the others follow in one ``mutateRow`` once the check has won."""
         key = bytes(row)
-        if not key:
-            raise StoreError(f"{self._where}: HBase row keys cannot be empty")
+        self._check_key(key)
+        if not values:
+            raise StoreError(f"{self._where}: check and put needs at least one value")
+        idl = self._x["idl"]
         data = {_COL + c.encode("utf-8"): bytes(v) for c, v in values.items()}
+        guard_col = _COL + column.encode("utf-8")
+        first = guard_col if guard_col in data else next(iter(data))
+        guarded = idl.Mutation(column=first, value=data[first])
+        rest = [idl.Mutation(column=c, value=v) for c, v in data.items() if c != first]
+        _clock.for_put()  # never in the same millisecond as a delete we sent
 
         def cas(table) -> bool:
-            fn = getattr(table, "check_and_put", None)
-            if fn is None:
-                raise StoreError(f"{self._where}: this Thrift client has no checkAndPut "
-                                 f"(happybase's bundled IDL lacks it)")
-            return bool(fn(key, _COL + column.encode("utf-8"),
-                           None if expected is None else bytes(expected), data))
-        return self._call("check and put", cas)
+            return bool(self._client(table).checkAndPut(
+                table.name, key, guard_col, None if expected is None else bytes(expected),
+                guarded, {}))
+        won = self._call("check and put", cas)
+        if won and rest:
+            self._mutate("write", [(key, rest)], _clock.for_put)
+        return won
 
     # -- reads -----------------------------------------------------------------
     def get(self, row: bytes) -> dict[str, bytes] | None:
@@ -306,6 +441,29 @@ def _below(key: bytes) -> bytes | None:
     return key[:-1] + bytes([key[-1] - 1])
 
 
+def _table_missing(text: str) -> bool:
+    # HBase 1 says TableNotFoundException; HBase 2's batched calls say
+    # "RetriesExhaustedWithDetailsException: … Table 'x' was not found"
+    return "TableNotFound" in text or "was not found" in text
+
+
+def _refused(e: BaseException) -> bool:
+    seen: BaseException | None = e
+    for _ in range(5):
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _unanswered(e: BaseException) -> bool:
+    text = _brief(e)
+    return ("read 0 bytes" in text or "END_OF_FILE" in text or "connection closed" in text
+            or isinstance(e, (socket.timeout, EOFError, ConnectionResetError)))
+
+
 def _columns(data: Mapping[bytes, bytes]) -> dict[str, bytes]:
     return {k[len(_COL):].decode("utf-8"): v for k, v in data.items() if k.startswith(_COL)}
 
@@ -335,7 +493,7 @@ def parse_url(url: str) -> dict[str, Any]:
                          f"{redact(url)!r}")
     params = {k: v[-1] for k, v in parse_qs(parts.query).items()}
     known = {"prefix", "transport", "protocol", "pool", "timeout", "deadline", "batch", "page",
-             "create", "compat"}
+             "create", "compat", "frame"}
     unknown = set(params) - known
     if unknown:
         raise StoreError(f"unknown hbase URL parameter(s) {', '.join(sorted(unknown))} in "
@@ -364,7 +522,7 @@ def parse_url(url: str) -> dict[str, Any]:
                 deadline=number("deadline", 30.0), batch_rows=number("batch", 1000, int),
                 page_rows=number("page", 500, int),
                 create=params.get("create", "true").lower() in ("true", "1", "yes"),
-                compat=params.get("compat", "0.98"), url=url)
+                compat=params.get("compat", "0.98"), frame_mb=number("frame", 2.0), url=url)
 
 
 def _open(url: str) -> HBaseTable:

@@ -459,7 +459,7 @@ class HBaseHandler:
             t = self._table(append.table)
             r = t.rows.get(append.row)
             out = []
-            for col, val in zip(append.columns, append.values):
+            for col, val in zip(append.columns, append.values, strict=False):
                 self._check_family(t, append.table, col)
                 cells = t.visible(append.row, r, [col], LATEST) if r else {}
                 new = (cells[col][0][1] if col in cells else b"") + val
@@ -736,6 +736,7 @@ class HBaseThriftServer:
         if isinstance(result, TApplicationException):
             self._processor.send_exception(proto, api, result, seqid)
             return
+        assert call is not None
         try:
             result.success = call()
         except TApplicationException as e:

@@ -1,6 +1,11 @@
 """Backends for the contract suite: SQLite always, the Bigtable emulator always,
-the HBase backend against an in-memory Thrift stand-in always, and a real HBase
-when ``FLL_TEST_HBASE=host:port`` names a Thrift server.
+the HBase backend through happybase's real client and real sockets against
+fll's HBase Thrift 1 test server (`fll.testing.hbase_thrift`) always, and a
+real HBase when ``FLL_TEST_HBASE=host:port`` names a Thrift server.
+
+The whole suite runs on the test server over buffered transport and binary
+protocol; `hbase_servers` also serves the three other transport/protocol
+combinations the URL offers, for the smaller wire suite in test_hbase_wire.py.
 
 The emulator (``cbtemulator``) is started once per session on a free loopback
 port and stopped after. A missing emulator FAILS the Bigtable tests (install it
@@ -53,7 +58,23 @@ def hbase_server() -> str | None:
     return os.environ.get("FLL_TEST_HBASE") or None
 
 
-BACKENDS = ["sqlite", "bigtable", "hbase-fake"] + (["hbase"] if hbase_server() else [])
+BACKENDS = ["sqlite", "bigtable", "hbase-thrift"] + (["hbase"] if hbase_server() else [])
+WIRE = [("buffered", "binary"), ("buffered", "compact"), ("framed", "binary"),
+        ("framed", "compact")]
+
+
+@pytest.fixture(scope="session")
+def hbase_servers():
+    """One HBase Thrift test server per transport/protocol pair, for the session."""
+    from fll.testing.hbase_thrift import HBaseThriftServer
+
+    servers = {}
+    for transport, protocol in WIRE:
+        servers[transport, protocol] = HBaseThriftServer(
+            transport=transport, protocol=protocol).start()
+    yield servers
+    for server in servers.values():
+        server.stop()
 
 
 @pytest.fixture
@@ -74,8 +95,9 @@ def table_url(request, tmp_path):
             emu = request.getfixturevalue("bigtable_emulator")
             return (f"bigtable://fll-test/contract/t{n}-{uuid.uuid4().hex[:8]}"
                     f"?emulator={emu.host}&page=7&batch=5&deadline=10")
-        if backend == "hbase-fake":
-            return f"hbase-fake://t{n}"
+        if backend == "hbase-thrift":
+            server = request.getfixturevalue("hbase_servers")["buffered", "binary"]
+            return server.url(f"t{n}", page=7, batch=5, deadline=5, pool=4)
         name = f"t{n}_{uuid.uuid4().hex[:8]}"
         cleanups.append(name)
         return f"hbase://{hbase_server()}/{name}?prefix=flltest&page=7&batch=5"
@@ -95,15 +117,6 @@ def table_url(request, tmp_path):
 
 
 def open_url(url: str):
-    """`open_table`, plus the in-memory HBase stand-in for ``hbase-fake://``."""
-    if url.startswith("hbase-fake://"):
-        from fll.store.hbase import HBaseTable
-
-        from .fake_happybase import FakeHBase, FakePool
-
-        server = FakeHBase()
-        return HBaseTable("fake", 9090, url.split("://", 1)[1], page_rows=7, batch_rows=5,
-                          deadline=2, url=url, pool=FakePool(server))
     from fll.store import open_table
 
     return open_table(url)

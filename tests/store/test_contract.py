@@ -394,5 +394,5 @@ def test_the_suite_ran_on_the_backends_the_environment_promises(table_url):
     # guards against the emulator or FLL_TEST_HBASE silently dropping out
     if os.environ.get("FLL_TEST_HBASE"):
         assert "hbase" in BACKENDS
-    assert {"sqlite", "bigtable", "hbase-fake"} <= set(BACKENDS)
-    assert table_url().split("://")[0] in ("sqlite", "bigtable", "hbase-fake", "hbase")
+    assert {"sqlite", "bigtable", "hbase-thrift"} <= set(BACKENDS)
+    assert table_url().split("://")[0] in ("sqlite", "bigtable", "hbase")
