@@ -155,7 +155,7 @@ class HBaseTable:
                     table_prefix=prefix or None, transport=transport, protocol=protocol,
                     compat=compat)
             # the pool opens its first connection at once: retry that like any call
-            pool = self._retry("connect", make_pool)
+            pool = self._retry("connect", make_pool, answers=False)
         self._pool = pool
         if create:
             self._ensure_table()
@@ -183,7 +183,7 @@ class HBaseTable:
                 f"transport={self.transport} and protocol={self.protocol} match the Thrift "
                 f"server (hbase.regionserver.thrift.framed, hbase.regionserver.thrift.compact)")
 
-    def _retry(self, what: str, fn: Callable[[], _T]) -> _T:
+    def _retry(self, what: str, fn: Callable[[], _T], *, answers: bool = True) -> _T:
         give_up = time.monotonic() + self.deadline
         delay = 0.05
         recreated = False
@@ -191,7 +191,8 @@ class HBaseTable:
         while True:
             try:
                 result = fn()
-                self._reached = True
+                # opening a socket proves nothing about transport and protocol
+                self._reached = self._reached or answers
                 return result
             except StoreError:
                 raise

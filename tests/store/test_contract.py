@@ -1,7 +1,8 @@
 """The `Table` contract and the lineage store API, run identically on every backend.
 
-SQLite always; the Bigtable emulator always; the HBase backend against an
-in-memory Thrift stand-in always; a real HBase when ``FLL_TEST_HBASE`` is set.
+SQLite always; the Bigtable emulator always; the HBase backend through happybase
+and real sockets against fll's HBase Thrift 1 test server always; a real HBase
+when ``FLL_TEST_HBASE`` is set.
 Lineage answers are computed on SQLite and must be identical everywhere.
 """
 from __future__ import annotations

@@ -1,0 +1,102 @@
+"""The HBase backend in every transport/protocol combination its URL offers
+(buffered/framed × binary/compact), through happybase's real client against
+fll's HBase Thrift 1 test server: the contract suite runs whole on
+buffered/binary (test_contract.py); here a smaller part of it runs on all four,
+with several pooled connections under concurrent writers, and the Thrift calls
+each field question costs are counted.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+
+import pytest
+
+from fll import EndPointField
+from fll.store import LineageStore, open_table
+from tests.lineage_examples import ANOTHER_FILE, ENDPOINT1
+
+from .conftest import WIRE
+from .test_contract import answers, record
+
+_ids = itertools.count()
+
+
+@pytest.fixture(params=WIRE, ids=lambda w: "-".join(w))
+def wire(request, hbase_servers):
+    server = hbase_servers[request.param]
+
+    def make(**params):
+        return open_table(server.url(f"w{next(_ids)}", page=7, batch=5, deadline=5, **params))
+    return server, make
+
+
+@pytest.fixture(scope="module")
+def sqlite_answers(tmp_path_factory):
+    path = tmp_path_factory.mktemp("wire") / "ref.db"
+    with LineageStore(open_table(f"sqlite:///{path}")) as store:
+        record(store)
+        return answers(store)
+
+
+def test_rows_round_trip_and_scan_both_ways_across_pages(wire):
+    _, make = wire
+    t = make()
+    rows = {bytes([i, j]): {"v": bytes([j]) * 50} for i in (0, 1, 255) for j in range(12)}
+    t.put(rows)
+    assert dict(t.scan()) == rows
+    assert [k for k, _ in t.scan(reverse=True)] == sorted(rows, reverse=True)
+    assert [k for k, _ in t.scan(b"\x01", b"\xff", reverse=True, limit=5)] == \
+        sorted((k for k in rows if b"\x01" <= k < b"\xff"), reverse=True)[:5]
+    t.delete([b"\x00\x00", b"missing"])
+    assert t.get(b"\x00\x00") is None and t.get_many([b"\x01\x01"]) == {b"\x01\x01": rows[b"\x01\x01"]}
+
+
+def test_pooled_connections_under_concurrent_writers_lose_nothing(wire):
+    _, make = wire
+    t = make(pool=4)
+    errors: list[BaseException] = []
+
+    def writer(w: int) -> None:
+        try:
+            for i in range(15):
+                t.put({b"w%d-%02d" % (w, i): {"v": b"%d" % i}, b"shared": {f"w{w}-{i}": b"x"}})
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert len(list(t.scan(b"w", b"x"))) == 90
+    assert t.get(b"shared") == {f"w{w}-{i}": b"x" for w in range(6) for i in range(15)}
+
+
+def test_the_lineage_store_answers_as_on_sqlite(wire, sqlite_answers):
+    _, make = wire
+    with LineageStore(make()) as store:
+        record(store)
+        got = answers(store)
+    assert [k for k in got if got[k] != sqlite_answers[k]] == []
+
+
+QUESTIONS = [
+    ("incoming", lambda s: s.incoming(EndPointField(ANOTHER_FILE, "name"), 0, 2_500)),
+    ("outgoing", lambda s: s.outgoing(EndPointField(ENDPOINT1, "body"), 0, 2_500)),
+    ("operations", lambda s: s.operations(EndPointField(ANOTHER_FILE, "name"), 0, 2_500)),
+    ("fields", lambda s: s.fields(ANOTHER_FILE, 0, 2_500)),
+]
+
+
+@pytest.mark.parametrize("name,ask", QUESTIONS, ids=[q[0] for q in QUESTIONS])
+def test_a_field_question_costs_a_few_thrift_calls(hbase_servers, name, ask):
+    server = hbase_servers["buffered", "binary"]
+    store = LineageStore(open_table(server.url(f"q{next(_ids)}")))
+    record(store)
+    before = server.total_calls()
+    assert ask(store)
+    calls = server.total_calls() - before
+    print(f"{name}: {calls} Thrift calls")
+    # a scan page is open + get + close; anything near one call per row is a regression
+    assert calls <= 40, f"{name} took {calls} Thrift calls"
