@@ -26,6 +26,7 @@ OK, and never put credentials in a message.
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import random
 import threading
@@ -47,6 +48,7 @@ _NOT_FOUND = 5
 # The emulator's gRPC server takes at most 4 MiB per message; real Bigtable 256 MB.
 _MAX_REQUEST_BYTES = 3 * 1024 * 1024 + 512 * 1024
 _T = TypeVar("_T")
+_log = logging.getLogger("fll.store")
 
 
 class BigtableTable:
@@ -119,6 +121,19 @@ class BigtableTable:
         return StoreError(f"{self._where}: {what} failed: "
                           f"{e if isinstance(e, str) else _brief(e)}")
 
+    def _refused_or_warn(self, what: str, e: BaseException) -> None:
+        """Fail at once when nothing listens at the address we never reached;
+        otherwise say once that we are retrying, instead of 30-60 s of silence."""
+        if _code(e) not in _TRANSIENT:
+            return
+        if not getattr(self, "_reached", False) and "connection refused" in str(e).lower():
+            raise self._error(what, "connection refused: nothing listens at the address "
+                              "(is the emulator or BIGTABLE_EMULATOR_HOST right?)") from None
+        if not getattr(self, "_warned", False):
+            self._warned = True
+            _log.warning("%s: %s failed (%s); retrying for up to %gs …", self._where, what,
+                         _brief(e), self.deadline)
+
     def _call(self, what: str, fn: Callable[[], _T]) -> _T:
         """Run ``fn`` until it succeeds, retrying transient errors with jittered
         backoff until the deadline; re-create a vanished table once."""
@@ -127,10 +142,13 @@ class BigtableTable:
         recreated = False
         while True:
             try:
-                return fn()
+                result = fn()
+                self._reached = True
+                return result
             except (StoreError, _NoReverse):
                 raise
             except Exception as e:
+                self._refused_or_warn(what, e)
                 code = _code(e)
                 if code == _NOT_FOUND and self.create and not recreated and \
                         "table" in str(e).lower():
@@ -187,8 +205,11 @@ class BigtableTable:
             delay = 0.05
             while True:
                 try:
-                    return ensure()
+                    ensure()
+                    self._reached = True
+                    return
                 except Exception as e:
+                    self._refused_or_warn("creating the table and column family", e)
                     if _code(e) not in _TRANSIENT or time.monotonic() + delay > give_up:
                         raise self._error("creating the table and column family", e) from None
                     time.sleep(delay * (0.5 + random.random()))

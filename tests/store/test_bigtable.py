@@ -174,3 +174,15 @@ def test_a_server_without_reversed_reads_still_answers_reverse_scans(bigtable_em
         assert [k for k, _ in t.scan(b"k05", reverse=True, limit=2)] == [b"k09", b"k08"]
     finally:
         t.close()
+
+
+def test_a_refused_emulator_address_fails_in_seconds_not_after_the_deadline():
+    import time
+
+    from .conftest import free_port
+    port = free_port()
+    began = time.monotonic()
+    with pytest.raises(StoreError) as e:
+        open_table(f"bigtable://p/i/t?emulator=127.0.0.1:{port}&deadline=60&timeout=5")
+    assert time.monotonic() - began < 15
+    assert "connection refused" in str(e.value) and f"127.0.0.1:{port}" in str(e.value)
