@@ -5,9 +5,15 @@
 Records ``--runs`` runs of one operation set (plus a few other sets) into
 every available backend (SQLite always; the Bigtable emulator when
 ``cbtemulator`` is installed, started here on a free 127.0.0.1 port; HBase
-when ``--hbase`` or ``FLL_TEST_HBASE`` names a Thrift server) and prints, per
+when ``--hbase`` or ``FLL_TEST_HBASE`` names a Thrift server; and always
+fll's HBase Thrift 1 test server, a test double on 127.0.0.1 that shows the
+wire cost of happybase and Thrift, not HBase's speed) and prints, per
 backend, runs/s recorded in batches and the median latency of field
 questions over the whole range, plus the ratio to SQLite.
+
+Round trips: ``table calls/q`` counts `Table` method calls (gets, puts, scan
+pages) one ``incoming`` question makes, on every backend; ``thrift calls/q``
+counts the Thrift requests the test server answered for the same question.
 """
 from __future__ import annotations
 
@@ -40,8 +46,41 @@ def median_ms(fn, repeat: int = 20) -> float:
     return statistics.median(samples) * 1000
 
 
-def measure(name: str, url: str, runs: int, batch: int) -> dict:
-    store = LineageStore(open_table(url))
+class CountingTable:
+    """A `Table` proxy counting calls; a scan counts once per page it reads."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.calls = inner, 0
+        self.url = inner.url
+
+    def scan(self, *args, **kw):
+        page = getattr(self.inner, "page_rows", 500)
+        self.calls += 1
+        for i, row in enumerate(self.inner.scan(*args, **kw), 1):
+            if i % page == 0:
+                self.calls += 1
+            yield row
+
+    def __getattr__(self, name):
+        attr = getattr(self.inner, name)
+        if not callable(attr):
+            return attr
+
+        def counted(*args, **kw):
+            self.calls += 1
+            return attr(*args, **kw)
+        return counted
+
+
+def round_trips(table: CountingTable, ask, wire=None) -> tuple[float, float]:
+    before, before_wire = table.calls, wire() if wire else 0
+    ask()
+    return table.calls - before, (wire() - before_wire) if wire else float("nan")
+
+
+def measure(name: str, url: str, runs: int, batch: int, wire=None) -> dict:
+    table = CountingTable(open_table(url))
+    store = LineageStore(table)
     infos = [operation_set(10)] + [operation_set(w) for w in (3, 5, 7)]
     recorded, elapsed = 0, 0.0
     with click.progressbar(length=runs, label=f"{name:>9}: recording") as bar:
@@ -62,6 +101,8 @@ def measure(name: str, url: str, runs: int, batch: int) -> dict:
         "fields ms": median_ms(lambda: store.fields(DST, 0, end)),
         "runs(limit 100) ms": median_ms(lambda: store.runs(DST, 0, end, limit=100)),
     }
+    result["table calls/q"], result["thrift calls/q"] = round_trips(
+        table, lambda: store.incoming(target, 0, end), wire)
     store.close()
     return result
 
@@ -88,13 +129,20 @@ def main(runs: int, batch: int, hbase: str | None) -> None:
     if hbase:
         table = f"fllbench_{uuid.uuid4().hex[:8]}"
         results.append(measure("hbase", f"hbase://{hbase}/{table}", runs, batch))
-    cols = ["runs/s", "incoming ms", "fields ms", "runs(limit 100) ms"]
-    print(f"\n{runs:,} runs per backend, {batch} runs per batch\n")
+    from fll.testing.hbase_thrift import HBaseThriftServer
+    with HBaseThriftServer(transport="framed") as server:
+        results.append(measure("hbase-td", server.url("bench"), runs, batch,
+                               wire=server.total_calls))
+    cols = ["runs/s", "incoming ms", "fields ms", "runs(limit 100) ms", "table calls/q",
+            "thrift calls/q"]
+    print(f"\n{runs:,} runs per backend, {batch} runs per batch; hbase-td is fll's HBase "
+          f"Thrift test double, not HBase\n")
     print(f"{'backend':>9} " + " ".join(f"{c:>20}" for c in cols))
     base = results[0]
     for r in results:
         print(f"{r['backend']:>9} " + " ".join(
-            f"{r[c]:>12,.2f} ({r[c] / base[c]:>4.1f}x)" for c in cols))
+            f"{r[c]:>12,.2f} ({r[c] / base[c]:>4.1f}x)" if base[c] == base[c] and base[c]
+            else f"{r[c]:>20,.0f}" if r[c] == r[c] else f"{'-':>20}" for c in cols))
 
 
 if __name__ == "__main__":
