@@ -6,6 +6,7 @@ record all-to-all lineage where it knows better.
 """
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from ...errors import PipelineError
@@ -143,6 +144,33 @@ def _declared_operations(value: Any) -> list[FieldTransformOperation]:
     return ops
 
 
+def _ship_module(ctx: StageContext, fn: Any) -> None:
+    """Send the user's module file to the executors: UDFs it defines are
+    pickled by reference, and an executor's Python worker (local or on a
+    cluster) only sees installed packages, not the driver's ``sys.path``."""
+    import sys
+
+    module = sys.modules.get(getattr(fn, "__module__", "") or "")
+    path = getattr(module, "__file__", None)
+    if not path or not path.endswith(".py") or os.path.basename(path) == "__init__.py":
+        return  # a package: it must be installed where the executors run
+    installed = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    fll_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.path.abspath(path)
+    if any(path.startswith(p + os.sep) for p in installed + [fll_dir]):
+        return
+    if ctx.spark is None:
+        return
+    sc = ctx.spark.sparkContext
+    shipped = _SHIPPED.setdefault(id(sc), set())
+    if path not in shipped:
+        sc.addPyFile(path)
+        shipped.add(path)
+
+
+_SHIPPED: dict[int, set[str]] = {}
+
+
 @register
 class PythonTransform(Transform):
     """Calls ``function`` (``module:name``), a function DataFrame -> DataFrame.
@@ -169,6 +197,7 @@ class PythonTransform(Transform):
         if not callable(fn):
             raise PipelineError(f"stage {ctx.stage!r}, property 'function': "
                                 f"{self.config['function']!r} is not callable")
+        _ship_module(ctx, fn)
         out = fn(df, **(self.config.get("arguments") or {}))
         from pyspark.sql import DataFrame
 
