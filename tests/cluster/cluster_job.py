@@ -3,7 +3,7 @@ SparkSession): the demo pipeline with a ``python`` stage whose UDF lives in a
 user module, and a ``track()``-ed aggregate, both against ``--master``; then
 every field's incoming lineage, as JSON, to ``--out``.
 
-    python tests/cluster/cluster_job.py --master spark://127.0.0.1:PORT --work DIR --out F
+    python tests/cluster/cluster_job.py --work DIR --run MASTER STORE_URL OUT.json EXECUTORS …
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
 sys.path.insert(0, ROOT)
@@ -35,13 +36,18 @@ def normalize_loudly(df):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--master", required=True)
+    ap.add_argument("--run", nargs=4, action="append", required=True,
+                    metavar=("MASTER", "STORE", "OUT", "EXECUTORS"),
+                    help="one run; several run one after the other in this process, one "
+                         "SparkContext each, so the JVM starts once")
     ap.add_argument("--work", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--store", required=True)
-    ap.add_argument("--executors", type=int, default=0, help="wait for this many executors")
     args = ap.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    for master, store, out, executors in args.run:
+        run_once(master, args.work, store, out, int(executors))
+
+
+def run_once(master: str, work: str, store_url: str, out: str, want_executors: int) -> None:
 
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
@@ -51,13 +57,15 @@ def main() -> None:
     from fll.pipeline.spec import parse_spec
     from fll.spark import track
 
-    user_dir = os.path.join(args.work, "user")
+    user_dir = os.path.join(work, "user")
     os.makedirs(user_dir, exist_ok=True)
     with open(os.path.join(user_dir, "cluster_udfs.py"), "w", encoding="utf-8") as fh:
         fh.write(USER_MODULE)
-    sys.path.insert(0, user_dir)
+    if user_dir not in sys.path:
+        sys.path.insert(0, user_dir)
 
-    spark = (SparkSession.builder.master(args.master).appName("fll-cluster-test")
+    began = time.monotonic()
+    spark = (SparkSession.builder.master(master).appName("fll-cluster-test")
              .config("spark.ui.enabled", "false")
              .config("spark.driver.host", "127.0.0.1")
              .config("spark.driver.bindAddress", "127.0.0.1")
@@ -67,12 +75,10 @@ def main() -> None:
              .config("spark.sql.session.timeZone", "UTC")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    import time
-
     def executors() -> int:  # the driver counts as one
         return int(spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()) - 1
     give_up = time.monotonic() + 90
-    while executors() < args.executors and time.monotonic() < give_up:
+    while executors() < want_executors and time.monotonic() < give_up:
         time.sleep(0.5)
     seen_executors = executors()
 
@@ -80,34 +86,35 @@ def main() -> None:
         spec = json.load(fh)
     for stage in spec["stages"]:
         if stage["name"] == "Employee Data Writer":
-            stage["properties"]["path"] = os.path.join(args.work, "employee-data")
+            stage["properties"]["path"] = os.path.join(work, "employee-data")
     for stage in spec["stages"]:
         if stage["name"] == "Field Normalizer":
             stage["properties"]["function"] = "cluster_udfs:normalize_loudly"
     result = run_pipeline(parse_spec(spec, base_dir=os.path.join(ROOT, "conf", "pipelines")),
-                          store_url=args.store, run_id="pipeline-run", spark=spark, echo=None)
+                          store_url=store_url, run_id="pipeline-run", spark=spark, echo=None)
 
     customers = os.path.join(ROOT, "conf", "data", "customers.csv")
-    with track(spark, args.store, "tracked-aggregate", strict=True):
+    with track(spark, store_url, "tracked-aggregate", strict=True):
         df = spark.read.option("header", True).csv(customers)
         shout = F.udf(lambda s: (s or "").strip().upper())
         (df.withColumn("who", shout("name")).groupBy("country")
            .agg(F.count("customer_id").alias("customers"), F.max("who").alias("last_name"))
-           .write.mode("overwrite").csv(os.path.join(args.work, "by-country")))
+           .write.mode("overwrite").csv(os.path.join(work, "by-country")))
 
     rows_loud = sorted(r["Name"] for r in spark.read.option("header", True).csv(
-        os.path.join(args.work, "employee-data")).collect())
+        os.path.join(work, "employee-data")).collect())
     lineage = {}
-    with open_store(args.store) as store:
+    with open_store(store_url) as store:
         for ds in store.datasets():
             for field in store.fields(ds, 0, 2 ** 62):
                 ef = EndPointField(ds, field)
                 sources = store.incoming(ef, 0, 2 ** 62)
                 lineage[f"{ds.namespace}:{ds.name}.{field}"] = sorted(
                     f"{s.endpoint.namespace}:{s.endpoint.name}.{s.field}" for s in sources)
-    with open(args.out, "w", encoding="utf-8") as fh:
+    with open(out, "w", encoding="utf-8") as fh:
         json.dump({"lineage": lineage, "loud": rows_loud, "executors": seen_executors,
                    "master": spark.sparkContext.master,
+                   "seconds": round(time.monotonic() - began, 1),
                    "written": result.rows_written}, fh, indent=1, sort_keys=True)
     spark.stop()
 

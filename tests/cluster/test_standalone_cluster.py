@@ -90,24 +90,19 @@ def standalone_cluster(tmp_path):
         assert all(p.poll() is not None for p in started)
 
 
-def _run_job(master: str, work, out, store: str, executors: int) -> dict:
-    proc = subprocess.run([sys.executable, JOB, "--master", master, "--work", str(work),
-                           "--out", str(out), "--store", store,
-                           "--executors", str(executors)],
-                          capture_output=True, text=True, timeout=400,
-                          env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    with open(out, encoding="utf-8") as fh:
-        return json.load(fh)
-
-
 def test_a_standalone_cluster_records_the_same_lineage_as_local(standalone_cluster, tmp_path):
     work = tmp_path / "job"  # the same output paths in both runs: datasets are named by path
-    local = _run_job("local[2]", work, tmp_path / "local.json",
-                     f"sqlite:///{tmp_path}/local.db", 0)
-    cluster = _run_job(standalone_cluster, work, tmp_path / "cluster.json",
-                       f"sqlite:///{tmp_path}/cluster.db", 2)
-    assert cluster["master"] == standalone_cluster
+    runs = [("local[2]", f"sqlite:///{tmp_path}/local.db", tmp_path / "local.json", "0"),
+            (standalone_cluster, f"sqlite:///{tmp_path}/cluster.db", tmp_path / "cluster.json",
+             "2")]
+    proc = subprocess.run([sys.executable, JOB, "--work", str(work)] +
+                          [a for run in runs for a in ("--run", *map(str, run))],
+                          capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    local, cluster = (json.loads(run[2].read_text(encoding="utf-8")) for run in runs)
+    print(f"local[2] {local['seconds']}s, cluster {cluster['seconds']}s")
+    assert local["master"] == "local[2]" and cluster["master"] == standalone_cluster
     assert cluster["executors"] == 2, "both workers ran executors"
     # the UDF from the user's module ran on the executors
     assert cluster["loud"] == local["loud"] == ["ADA LOVELACE!", "ALAN TURING!", "GRACE HOPPER!"]

@@ -162,13 +162,13 @@ def _ship_module(ctx: StageContext, fn: Any) -> None:
     if ctx.spark is None:
         return
     sc = ctx.spark.sparkContext
-    shipped = _SHIPPED.setdefault(id(sc), set())
+    shipped = _SHIPPED.setdefault(str(sc.applicationId), set())
     if path not in shipped:
         sc.addPyFile(path)
         shipped.add(path)
 
 
-_SHIPPED: dict[int, set[str]] = {}
+_SHIPPED: dict[str, set[str]] = {}  # application id -> files sent
 
 
 @register
