@@ -37,6 +37,12 @@ class Table(Protocol):
              reverse: bool = False) -> Iterator[tuple[bytes, dict[str, bytes]]]:
         """Rows with ``start <= key < stop`` in key order (descending if reverse)."""
 
+    def scan_ranges(self, ranges: list[tuple[bytes, bytes]]
+                    ) -> list[tuple[bytes, dict[str, bytes]]]:
+        """Every row of several ``[start, stop)`` ranges, as one call where the
+        backend can (Bigtable: one ReadRows with several row ranges; SQLite:
+        one read transaction). Rows come range by range, each in key order."""
+
     def delete(self, rows: list[bytes]) -> None:
         """Remove these rows entirely."""
 

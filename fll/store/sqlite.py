@@ -264,6 +264,36 @@ class SQLiteTable:
                 self._local.txn = False
         return self._retry(body, write=True)
 
+    def scan_ranges(self, ranges: list[tuple[bytes, bytes]]
+                    ) -> list[tuple[bytes, dict[str, bytes]]]:
+        wanted = [b for b in (scan_bounds(lo, hi, None) for lo, hi in ranges) if b is not None]
+        if not wanted:
+            return []
+
+        def read(conn: sqlite3.Connection) -> list[tuple[bytes, dict[str, bytes]]]:
+            # one read transaction: every range sees the same snapshot
+            own = not conn.in_transaction
+            if own:
+                conn.execute("BEGIN")
+            try:
+                out: list[tuple[bytes, dict[str, bytes]]] = []
+                for lo, hi in wanted:
+                    cells = conn.execute(
+                        "SELECT row, col, val FROM cells WHERE row >= ? AND row < ? "
+                        "ORDER BY row, col", (lo, hi)).fetchall() if hi else conn.execute(
+                        "SELECT row, col, val FROM cells WHERE row >= ? ORDER BY row, col",
+                        (lo,)).fetchall()
+                    for r, col, val in cells:
+                        if out and out[-1][0] == r:
+                            out[-1][1][col] = val
+                        else:
+                            out.append((r, {col: val}))
+                return out
+            finally:
+                if own:
+                    conn.execute("COMMIT")
+        return self._retry(read, write=False)
+
     def delete(self, rows: list[bytes]) -> None:
         keys = [(bytes(r),) for r in rows]
         if keys:

@@ -367,6 +367,7 @@ class _FailingPuts:
 def test_a_crash_between_writes_never_leaves_an_index_row_without_its_data(open_table_for,
                                                                            fail_at):
     inner = open_table_for()
+    LineageStore(inner)  # stamps the empty store with its format: not a write of the run
     proxy = _FailingPuts(inner, fail_at)
     store = LineageStore(proxy)
     if _atomic(inner) and fail_at > 1:
@@ -382,7 +383,7 @@ def test_a_crash_between_writes_never_leaves_an_index_row_without_its_data(open_
             assert rk.data(cols["c"].decode()) in data
     assert LineageStore(inner).run("run-x") is None  # never reported as recorded
     if _atomic(inner):
-        assert list(inner.scan()) == []
+        assert keys(inner.scan()) == [rk.meta("format")]
     # the retry path: recording again works and answers normally
     retry = LineageStore(inner)
     assert retry.record(cdap_example(), "run-x", 1_000, "p") is True
