@@ -761,37 +761,46 @@ def init(state: State) -> None:
 
 @admin.command()
 @click.option("--repair", is_flag=True, help="Delete dangling and orphaned rows, rebuild "
-              "lost run rows.")
+              "lost run rows and index twins.")
 @format_option("text", "json")
 @pass_state
 def fsck(state: State, repair: bool, fmt: str) -> None:
-    """Find index rows whose data row is missing and data rows nothing references.
+    """Find index rows whose data row is missing, data rows nothing references,
+    index rows without their twins and bucket rows no run keeps.
 
-    Repair while no writer is active on backends without atomic batches.
+    Exit status: 0 when the store is clean or every problem was repaired, 1 when
+    problems remain (found without --repair, or corrupt and unknown rows, which
+    are reported and never changed), 3 when the store cannot be read.
+    Each repair is re-checked in the transaction that applies it, so it is safe
+    beside writers on SQLite.
     """
     from .store import admin as adm
 
     report = adm.fsck(state.store().table, repair=repair)
     if fmt == "json":
         _echo_json(report.to_dict())
-        return
+        click.get_current_context().exit(report.exit_code)
     d = report.to_dict()
     labels = [("dangling_index_rows", "dangling index row (data row missing)"),
               ("orphaned_data_rows", "orphaned data row (nothing references it)"),
               ("missing_run_rows", "run row missing (index rows present)"),
-              ("corrupt_data_rows", "corrupt data row"),
+              ("missing_index_twins", "index twin missing"),
+              ("stale_bucket_rows", "bucket row no run keeps"),
+              ("corrupt_rows", "corrupt row"),
               ("unknown_rows", "row of no fll shape")]
     for name, label in labels:
         for key in d[name]:
             click.echo(f"{label}: {key}")
-    n = sum(len(d[name]) for name, _ in labels)
+    n = report.problems
     if report.clean:
         click.echo(f"clean: {report.rows} rows checked")
     elif report.repaired:
-        click.echo(f"repaired {n} problem(s) in {report.rows} rows "
-                   f"(unknown and corrupt rows are reported, not changed)")
+        left = f"; {report.unrepaired} left (corrupt and unknown rows are reported, " \
+               f"not changed)" if report.unrepaired else ""
+        click.echo(f"repaired {n - report.unrepaired} problem(s) in {report.rows} rows{left}")
     else:
         click.echo(f"found {n} problem(s) in {report.rows} rows; run with --repair to fix")
+    click.get_current_context().exit(report.exit_code)
 
 
 @admin.command()

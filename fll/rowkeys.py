@@ -159,8 +159,10 @@ def time_range(prefix: bytes, start_ms: int, end_ms: int) -> tuple[bytes, bytes]
 # range (at most two contiguous key ranges per level, see `cover`), and the two
 # partial edges narrower than one finest bucket are read exactly from the
 # per-run ``b|``/``f|`` rows. Bucket sizes are powers of two so alignment is a
-# mask: 2**12 ms (4 s) up to 2**44 ms (557 years), a factor 16 apart.
-LEVELS = tuple(1 << b for b in range(12, 45, 4))
+# mask: 2**12 ms (4 s) up to 2**36 ms (2.2 years), a factor 16 apart; the top
+# level has no upper bound on the buckets a span covers (all of history since
+# 1970 is about 26 top buckets).
+LEVELS = tuple(1 << b for b in range(12, 37, 4))
 
 
 def bucket(namespace: str, name: str, kind: bytes, level: int, start_ms: int,

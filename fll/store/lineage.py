@@ -132,6 +132,8 @@ class LineageStore:
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        self._buckets: dict[tuple[str, int, int], list[bytes]] = {}
+        self._eps: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {}
         self.format = self._open_format()
 
     def _open_format(self) -> int:
@@ -204,29 +206,50 @@ class LineageStore:
 
     def _index_rows(self, info: FieldLineageInfo, run_id: str, start: int,
                     program: bytes) -> dict[bytes, dict[str, bytes]]:
-        checksum = info.checksum.encode()
+        checksum = info.checksum
+        c = checksum.encode()
+        dsts, srcs = self._endpoints(info)
         rows: dict[bytes, dict[str, bytes]] = {}
-        for ep in info.destinations:
-            rows[rk.backward(ep.namespace, ep.name, start, run_id)] = {"c": checksum,
-                                                                     "p": program}
-            rows[rk.by_set(rk.BACKWARD_BY_SET, ep.namespace, ep.name, info.checksum,
-                           start, run_id)] = {"p": program}
-        for ep in info.sources:
-            rows[rk.forward(ep.namespace, ep.name, start, run_id)] = {"c": checksum,
-                                                                    "p": program}
-            rows[rk.by_set(rk.FORWARD_BY_SET, ep.namespace, ep.name, info.checksum,
-                           start, run_id)] = {"p": program}
+        for ns, name in dsts:
+            rows[rk.backward(ns, name, start, run_id)] = {"c": c, "p": program}
+            rows[rk.by_set(rk.BACKWARD_BY_SET, ns, name, checksum, start, run_id)] = \
+                {"p": program}
+        for ns, name in srcs:
+            rows[rk.forward(ns, name, start, run_id)] = {"c": c, "p": program}
+            rows[rk.by_set(rk.FORWARD_BY_SET, ns, name, checksum, start, run_id)] = \
+                {"p": program}
         rows.update(dict.fromkeys(self._bucket_keys(info, start), _BUCKET_ROW))
         return rows
 
-    @staticmethod
-    def _bucket_keys(info: FieldLineageInfo, start: int) -> list[bytes]:
+    def _endpoints(self, info: FieldLineageInfo) -> tuple[list[tuple[str, str]],
+                                                          list[tuple[str, str]]]:
+        """(destinations, sources) of a set as (namespace, name), memoized per set."""
+        hit = self._eps.get(info.checksum)
+        if hit is None:
+            if len(self._eps) > 65536:
+                self._eps.clear()
+            hit = ([(e.namespace, e.name) for e in sorted(info.destinations)],
+                   [(e.namespace, e.name) for e in sorted(info.sources)])
+            self._eps[info.checksum] = hit
+        return hit
+
+    def _bucket_keys(self, info: FieldLineageInfo, start: int) -> list[bytes]:
+        """The bucket rows of a run: per level, the same for every run of the set
+        in that bucket, so they are memoized per (set, level, bucket)."""
         keys: list[bytes] = []
-        for kind, eps in ((rk.BACKWARD_BUCKET, info.destinations),
-                          (rk.FORWARD_BUCKET, info.sources)):
-            for ep in eps:
-                keys.extend(rk.bucket(ep.namespace, ep.name, kind, k, start, info.checksum)
-                            for k in range(len(rk.LEVELS)))
+        memo = self._buckets
+        for k, size in enumerate(rk.LEVELS):
+            first = start - start % size
+            hit = memo.get((info.checksum, k, first))
+            if hit is None:
+                if len(memo) > 65536:
+                    memo.clear()
+                dsts, srcs = self._endpoints(info)
+                hit = [rk.bucket(ns, name, kind, k, first, info.checksum)
+                       for kind, eps in ((rk.BACKWARD_BUCKET, dsts), (rk.FORWARD_BUCKET, srcs))
+                       for ns, name in eps]
+                memo[(info.checksum, k, first)] = hit
+            keys.extend(hit)
         return keys
 
     def _stale_buckets(self, table: Table, info: FieldLineageInfo, run_id: str,
@@ -287,7 +310,7 @@ class LineageStore:
                 raise _conflict(p.run_id, prior, p.info.checksum)
             new += 1
             dkey = rk.data(p.info.checksum)
-            if dkey not in existing:
+            if dkey not in existing and dkey not in puts:
                 puts[dkey] = self._data_row(p.info)
             prog = (p.program or "").encode("utf-8")
             index = self._index_rows(p.info, p.run_id, start, prog)
@@ -322,7 +345,8 @@ class LineageStore:
             old = existing.get(rk.run(p.run_id)) or {}
             if old.get("c") == p.info.checksum.encode() and old.get("w") != _PENDING:
                 continue  # recorded and written before
-            data_rows.setdefault(rk.data(p.info.checksum), self._data_row(p.info))
+            if rk.data(p.info.checksum) not in data_rows:
+                data_rows[rk.data(p.info.checksum)] = self._data_row(p.info)
         if not data_rows:
             return 0
         table.put(data_rows)

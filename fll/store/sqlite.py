@@ -33,6 +33,10 @@ CREATE TABLE IF NOT EXISTS cells (
     PRIMARY KEY (row, col)
 ) WITHOUT ROWID
 """
+# an upsert that leaves a cell alone when it already holds the value: idempotent
+# re-puts (time-bucket rows, re-recorded runs) then dirty no page
+_UPSERT = ("INSERT INTO cells (row, col, val) VALUES (?, ?, ?) ON CONFLICT (row, col) "
+           "DO UPDATE SET val = excluded.val WHERE val IS NOT excluded.val")
 _PAGE = 2048
 _RETRIES = 8
 _R = TypeVar("_R")
@@ -154,8 +158,7 @@ class SQLiteTable:
         cells = [(bytes(r), c, bytes(v)) for r, cols in rows.items() for c, v in cols.items()]
         if not cells:
             return
-        self._retry(lambda c: c.executemany(
-            "INSERT OR REPLACE INTO cells (row, col, val) VALUES (?, ?, ?)", cells), write=True)
+        self._retry(lambda c: c.executemany(_UPSERT, cells), write=True)
 
     def get(self, row: bytes) -> dict[str, bytes] | None:
         found = self._retry(lambda c: c.execute(
