@@ -63,6 +63,22 @@ class SQLiteTable:
         except OSError as e:
             raise StoreError(f"cannot create the store directory {parent}: {e.strerror}") from None
         self._retry(lambda c: c.execute(_SCHEMA), write=False)
+        self._identity = self._file_identity()
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def _check_file(self) -> None:
+        """SQLite keeps writing to a file unlinked or replaced under an open
+        connection, and every write then vanishes: refuse instead."""
+        if self._identity is not None and self._file_identity() != self._identity:
+            raise StoreError(f"sqlite store {self.path}: the store file was removed or "
+                             f"replaced while this process had it open; nothing was written "
+                             f"(restart the process to open the file now at that path)")
 
     # -- connections ---------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -126,6 +142,8 @@ class SQLiteTable:
             return fn(self._local.conn)
         delay = 0.01
         for attempt in range(_RETRIES):
+            if write:
+                self._check_file()
             conn = self._conn()
             try:
                 if not write:
