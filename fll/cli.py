@@ -830,20 +830,64 @@ def purge(state: State, before: str, dry_run: bool, fmt: str) -> None:
 
 
 @admin.command()
-@click.option("--from", "source", required=True, metavar="URL", help="Store to copy from.")
-@click.option("--to", "destination", required=True, metavar="URL", help="Store to copy into "
-              "(empty, or a partial copy from an interrupted run: it resumes).")
+@click.option("--dry-run", is_flag=True, help="Count what would be converted; change nothing.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=1000, show_default=True)
 @format_option("text", "json")
 @pass_state
-def migrate(state: State, source: str, destination: str, batch_size: int, fmt: str) -> None:
-    """Copy every row between stores (e.g. SQLite to HBase or Bigtable), resumable."""
-    from .store import admin as adm, open_table, redact
+def upgrade(state: State, dry_run: bool, batch_size: int, fmt: str) -> None:
+    """Convert the store to this fll's row format, in place, resumable (rerun after
+    an interruption and it continues). Writers may keep running meanwhile."""
+    from .store import admin as adm
+
+    table = state.store().table
+    total = adm.count_upgrade_rows(table) if adm.store_format(table) == 1 else 0
+    with _progress("counting rows" if dry_run else "upgrading", total) as bar:
+        report = adm.upgrade(table, dry_run=dry_run, batch_size=batch_size,
+                             progress=bar.update)
+    if fmt == "json":
+        _echo_json(report.to_dict())
+        return
+    if report.from_format in (0, report.to_format):
+        click.echo(f"already format {report.to_format}: nothing to do")
+        return
+    verb = "would convert" if dry_run else "converted"
+    click.echo(f"{verb} format {report.from_format} to {report.to_format}: "
+               f"{report.index_rows} index rows read, {report.bucket_rows} bucket rows "
+               f"{'to write' if dry_run else 'written'}")
+
+
+@admin.command()
+@click.option("--from", "source", required=True, metavar="URL", help="Store to copy from.")
+@click.option("--to", "destination", required=True, metavar="URL", help="Store to copy into "
+              "(empty, or a partial copy from an interrupted run: it resumes).")
+@click.option("--raw", is_flag=True, help="Copy raw rows in key order (same format only) "
+              "instead of runs.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=1000, show_default=True)
+@format_option("text", "json")
+@pass_state
+def migrate(state: State, source: str, destination: str, raw: bool, batch_size: int,
+            fmt: str) -> None:
+    """Copy every run between stores (e.g. SQLite to HBase or Bigtable, or an old
+    format to the current one), resumable: rerun it after an interruption."""
+    from .store import LineageStore, admin as adm, open_table, redact
 
     require_existing(source)
     src = open_table(source)
     dst = open_table(destination)
     try:
+        if not raw:
+            src_store, dst_store = LineageStore(src), LineageStore(dst)
+            total = adm.count_runs_before(src, 2**63 - 1)
+            with _progress("copying runs", total) as bar:
+                runs = adm.migrate_runs(src_store, dst_store, batch_size=batch_size,
+                                        progress=bar.update)
+            runs.source, runs.destination = redact(source), redact(destination)
+            if fmt == "json":
+                _echo_json(runs.to_dict())
+            else:
+                click.echo(f"copied {runs.runs} runs ({runs.new_runs} new) from "
+                           f"{runs.source} to {runs.destination}")
+            return
         total = sum(1 for _ in src.scan())
         state.log(f"copying {total} rows from {redact(source)} to {redact(destination)}")
         with _progress("copying rows", total) as bar:

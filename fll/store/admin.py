@@ -790,3 +790,163 @@ def init(table: Table) -> str:
 
 def dump_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=False)
+
+
+# -- format upgrade ------------------------------------------------------------
+
+@dataclass
+class UpgradeReport:
+    url: str
+    from_format: int
+    to_format: int
+    dry_run: bool
+    index_rows: int = 0
+    bucket_rows: int = 0
+    resumed_from: bytes | None = None
+
+    def to_dict(self) -> dict:
+        return {"store": self.url, "from_format": self.from_format, "to_format": self.to_format,
+                "dry_run": self.dry_run, "index_rows": self.index_rows,
+                "bucket_rows_written": self.bucket_rows,
+                "resumed_from": None if self.resumed_from is None
+                else printable_key(self.resumed_from)}
+
+
+def store_format(table: Table) -> int:
+    """The format a table's rows are in (1: before versioning; 0: empty)."""
+    row = table.get(rk.meta("format"))
+    if row is not None and row.get("v", b"").isdigit():
+        return int(row["v"])
+    return 0 if next(iter(table.scan(limit=1)), None) is None else 1
+
+
+def count_upgrade_rows(table: Table) -> int:
+    """How many ``b|``/``f|`` rows an upgrade reads (its progress bar's length)."""
+    return sum(1 for kind in (rk.BACKWARD, rk.FORWARD)
+               for _ in table.scan(kind + rk.SEP, rk.prefix_end(kind + rk.SEP)))
+
+
+def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
+            progress: Progress | None = None) -> UpgradeReport:
+    """Convert a format-1 store to format 2 in place: write the time-bucket rows
+    of every run from its ``b|``/``f|`` rows, then stamp the format.
+
+    Resumable: after each batch the last key done is kept in ``v|upgrade``, and
+    a rerun continues from there (the bucket puts are idempotent, so a batch
+    done twice is harmless). Writers may run meanwhile: this version writes the
+    bucket rows of new runs itself, and queries use the format-1 path until the
+    stamp says 2. A newer format than this fll knows is refused."""
+    from .lineage import FORMAT
+
+    found = store_format(table)
+    report = UpgradeReport(table.url, found, FORMAT, dry_run)
+    if found > FORMAT:
+        from ..errors import StoreError
+        raise StoreError(f"store {table.url} has format {found}, newer than format {FORMAT} "
+                         f"this fll knows; upgrade fll")
+    if found in (0, FORMAT):
+        return report
+    cursor_row = table.get(rk.meta("upgrade")) or {}
+    cursor = cursor_row.get("k")
+    report.resumed_from = cursor
+    batch: dict[bytes, dict[str, bytes]] = {}
+    done = 0
+
+    def flush(last: bytes) -> None:
+        nonlocal done
+        if not dry_run:
+            if batch:
+                table.put(batch)
+            table.put({rk.meta("upgrade"): {"k": last}})  # after the rows it vouches for
+        report.bucket_rows += len(batch)
+        batch.clear()
+        if progress:
+            progress(done)
+        done = 0
+
+    last = b""
+    for kind in (rk.BACKWARD, rk.FORWARD):
+        prefix = kind + rk.SEP
+        start = prefix
+        if cursor is not None:
+            if cursor >= rk.prefix_end(prefix):
+                continue
+            if cursor >= prefix:
+                start = cursor + b"\x00"
+        for key, cols in table.scan(start, rk.prefix_end(prefix)):
+            k = rk.decode(key)
+            checksum = cols.get("c", b"").decode("utf-8", "replace")
+            for level in range(len(rk.LEVELS)):
+                batch[rk.bucket(k.namespace or "", k.name or "", _BUCKET_OF[kind], level,
+                                k.start_ms or 0, checksum)] = {"x": b""}
+            report.index_rows += 1
+            done += 1
+            last = key
+            if done >= batch_size:
+                flush(last)
+    flush(last)
+    if not dry_run:
+        table.put({rk.meta("format"): {"v": str(FORMAT).encode()}})
+        table.delete([rk.meta("upgrade")])
+    return report
+
+
+# -- logical migration -----------------------------------------------------------
+
+@dataclass
+class RunMigrateReport:
+    source: str
+    destination: str
+    runs: int = 0
+    new_runs: int = 0
+    other_rows: int = 0
+
+    def to_dict(self) -> dict:
+        return {"from": self.source, "to": self.destination, "runs": self.runs,
+                "new_runs": self.new_runs, "schema_and_alias_rows": self.other_rows}
+
+
+def migrate_runs(source: LineageStore, destination: LineageStore, *, batch_size: int = 500,
+                 progress: Progress | None = None) -> RunMigrateReport:
+    """Copy every run (its operation set, start, program), claimed start, schema
+    and alias from one store to another, whatever their formats and backends:
+    the destination writes its own layout. Idempotent, so an interrupted copy is
+    resumed by running it again (runs already there cost one read per batch)."""
+    report = RunMigrateReport(source.url, destination.url)
+    pending: list[tuple[Any, str, int, str | None]] = []
+
+    def flush() -> None:
+        if pending:
+            report.new_runs += destination.record_many(pending)
+            if progress:
+                progress(len(pending))
+            pending.clear()
+
+    for key, cols in source.table.scan(rk.RUN + rk.SEP, rk.prefix_end(rk.RUN + rk.SEP)):
+        run_id = rk.decode(key).run_id or ""
+        start = row_time(key, cols)
+        if start is None:
+            continue
+        report.runs += 1
+        if "c" not in cols:
+            destination.claim_run_start(run_id, start)
+            if progress:
+                progress(1)
+            continue
+        info = source.operation_set(cols["c"].decode())
+        pending.append((info, run_id, start, cols.get("p", b"").decode() or None))
+        if len(pending) >= batch_size:
+            flush()
+    flush()
+    other: dict[bytes, dict[str, bytes]] = {}
+    for kind in (rk.SCHEMA, rk.ALIAS, rk.ALIASED_BY):
+        for key, cols in source.table.scan(kind + rk.SEP, rk.prefix_end(kind + rk.SEP)):
+            other[key] = cols
+            if len(other) >= batch_size:
+                destination.table.put(other)
+                report.other_rows += len(other)
+                other = {}
+    if other:
+        destination.table.put(other)
+        report.other_rows += len(other)
+    return report

@@ -135,8 +135,8 @@ def test_purge_accepts_relative_times(run_cli, lineage_store):
 def test_migrate_between_two_sqlite_files_gives_identical_scans(run_cli, lineage_store,
                                                                 tmp_path):
     dst = f"sqlite:///{tmp_path}/dst.db"
-    result = run_cli("admin", "migrate", "--from", lineage_store, "--to", dst, "--batch-size",
-                     "5", "--format", "json")
+    result = run_cli("admin", "migrate", "--raw", "--from", lineage_store, "--to", dst,
+                     "--batch-size", "5", "--format", "json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert "copying rows" in result.stderr  # the progress bar, on stderr
@@ -174,8 +174,8 @@ def test_migrate_resumes_after_an_interruption(run_cli, lineage_store, tmp_path)
     assert point == keys[4]  # one batch back from the last copied key
     src_table.close()
     dst_table.close()
-    result = run_cli("admin", "migrate", "--from", lineage_store, "--to", dst, "--batch-size",
-                     "4", "--format", "json")
+    result = run_cli("admin", "migrate", "--raw", "--from", lineage_store, "--to", dst,
+                     "--batch-size", "4", "--format", "json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["resumed_from"] == admin.printable_key(keys[4])
@@ -190,7 +190,7 @@ def test_migrate_refuses_a_destination_that_is_not_a_partial_copy(run_cli, linea
     table = open_table(other)
     table.put({b"zz-unrelated": {"x": b"1"}})
     table.close()
-    result = run_cli("admin", "migrate", "--from", lineage_store, "--to", other)
+    result = run_cli("admin", "migrate", "--raw", "--from", lineage_store, "--to", other)
     assert result.exit_code == 2 and "not a partial copy" in result.stderr
 
 
