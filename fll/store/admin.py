@@ -17,6 +17,7 @@ import functools
 import json
 import re
 import struct
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Iterator
@@ -385,6 +386,42 @@ def _bucket_kept(table: Table, key: bytes) -> bool:
     return next(iter(table.scan(lo, hi, limit=1)), None) is not None
 
 
+@contextmanager
+def maintenance(table: Table, what: str, *, lease_ms: int = 3_600_000) -> Iterator[None]:
+    """Hold the maintenance lease for a purge or repair on a backend without
+    transactions: take ``v|lease`` (check-and-put; an expired one is taken
+    over), then refuse if any writer announced itself within its time to live.
+    Writers check the lease after announcing, so one of the two always sees
+    the other. On SQLite every step is its own transaction: nothing to hold."""
+    if callable(getattr(table, "atomic", None)):
+        yield
+        return
+    from ..errors import StoreError
+    from .lineage import LEASE, WRITER_PREFIX, _now_ms
+
+    key = rk.meta(LEASE)
+    now = _now_ms()
+    mine = {"t": _T.pack(now + lease_ms), "w": f"{what} since {iso_ms(now)}".encode()}
+    current = table.get(key)
+    if current is not None and _T.unpack(current["t"])[0] > now:
+        raise StoreError(f"store {table.url}: another maintenance command holds the lease "
+                         f"({current.get('w', b'?').decode(errors='replace')})")
+    expected = None if current is None else current["t"]
+    if not table.check_and_put(key, "t", expected, mine):
+        raise StoreError(f"store {table.url}: another maintenance command took the lease first")
+    try:
+        prefix = rk.meta(WRITER_PREFIX)
+        active = [k for k, c in table.scan(prefix, rk.prefix_end(prefix))
+                  if "t" in c and _T.unpack(c["t"])[0] > now]
+        if active:
+            raise StoreError(f"store {table.url}: {len(active)} writer(s) active in the last "
+                             f"30 s; {what} needs them stopped on this backend (no "
+                             f"transactions): stop them and retry")
+        yield
+    finally:
+        table.delete([key])
+
+
 def atomically(table: Table, fn: Callable[[Table], Any]) -> Any:
     """``fn(table)`` in one transaction where the backend has them; else as is
     (the caller then holds the maintenance lease, see `lease`)."""
@@ -481,7 +518,8 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
     check_twins()
     report.orphans = [rk.data(c) for c in sorted(data - referenced)]
     if repair and not report.clean:
-        _repair(table, report)
+        with maintenance(table, "fsck --repair"):
+            _repair(table, report)
         report.repaired = True
         report.unrepaired = len(report.corrupt) + len(report.unknown)
     return report
@@ -594,6 +632,15 @@ def purge(store: LineageStore, before_ms: int, *, dry_run: bool = False,
     after (and writes the data row again). Idempotent and restartable.
     ``dry_run`` counts with the same rules and changes nothing.
     """
+    table = store.table
+    if not dry_run:
+        with maintenance(table, "purge"):
+            return _purge(store, before_ms, progress=progress)
+    return _purge(store, before_ms, dry_run=True, progress=progress)
+
+
+def _purge(store: LineageStore, before_ms: int, *, dry_run: bool = False,
+           progress: Progress | None = None) -> PurgeReport:
     table = store.table
     report = PurgeReport(before_ms, dry_run)
     batch: list[bytes] = []

@@ -15,8 +15,12 @@ runs. This module must never recompute a summary per query.
 """
 from __future__ import annotations
 
+import os
+import socket
 import struct
 import threading
+import time
+import uuid
 from collections import OrderedDict
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
@@ -33,6 +37,17 @@ _T = struct.Struct(">q")
 # rows are being written (pending) or are all written; absent means written
 _PENDING = b"0"
 _WRITTEN = b"1"
+#: the maintenance lease row (``v|lease``) and the writer rows (``v|writer-…``)
+#: of backends without transactions; see `_announce_writer` and `admin.maintenance`
+LEASE = "lease"
+WRITER_PREFIX = "writer-"
+WRITER_TTL_MS = 30_000
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
 #: the row layout this module writes and reads (see the README, "How runs are stored")
 FORMAT = 2
 _BUCKET_ROW = {"x": b""}
@@ -134,6 +149,8 @@ class LineageStore:
         self._lock = threading.Lock()
         self._buckets: dict[tuple[str, int, int], list[bytes]] = {}
         self._eps: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {}
+        self._writer_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._announced = -WRITER_TTL_MS
         self.format = self._open_format()
 
     def _open_format(self) -> int:
@@ -335,7 +352,13 @@ class LineageStore:
         nothing uses or a pending run, which reads as not recorded; recording
         it again finishes it, and fsck repairs both."""
         table = self.table
-        existing = table.get_many([rk.run(r) for r in items])
+        self._announce_writer()
+        existing = table.get_many([rk.run(r) for r in items] + [rk.meta(LEASE)])
+        lease = existing.pop(rk.meta(LEASE), None)
+        if lease is not None and _T.unpack(lease["t"])[0] > _now_ms():
+            raise StoreError(f"store {self.url}: maintenance in progress "
+                             f"({lease.get('w', b'?').decode(errors='replace')}); "
+                             f"writes resume when it ends")
         for p in items.values():  # a conflict visible now fails before any write
             old = existing.get(rk.run(p.run_id)) or {}
             if "c" in old and old["c"].decode() != p.info.checksum and not supersede:
@@ -377,6 +400,18 @@ class LineageStore:
         if written:
             table.put(written)
         return new
+
+    def _announce_writer(self) -> None:
+        """On a backend without transactions, say "a writer is active here" (a
+        row that expires WRITER_TTL_MS after the last write), before the lease
+        is checked: an admin command takes its lease and then looks for these,
+        so a writer and a purge or repair never run at once."""
+        now = _now_ms()
+        if now - self._announced < WRITER_TTL_MS // 3:
+            return
+        self.table.put({rk.meta(WRITER_PREFIX + self._writer_id):
+                        {"t": _T.pack(now + WRITER_TTL_MS)}})
+        self._announced = now
 
     def _claim_run(self, p: "_Pending", old: dict[str, bytes] | None,
                    supersede: bool) -> tuple[bool | None, int, str | None]:

@@ -6,11 +6,13 @@ that is not atomic loses at least once.
 """
 from __future__ import annotations
 
+import struct
 import threading
 
 import pytest
 
-from fll import EndPoint, EndPointField, InvalidLineageError
+from fll import EndPoint, EndPointField, InvalidLineageError, StoreError
+from fll import rowkeys as rk
 from fll.store import LineageStore
 from tests.lineage_examples import chain
 
@@ -303,3 +305,42 @@ def test_sets_in_a_range_are_exactly_those_with_a_run_in_it(open_table_for):
         want = sorted({info.checksum for info, _, t, _ in runs if start <= t < end})
         assert store.checksums(DST, start, end) == want, (start, end)
         assert store.checksums(SRC, start, end, "outgoing") == want, (start, end)
+
+
+# -- admin commands beside writers ---------------------------------------------------
+
+def test_a_purge_refuses_while_writers_are_active_where_there_are_no_transactions(
+        open_table_for):
+    from fll.store import admin
+
+    table = open_table_for()
+    writer = LineageStore(table)
+    writer.record(chain(SRC, DST, ["a"]), "r1", 1_000)
+    if callable(getattr(table, "atomic", None)):
+        # SQLite: every purge step is one transaction, safe beside writers
+        assert admin.purge(writer, 2_000).runs == 1
+        return
+    with pytest.raises(StoreError, match="writer.*active"):
+        admin.purge(LineageStore(table), 2_000)
+    assert writer.run("r1") is not None  # nothing was purged
+    assert table.get(rk.meta("lease")) is None  # and the lease was given back
+    # once the writer is gone (its row expired), the purge runs
+    for key, _ in list(table.scan(rk.meta("writer-"), rk.prefix_end(rk.meta("writer-")))):
+        table.put({key: {"t": struct.pack(">q", 0)}})
+    assert admin.purge(LineageStore(table), 2_000).runs == 1
+
+
+def test_a_writer_refuses_while_maintenance_holds_the_lease(open_table_for):
+    from fll.store import admin
+
+    table = open_table_for()
+    if callable(getattr(table, "atomic", None)):
+        # SQLite takes no lease: writes go on beside maintenance, each a transaction
+        with admin.maintenance(table, "test"):
+            assert LineageStore(table).record(chain(SRC, DST, ["a"]), "r1", 1_000) is True
+        assert table.get(rk.meta("lease")) is None
+        return
+    with admin.maintenance(table, "test"):
+        with pytest.raises(StoreError, match="maintenance in progress"):
+            LineageStore(table).record(chain(SRC, DST, ["a"]), "r1", 1_000)
+    assert LineageStore(table).record(chain(SRC, DST, ["a"]), "r1", 1_000) is True
