@@ -159,7 +159,10 @@ class LineageStore:
         row = self.table.get(rk.meta("format"))
         if row is None or "v" not in row:
             if next(iter(self.table.scan(limit=1)), None) is None:
-                self.table.put({rk.meta("format"): {"v": str(FORMAT).encode()}})
+                try:
+                    self.table.put({rk.meta("format"): {"v": str(FORMAT).encode()}})
+                except StoreError:
+                    pass  # read-only access: an empty store reads the same in any format
                 return FORMAT
             return 1
         try:
