@@ -411,8 +411,13 @@ def maintenance(table: Table, what: str, *, lease_ms: int = 3_600_000) -> Iterat
         raise StoreError(f"store {table.url}: another maintenance command took the lease first")
     try:
         prefix = rk.meta(WRITER_PREFIX)
-        active = [k for k, c in table.scan(prefix, rk.prefix_end(prefix))
-                  if "t" in c and _T.unpack(c["t"])[0] > now]
+        active: list[bytes] = []
+        expired: list[bytes] = []
+        for k, c in table.scan(prefix, rk.prefix_end(prefix)):
+            alive = "t" in c and len(c["t"]) == 8 and _T.unpack(c["t"])[0] > now
+            (active if alive else expired).append(k)
+        if expired:  # writers long gone: their rows would only pile up
+            table.delete(expired)
         if active:
             raise StoreError(f"store {table.url}: {len(active)} writer(s) active in the last "
                              f"30 s; {what} needs them stopped on this backend (no "
