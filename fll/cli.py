@@ -786,6 +786,7 @@ def fsck(state: State, repair: bool, fmt: str) -> None:
               ("missing_run_rows", "run row missing (index rows present)"),
               ("missing_index_twins", "index twin missing"),
               ("stale_bucket_rows", "bucket row no run keeps"),
+              ("unfinished_runs", "run whose index rows were never all written"),
               ("corrupt_rows", "corrupt row"),
               ("unknown_rows", "row of no fll shape")]
     for name, label in labels:

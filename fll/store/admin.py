@@ -305,6 +305,7 @@ class FsckReport:
     missing_runs: dict[bytes, dict[str, bytes]] = field(default_factory=dict)  # r| to rebuild
     missing_twins: dict[bytes, dict[str, bytes]] = field(default_factory=dict)  # index rows
     stale_buckets: list[bytes] = field(default_factory=list)  # g|/h| rows no run keeps
+    unfinished: list[bytes] = field(default_factory=list)  # r| rows still pending (w=0)
     corrupt: list[bytes] = field(default_factory=list)    # rows that do not decode
     unknown: list[bytes] = field(default_factory=list)    # keys of no fll shape
     repaired: bool = False
@@ -314,7 +315,8 @@ class FsckReport:
     @property
     def problems(self) -> int:
         return (len(self.dangling) + len(self.orphans) + len(self.missing_runs)
-                + len(self.missing_twins) + len(self.stale_buckets) + len(self.corrupt)
+                + len(self.missing_twins) + len(self.stale_buckets) + len(self.unfinished)
+                + len(self.corrupt)
                 + len(self.unknown))
 
     @property
@@ -339,6 +341,7 @@ class FsckReport:
                 "missing_run_rows": keys(self.missing_runs),
                 "missing_index_twins": keys(self.missing_twins),
                 "stale_bucket_rows": keys(self.stale_buckets),
+                "unfinished_runs": keys(self.unfinished),
                 "corrupt_rows": keys(self.corrupt),
                 "unknown_rows": keys(self.unknown)}
 
@@ -495,6 +498,8 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
                     _T.unpack(cols["t"])
                 if "c" not in cols and "t" in cols:
                     continue  # a start claimed before the run's lineage arrived
+                if cols.get("w") == b"0":
+                    report.unfinished.append(key)  # a writer stopped between its puts
             checksum = _row_checksum(key, cols)
         except (ValueError, UnicodeDecodeError, struct.error):
             (report.corrupt if kind in rk.KINDS and key[1:2] == rk.SEP
@@ -577,11 +582,29 @@ def _repair(table: Table, report: FsckReport) -> None:
     def drop_stale(t: Table, keys: list[bytes]) -> None:
         t.delete([k for k in keys if not _bucket_kept(t, k)])
 
+    def finish_runs(t: Table, keys: list[bytes]) -> None:
+        # what the writer would have done next: the index rows, then w=1
+        writer = LineageStore(t)
+        for key, cols in t.get_many(keys).items():
+            if cols.get("w") != b"0" or "c" not in cols or "t" not in cols:
+                continue
+            data = t.get(rk.data(cols["c"].decode()))
+            try:
+                info = decode_canonical(data["o"]) if data else None
+            except (KeyError, FllError):
+                info = None
+            if info is None:
+                continue  # its data row is gone: reported as dangling
+            run_id = rk.decode(key).run_id or ""
+            t.put(writer._index_rows(info, run_id, _T.unpack(cols["t"])[0], cols.get("p", b"")))
+            t.put({key: {"w": b"1"}})
+
     steps: list[tuple[list, Callable[[Table, list], None]]] = [
         (report.dangling, drop_dangling),
         (list(report.missing_runs.items()), lambda t, b: add_rows(t, dict(b), run_guard)),
         (list(report.missing_twins.items()), lambda t, b: add_rows(t, dict(b), twin_guard)),
         (report.stale_buckets, drop_stale),
+        (report.unfinished, finish_runs),
         (report.orphans, drop_orphans)]
     for items, fix in steps:
         for batch in chunks(items):

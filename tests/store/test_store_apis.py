@@ -309,6 +309,12 @@ def test_sets_in_a_range_are_exactly_those_with_a_run_in_it(open_table_for):
 
 # -- admin commands beside writers ---------------------------------------------------
 
+def _writers_gone(table) -> None:
+    """Expire every writer's announcement, as 30 s without a write would."""
+    for key, _ in list(table.scan(rk.meta("writer-"), rk.prefix_end(rk.meta("writer-")))):
+        table.put({key: {"t": struct.pack(">q", 0)}})
+
+
 def test_a_purge_refuses_while_writers_are_active_where_there_are_no_transactions(
         open_table_for):
     from fll.store import admin
@@ -324,9 +330,7 @@ def test_a_purge_refuses_while_writers_are_active_where_there_are_no_transaction
         admin.purge(LineageStore(table), 2_000)
     assert writer.run("r1") is not None  # nothing was purged
     assert table.get(rk.meta("lease")) is None  # and the lease was given back
-    # once the writer is gone (its row expired), the purge runs
-    for key, _ in list(table.scan(rk.meta("writer-"), rk.prefix_end(rk.meta("writer-")))):
-        table.put({key: {"t": struct.pack(">q", 0)}})
+    _writers_gone(table)  # once the writer is gone (its row expired), the purge runs
     assert admin.purge(LineageStore(table), 2_000).runs == 1
 
 
@@ -344,3 +348,23 @@ def test_a_writer_refuses_while_maintenance_holds_the_lease(open_table_for):
         with pytest.raises(StoreError, match="maintenance in progress"):
             LineageStore(table).record(chain(SRC, DST, ["a"]), "r1", 1_000)
     assert LineageStore(table).record(chain(SRC, DST, ["a"]), "r1", 1_000) is True
+
+
+def test_fsck_finishes_a_run_whose_writer_stopped_between_its_puts(open_table_for):
+    from fll.store import admin
+
+    table = open_table_for()
+    store = LineageStore(table)
+    info = chain(SRC, DST, ["a"])
+    store.record(info, "r1", 1_000, "p")
+    # as a writer without transactions leaves it when it dies after claiming
+    index = [k for k, _ in table.scan() if k[:1] in (b"b", b"f", b"B", b"F")]
+    table.delete(index)
+    table.put({rk.run("r1"): {"w": b"0"}})
+    report = admin.fsck(table)
+    assert report.unfinished == [rk.run("r1")] and report.exit_code == 1
+    _writers_gone(table)
+    repaired = admin.fsck(table, repair=True)
+    assert repaired.exit_code == 0
+    assert admin.fsck(table).clean
+    assert [r.run_id for r in LineageStore(table).runs(DST, 0, 10**6)] == ["r1"]
