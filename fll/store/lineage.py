@@ -745,8 +745,10 @@ class LineageStore:
     def run(self, run_id: str) -> RunInfo | None:
         """A recorded run by id, or None."""
         row = self.table.get(rk.run(run_id))
-        if row is None or "c" not in row or row.get("w") == _PENDING:
-            return None  # unknown, only its start claimed, or its index not yet written
+        if row is None or "c" not in row:
+            return None  # unknown, or only its start claimed
+        # a pending run (w=0) is reported: a reader may already list it from index
+        # rows written before the run row was marked; fsck finishes a dead writer's
         try:
             return RunInfo(run_id, _T.unpack(row["t"])[0], row.get("p", b"").decode() or None,
                            row["c"].decode())
