@@ -7,9 +7,11 @@ the number of distinct operation sets (and the problems found), never with
 the number of rows. This module must never print or depend on click: the CLI
 passes a ``progress`` callback and renders the reports.
 
-Repair and purge delete rows; run them while no writer is active on
-backends without atomic batches (a writer there puts the ``d|`` row a moment
-before its index rows, and fsck could take it for an orphan in between).
+Repair and purge delete rows, each re-checked inside the transaction that
+deletes it on SQLite, so they are safe beside writers there; on backends
+without transactions they take the ``v|lease`` row and refuse to start while
+a writer announced itself (`maintenance`). Upgrade and run-by-run migration
+of store formats live here too.
 """
 from __future__ import annotations
 

@@ -1,17 +1,20 @@
 """The lineage store: records runs as wide rows and answers time-ranged questions.
 
 Write path (`record`): the ``d|<checksum>`` row once per distinct operation
-set (operations plus precomputed summaries), then per run the index rows
-``b|``/``f|`` (by time) and ``B|``/``F|`` (by operation set, then time), and
-last the ``r|<run>`` row. On a backend with atomic batches that is one batch;
-elsewhere the data row is written before any index row, so a crash can leave
-an unreferenced data row but never an index row pointing at nothing.
+set (operations plus precomputed summaries); per run and dataset the index
+rows ``b|``/``f|`` (by time) and ``B|``/``F|`` (by set, then time) and one
+time-bucket row per level (``g|``/``h|``, see `fll.rowkeys.cover`); last the
+``r|<run>`` row, whose first stored start time is the run's for good. On
+SQLite the checks and the writes are one transaction (`SQLiteTable.atomic`);
+on Bigtable/HBase the run row is claimed by check-and-put before its index
+rows, after the data row (a blind put: it is content-addressed).
 
-Read path: a question over ``[start, end)`` first finds the distinct
-operation sets with a run in the range by skip-scanning the ``B|``/``F|``
-index (two short seeks per set, whatever the number of runs), then reads each
-set's precomputed summary once. Cost follows distinct operation sets, not
-runs. This module must never recompute a summary per query.
+Read path: a question over ``[start, end)`` finds the distinct operation sets
+with a run in the range from the fewest aligned time buckets covering it plus
+the two sub-bucket edges run by run, in one multi-range read, then reads each
+set's precomputed summary once (one multi-get of those not cached). Cost
+follows the sets in the range, never the history. This module must never
+recompute a summary per query, nor cache a row that did not decode.
 """
 from __future__ import annotations
 

@@ -4,7 +4,10 @@ One ``WITHOUT ROWID`` table clustered on ``(row, col)``, so a row range is a
 contiguous B-tree range. Several processes may write at once: every write is
 one ``BEGIN IMMEDIATE`` transaction (a batch is all or nothing), waits on a
 busy timeout and retries with backoff when the lock is still held. Each
-thread (and each process after a fork) gets its own connection. Scans page
+thread (and each process after a fork) gets its own connection. `atomic`
+runs a caller's reads and writes in one such transaction (the lineage store's
+check-then-act), `check_and_put` is one too, and a store file unlinked or
+replaced under the process is noticed before any write. Scans page
 through the table in short statements, so no read transaction stays open
 while a caller walks a generator. This module must never hold a lock across
 a yield.
