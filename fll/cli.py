@@ -761,37 +761,47 @@ def init(state: State) -> None:
 
 @admin.command()
 @click.option("--repair", is_flag=True, help="Delete dangling and orphaned rows, rebuild "
-              "lost run rows.")
+              "lost run rows and index twins.")
 @format_option("text", "json")
 @pass_state
 def fsck(state: State, repair: bool, fmt: str) -> None:
-    """Find index rows whose data row is missing and data rows nothing references.
+    """Find index rows whose data row is missing, data rows nothing references,
+    index rows without their twins and bucket rows no run keeps.
 
-    Repair while no writer is active on backends without atomic batches.
+    Exit status: 0 when the store is clean or every problem was repaired, 1 when
+    problems remain (found without --repair, or corrupt and unknown rows, which
+    are reported and never changed), 3 when the store cannot be read.
+    Each repair is re-checked in the transaction that applies it, so it is safe
+    beside writers on SQLite.
     """
     from .store import admin as adm
 
     report = adm.fsck(state.store().table, repair=repair)
     if fmt == "json":
         _echo_json(report.to_dict())
-        return
+        click.get_current_context().exit(report.exit_code)
     d = report.to_dict()
     labels = [("dangling_index_rows", "dangling index row (data row missing)"),
               ("orphaned_data_rows", "orphaned data row (nothing references it)"),
               ("missing_run_rows", "run row missing (index rows present)"),
-              ("corrupt_data_rows", "corrupt data row"),
+              ("missing_index_twins", "index twin missing"),
+              ("stale_bucket_rows", "bucket row no run keeps"),
+              ("unfinished_runs", "run whose index rows were never all written"),
+              ("corrupt_rows", "corrupt row"),
               ("unknown_rows", "row of no fll shape")]
     for name, label in labels:
         for key in d[name]:
             click.echo(f"{label}: {key}")
-    n = sum(len(d[name]) for name, _ in labels)
+    n = report.problems
     if report.clean:
         click.echo(f"clean: {report.rows} rows checked")
     elif report.repaired:
-        click.echo(f"repaired {n} problem(s) in {report.rows} rows "
-                   f"(unknown and corrupt rows are reported, not changed)")
+        left = f"; {report.unrepaired} left (corrupt and unknown rows are reported, " \
+               f"not changed)" if report.unrepaired else ""
+        click.echo(f"repaired {n - report.unrepaired} problem(s) in {report.rows} rows{left}")
     else:
         click.echo(f"found {n} problem(s) in {report.rows} rows; run with --repair to fix")
+    click.get_current_context().exit(report.exit_code)
 
 
 @admin.command()
@@ -821,20 +831,64 @@ def purge(state: State, before: str, dry_run: bool, fmt: str) -> None:
 
 
 @admin.command()
-@click.option("--from", "source", required=True, metavar="URL", help="Store to copy from.")
-@click.option("--to", "destination", required=True, metavar="URL", help="Store to copy into "
-              "(empty, or a partial copy from an interrupted run: it resumes).")
+@click.option("--dry-run", is_flag=True, help="Count what would be converted; change nothing.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=1000, show_default=True)
 @format_option("text", "json")
 @pass_state
-def migrate(state: State, source: str, destination: str, batch_size: int, fmt: str) -> None:
-    """Copy every row between stores (e.g. SQLite to HBase or Bigtable), resumable."""
-    from .store import admin as adm, open_table, redact
+def upgrade(state: State, dry_run: bool, batch_size: int, fmt: str) -> None:
+    """Convert the store to this fll's row format, in place, resumable (rerun after
+    an interruption and it continues). Writers may keep running meanwhile."""
+    from .store import admin as adm
+
+    table = state.store().table
+    total = adm.count_upgrade_rows(table) if adm.store_format(table) == 1 else 0
+    with _progress("counting rows" if dry_run else "upgrading", total) as bar:
+        report = adm.upgrade(table, dry_run=dry_run, batch_size=batch_size,
+                             progress=bar.update)
+    if fmt == "json":
+        _echo_json(report.to_dict())
+        return
+    if report.from_format in (0, report.to_format):
+        click.echo(f"already format {report.to_format}: nothing to do")
+        return
+    verb = "would convert" if dry_run else "converted"
+    click.echo(f"{verb} format {report.from_format} to {report.to_format}: "
+               f"{report.index_rows} index rows read, {report.bucket_rows} bucket rows "
+               f"{'to write' if dry_run else 'written'}")
+
+
+@admin.command()
+@click.option("--from", "source", required=True, metavar="URL", help="Store to copy from.")
+@click.option("--to", "destination", required=True, metavar="URL", help="Store to copy into "
+              "(empty, or a partial copy from an interrupted run: it resumes).")
+@click.option("--raw", is_flag=True, help="Copy raw rows in key order (same format only) "
+              "instead of runs.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=1000, show_default=True)
+@format_option("text", "json")
+@pass_state
+def migrate(state: State, source: str, destination: str, raw: bool, batch_size: int,
+            fmt: str) -> None:
+    """Copy every run between stores (e.g. SQLite to HBase or Bigtable, or an old
+    format to the current one), resumable: rerun it after an interruption."""
+    from .store import LineageStore, admin as adm, open_table, redact
 
     require_existing(source)
     src = open_table(source)
     dst = open_table(destination)
     try:
+        if not raw:
+            src_store, dst_store = LineageStore(src), LineageStore(dst)
+            total = adm.count_runs_before(src, 2**63 - 1)
+            with _progress("copying runs", total) as bar:
+                runs = adm.migrate_runs(src_store, dst_store, batch_size=batch_size,
+                                        progress=bar.update)
+            runs.source, runs.destination = redact(source), redact(destination)
+            if fmt == "json":
+                _echo_json(runs.to_dict())
+            else:
+                click.echo(f"copied {runs.runs} runs ({runs.new_runs} new) from "
+                           f"{runs.source} to {runs.destination}")
+            return
         total = sum(1 for _ in src.scan())
         state.log(f"copying {total} rows from {redact(source)} to {redact(destination)}")
         with _progress("copying rows", total) as bar:

@@ -9,6 +9,9 @@
 | ``F|<ns>|<name>|<checksum>|<inv start>|<run>`` | query costs per distinct set, not per run |
 | ``r|<run>`` | run: start time, program, checksum (idempotence and lookup) |
 | ``s|<ns>|<name>|<inv start>|<run>`` | run × dataset whose schema the run reported |
+| ``g|<ns>|<name>|<level>|<inv bucket>|<checksum>`` | operation set × time bucket of one |
+| ``h|<ns>|<name>|<level>|<inv bucket>|<checksum>`` | of the levels (see `cover`): sets by time |
+| ``v|<name>`` | store metadata: the format version, an upgrade's cursor |
 | ``a|<ns>|<name>`` | alias (a logical dataset name) → the dataset it stands for |
 | ``A|<ns>|<name>|<alias ns>|<alias name>`` | the reverse: a dataset's aliases |
 
@@ -40,7 +43,11 @@ RUN = b"r"
 SCHEMA = b"s"
 ALIAS = b"a"
 ALIASED_BY = b"A"
-KINDS = {DATA: "data", BACKWARD: "backward", FORWARD: "forward",
+BACKWARD_BUCKET = b"g"
+FORWARD_BUCKET = b"h"
+META = b"v"
+KINDS = {BACKWARD_BUCKET: "backward-buckets", FORWARD_BUCKET: "forward-buckets",
+         META: "meta", DATA: "data", BACKWARD: "backward", FORWARD: "forward",
          BACKWARD_BY_SET: "backward-by-set", FORWARD_BY_SET: "forward-by-set", RUN: "run",
          SCHEMA: "schema", ALIAS: "alias", ALIASED_BY: "aliased-by"}
 
@@ -143,6 +150,76 @@ def time_range(prefix: bytes, start_ms: int, end_ms: int) -> tuple[bytes, bytes]
     return lo, hi
 
 
+# -- time buckets -------------------------------------------------------------
+#
+# A run of operation set C that wrote dataset D at time t puts, at every level
+# k, the row ``g|D|k|inv(bucket_k(t))|C``: a blind, idempotent put (the row is
+# the same for every run of C in that bucket). The sets with a run in
+# ``[start, end)`` are then read from the fewest aligned buckets covering the
+# range (at most two contiguous key ranges per level, see `cover`), and the two
+# partial edges narrower than one finest bucket are read exactly from the
+# per-run ``b|``/``f|`` rows. Bucket sizes are powers of two so alignment is a
+# mask: 2**12 ms (4 s) up to 2**36 ms (2.2 years), a factor 16 apart; the top
+# level has no upper bound on the buckets a span covers (all of history since
+# 1970 is about 26 top buckets).
+LEVELS = tuple(1 << b for b in range(12, 37, 4))
+
+
+def bucket(namespace: str, name: str, kind: bytes, level: int, start_ms: int,
+           checksum: str) -> bytes:
+    size = LEVELS[level]
+    return bucket_prefix(kind, namespace, name, level) + invert(start_ms - start_ms % size) + \
+        SEP + escape(checksum)
+
+
+@lru_cache(maxsize=16384)
+def bucket_prefix(kind: bytes, namespace: str, name: str, level: int) -> bytes:
+    return dataset_prefix(kind, namespace, name) + bytes([0x30 + level]) + SEP
+
+
+def bucket_range(prefix: bytes, first: int, stop: int) -> tuple[bytes, bytes]:
+    """Keys of the buckets starting in ``[first, stop)`` (aligned) under a level prefix."""
+    return prefix + invert(stop - 1), prefix + invert(first) + b"\xff"
+
+
+def cover(start_ms: int, end_ms: int) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]]]:
+    """How to read ``[start, end)``: ``(level, first, stop)`` spans of whole
+    aligned buckets, and the ``(start, end)`` edges to read run by run.
+
+    Per level at most two spans (left and right of the next level's aligned
+    part), so a query is at most ``2 * len(LEVELS)`` bucket ranges plus two
+    edges, each edge narrower than one finest bucket.
+    """
+    start, end = max(start_ms, 0), min(end_ms, MAX_TIME + 1)
+    if end <= start:
+        return [], []
+    z0 = LEVELS[0]
+    lo, hi = -(-start // z0) * z0, end // z0 * z0
+    if lo >= hi:
+        return [], [(start, end)]
+    edges = [e for e in ((start, lo), (hi, end)) if e[0] < e[1]]
+    spans: list[tuple[int, int, int]] = []
+    for k in range(len(LEVELS)):
+        if k + 1 == len(LEVELS):
+            spans.append((k, lo, hi))
+            break
+        z = LEVELS[k + 1]
+        lo_n, hi_n = -(-lo // z) * z, hi // z * z
+        if lo_n >= hi_n:
+            spans.append((k, lo, hi))
+            break
+        if lo < lo_n:
+            spans.append((k, lo, lo_n))
+        if hi_n < hi:
+            spans.append((k, hi_n, hi))
+        lo, hi = lo_n, hi_n
+    return spans, edges
+
+
+def meta(name: str) -> bytes:
+    return META + SEP + name.encode("ascii")
+
+
 def prefix_end(prefix: bytes) -> bytes:
     """The smallest key greater than every key starting with ``prefix``."""
     p = bytearray(prefix)
@@ -165,6 +242,8 @@ class Key(NamedTuple):
     run_id: str | None = None
     #: the alias of an ``A|`` row (namespace, name)
     alias: tuple[str, str] | None = None
+    #: the level of a bucket row (its start_ms is the bucket's start)
+    level: int | None = None
 
 
 def decode(key: bytes) -> Key:
@@ -176,6 +255,14 @@ def decode(key: bytes) -> Key:
         return Key("data", checksum=unescape(rest))
     if kind == RUN:
         return Key("run", run_id=unescape(rest))
+    if kind == META:
+        return Key("meta", name=rest.decode("ascii"))
+    if kind in (BACKWARD_BUCKET, FORWARD_BUCKET):
+        ns, name, level, rest = rest.split(SEP, 3)
+        if len(level) != 1 or len(rest) < 9 or rest[8:9] != SEP:
+            raise ValueError(f"malformed bucket row key: {key!r}")
+        return Key(KINDS[kind], unescape(ns), unescape(name), unescape(rest[9:]),
+                   uninvert(rest[:8]), level=level[0] - 0x30)
     if kind == ALIAS:
         ns, sep2, name = rest.partition(SEP)
         if not sep2 or SEP in name:

@@ -10,6 +10,18 @@ import os
 from .base import Table, known_schemes, open_table, redact, register_backend
 from .lineage import LineageStore, OperationGroup, RunInfo
 
+# the built-in backends register themselves on import; the protocol module
+# (base) knows none of them, so there is no import circle
+from . import sqlite  # noqa: E402,F401  isort: skip
+try:
+    from . import hbase  # noqa: E402,F401  isort: skip
+except ImportError:  # pragma: no cover - the hbase extra is not installed
+    pass
+try:
+    from . import bigtable  # noqa: E402,F401  isort: skip
+except ImportError:  # pragma: no cover - the bigtable extra is not installed
+    pass
+
 DEFAULT_URL = "sqlite:///fll-data/fll.db"
 
 __all__ = ["Table", "LineageStore", "RunInfo", "OperationGroup", "open_store", "open_table",

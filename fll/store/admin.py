@@ -7,15 +7,19 @@ the number of distinct operation sets (and the problems found), never with
 the number of rows. This module must never print or depend on click: the CLI
 passes a ``progress`` callback and renders the reports.
 
-Repair and purge delete rows; run them while no writer is active on
-backends without atomic batches (a writer there puts the ``d|`` row a moment
-before its index rows, and fsck could take it for an orphan in between).
+Repair and purge delete rows, each re-checked inside the transaction that
+deletes it on SQLite, so they are safe beside writers there; on backends
+without transactions they take the ``v|lease`` row and refuse to start while
+a writer announced itself (`maintenance`). Upgrade and run-by-run migration
+of store formats live here too.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import struct
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Iterator
@@ -23,7 +27,7 @@ from typing import Any, Callable, Iterator
 import msgpack
 
 from .. import rowkeys as rk
-from ..codec import decode_canonical
+from ..codec import Summaries, decode_canonical
 from ..errors import BadRequest, FllError
 from .base import Table
 from .lineage import LineageStore
@@ -297,58 +301,173 @@ class FsckReport:
     """What fsck found (keys are raw bytes) and what it repaired."""
 
     rows: int = 0
+    format: int = 0
     dangling: list[bytes] = field(default_factory=list)   # index/run rows, data row missing
     orphans: list[bytes] = field(default_factory=list)    # d| rows nothing references
     missing_runs: dict[bytes, dict[str, bytes]] = field(default_factory=dict)  # r| to rebuild
-    corrupt: list[bytes] = field(default_factory=list)    # d| rows that do not decode
+    missing_twins: dict[bytes, dict[str, bytes]] = field(default_factory=dict)  # index rows
+    stale_buckets: list[bytes] = field(default_factory=list)  # g|/h| rows no run keeps
+    unfinished: list[bytes] = field(default_factory=list)  # r| rows still pending (w=0)
+    corrupt: list[bytes] = field(default_factory=list)    # rows that do not decode
     unknown: list[bytes] = field(default_factory=list)    # keys of no fll shape
     repaired: bool = False
+    #: problems a repair left (corrupt and unknown rows are reported, never changed)
+    unrepaired: int = 0
+
+    @property
+    def problems(self) -> int:
+        return (len(self.dangling) + len(self.orphans) + len(self.missing_runs)
+                + len(self.missing_twins) + len(self.stale_buckets) + len(self.unfinished)
+                + len(self.corrupt)
+                + len(self.unknown))
 
     @property
     def clean(self) -> bool:
-        return not (self.dangling or self.orphans or self.missing_runs or self.corrupt
-                    or self.unknown)
+        return self.problems == 0
+
+    @property
+    def exit_code(self) -> int:
+        """0 when clean or fully repaired, 1 when problems remain (for scripts)."""
+        if self.clean:
+            return 0
+        return 1 if (not self.repaired or self.unrepaired) else 0
 
     def to_dict(self) -> dict:
         def keys(items) -> list[str]:
             return [printable_key(k) for k in items]
-        return {"rows": self.rows, "clean": self.clean, "repaired": self.repaired,
+        return {"rows": self.rows, "format": self.format, "clean": self.clean,
+                "repaired": self.repaired, "unrepaired": self.unrepaired,
+                "exit_code": self.exit_code,
                 "dangling_index_rows": keys(self.dangling),
                 "orphaned_data_rows": keys(self.orphans),
                 "missing_run_rows": keys(self.missing_runs),
-                "corrupt_data_rows": keys(self.corrupt),
+                "missing_index_twins": keys(self.missing_twins),
+                "stale_bucket_rows": keys(self.stale_buckets),
+                "unfinished_runs": keys(self.unfinished),
+                "corrupt_rows": keys(self.corrupt),
                 "unknown_rows": keys(self.unknown)}
 
 
+_BUCKETS = (rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET)
+_TWIN = {rk.BACKWARD: rk.BACKWARD_BY_SET, rk.FORWARD: rk.FORWARD_BY_SET,
+         rk.BACKWARD_BY_SET: rk.BACKWARD, rk.FORWARD_BY_SET: rk.FORWARD}
+_BUCKET_OF = {rk.BACKWARD: rk.BACKWARD_BUCKET, rk.FORWARD: rk.FORWARD_BUCKET}
+_BY_SET_OF = {rk.BACKWARD_BUCKET: rk.BACKWARD_BY_SET, rk.FORWARD_BUCKET: rk.FORWARD_BY_SET}
+
+
 def _row_checksum(key: bytes, cols: dict[str, bytes]) -> str | None:
-    if key[:1] in (rk.BACKWARD_BY_SET, rk.FORWARD_BY_SET):
+    if key[:1] in (rk.BACKWARD_BY_SET, rk.FORWARD_BY_SET) or key[:1] in _BUCKETS:
         return rk.decode(key).checksum
     c = cols.get("c")
-    return c.decode("utf-8", "replace") if c is not None else None
+    return c.decode("utf-8") if c is not None else None
+
+
+def _twins(key: bytes, k: rk.Key, cols: dict[str, bytes], checksum: str
+           ) -> dict[bytes, dict[str, bytes]]:
+    """The rows an index row implies: ``b|`` ↔ ``B|`` (and ``f|`` ↔ ``F|``), and
+    every ``b|``/``f|`` row its bucket rows at each level."""
+    kind, ns, name = key[:1], k.namespace or "", k.name or ""
+    start, run_id = k.start_ms or 0, k.run_id or ""
+    program = cols.get("p", b"")
+    if kind in (rk.BACKWARD, rk.FORWARD):
+        out = {rk.by_set(_TWIN[kind], ns, name, checksum, start, run_id): {"p": program}}
+        for level in range(len(rk.LEVELS)):
+            out[rk.bucket(ns, name, _BUCKET_OF[kind], level, start, checksum)] = {"x": b""}
+        return out
+    twin_kind = _TWIN[kind]
+    prefix = rk.dataset_prefix(twin_kind, ns, name)
+    return {prefix + rk.invert(start) + rk.SEP + rk.escape(run_id):
+            {"c": checksum.encode(), "p": program}}
+
+
+def _bucket_kept(table: Table, key: bytes) -> bool:
+    """Whether a run of the bucket row's set falls in the bucket's span."""
+    k = rk.decode(key)
+    size = rk.LEVELS[k.level or 0]
+    first = k.start_ms or 0
+    prefix = rk.by_set_prefix(_BY_SET_OF[key[:1]], k.namespace or "", k.name or "",
+                              k.checksum or "")
+    lo, hi = rk.time_range(prefix, first, min(first + size, rk.MAX_TIME))
+    return next(iter(table.scan(lo, hi, limit=1)), None) is not None
+
+
+@contextmanager
+def maintenance(table: Table, what: str, *, lease_ms: int = 3_600_000) -> Iterator[None]:
+    """Hold the maintenance lease for a purge or repair on a backend without
+    transactions: take ``v|lease`` (check-and-put; an expired one is taken
+    over), then refuse if any writer announced itself within its time to live.
+    Writers check the lease after announcing, so one of the two always sees
+    the other. On SQLite every step is its own transaction: nothing to hold."""
+    if callable(getattr(table, "atomic", None)):
+        yield
+        return
+    from ..errors import StoreError
+    from .lineage import LEASE, WRITER_PREFIX, _now_ms
+
+    key = rk.meta(LEASE)
+    now = _now_ms()
+    mine = {"t": _T.pack(now + lease_ms), "w": f"{what} since {iso_ms(now)}".encode()}
+    current = table.get(key)
+    if current is not None and _T.unpack(current["t"])[0] > now:
+        raise StoreError(f"store {table.url}: another maintenance command holds the lease "
+                         f"({current.get('w', b'?').decode(errors='replace')})")
+    expected = None if current is None else current["t"]
+    if not table.check_and_put(key, "t", expected, mine):
+        raise StoreError(f"store {table.url}: another maintenance command took the lease first")
+    try:
+        prefix = rk.meta(WRITER_PREFIX)
+        active: list[bytes] = []
+        expired: list[bytes] = []
+        for k, c in table.scan(prefix, rk.prefix_end(prefix)):
+            alive = "t" in c and len(c["t"]) == 8 and _T.unpack(c["t"])[0] > now
+            (active if alive else expired).append(k)
+        if expired:  # writers long gone: their rows would only pile up
+            table.delete(expired)
+        if active:
+            raise StoreError(f"store {table.url}: {len(active)} writer(s) active in the last "
+                             f"30 s; {what} needs them stopped on this backend (no "
+                             f"transactions): stop them and retry")
+        yield
+    finally:
+        table.delete([key])
+
+
+def atomically(table: Table, fn: Callable[[Table], Any]) -> Any:
+    """``fn(table)`` in one transaction where the backend has them; else as is
+    (the caller then holds the maintenance lease, see `lease`)."""
+    atomic = getattr(table, "atomic", None)
+    if callable(atomic):
+        return atomic(lambda _t: fn(table))
+    return fn(table)
 
 
 def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None) -> FsckReport:
-    """Check that every index and run row points at a data row, and every data
-    row is referenced; with ``repair``, delete dangling and orphaned rows and
-    rebuild run rows lost between an index write and its run row.
+    """Check that every index and run row points at a data row, every data row
+    is referenced, every index row has its twins (``b|``↔``B|``, ``f|``↔``F|``,
+    and the time-bucket rows) and every bucket row is kept by a run; with
+    ``repair``, fix what can be fixed. Format 1 and 2 stores alike.
 
-    Two scans: the ``d|`` rows first (a set of checksums), then every row.
+    Two scans without a lock: the ``d|`` rows, then every row. Writers may run
+    meanwhile, so every repair re-checks its row inside the transaction that
+    changes it (one per batch) and leaves alone what a writer completed since.
     """
     report = FsckReport()
+    fmt_row = table.get(rk.meta("format"))
+    report.format = int(fmt_row["v"]) if fmt_row and fmt_row.get("v", b"").isdigit() else 1
     data: set[str] = set()
     for key, cols in table.scan(rk.DATA + rk.SEP, rk.prefix_end(rk.DATA + rk.SEP)):
         stored = rk.decode(key).checksum or ""
         data.add(stored)
         try:
             decode_canonical(cols["o"])
-            if "s" not in cols:
-                raise KeyError("s")
+            Summaries(cols["s"])
         except (KeyError, FllError):
             report.corrupt.append(key)
     referenced: set[str] = set()
-    # runs seen in b|/f| rows, checked against their r| rows a batch at a time so
+    # runs seen in b|/f| rows, and twins expected, checked a batch at a time so
     # memory stays flat whatever the number of runs
     pending: dict[str, tuple[str, int, bytes]] = {}
+    twins: dict[bytes, dict[str, bytes]] = {}
 
     def check_runs() -> None:
         found = table.get_many([rk.run(r) for r in pending])
@@ -358,41 +477,144 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
                     "c": checksum.encode(), "t": _T.pack(start), "p": program}
         pending.clear()
 
+    def check_twins() -> None:
+        found = table.get_many(list(twins))
+        for key, cols in twins.items():
+            if key not in found:
+                report.missing_twins[key] = cols
+        twins.clear()
+
     for key, cols in table.scan():
         report.rows += 1
         if progress:
             progress(1)
         kind = key[:1]
-        if kind == rk.DATA and key[1:2] == rk.SEP:
+        if kind in (rk.DATA, rk.META) and key[1:2] == rk.SEP:
             continue
         try:
             k = rk.decode(key)
+            if kind in (rk.SCHEMA, rk.ALIAS, rk.ALIASED_BY):
+                continue  # no operation set behind these
+            if kind == rk.RUN:
+                if "t" in cols:
+                    _T.unpack(cols["t"])
+                if "c" not in cols and "t" in cols:
+                    continue  # a start claimed before the run's lineage arrived
+                if cols.get("w") == b"0":
+                    report.unfinished.append(key)  # a writer stopped between its puts
             checksum = _row_checksum(key, cols)
-        except (ValueError, UnicodeDecodeError):
-            report.unknown.append(key)
+        except (ValueError, UnicodeDecodeError, struct.error):
+            (report.corrupt if kind in rk.KINDS and key[1:2] == rk.SEP
+             else report.unknown).append(key)
             continue
-        if kind in (rk.SCHEMA, rk.ALIAS, rk.ALIASED_BY):
-            continue  # no operation set behind these
-        if kind == rk.RUN and "c" not in cols and "t" in cols:
-            continue  # a start claimed before the run's lineage arrived
         if checksum is None or checksum not in data:
             report.dangling.append(key)
             continue
         referenced.add(checksum)
+        if kind in _BUCKETS:
+            if not _bucket_kept(table, key):
+                report.stale_buckets.append(key)
+            continue
+        if kind in _TWIN:
+            expected = _twins(key, k, cols, checksum)
+            if report.format < 2:  # bucket rows come with `fll admin upgrade`
+                expected = {t: c for t, c in expected.items() if t[:1] not in _BUCKETS}
+            twins.update(expected)
+            if len(twins) >= _BATCH:
+                check_twins()
         if kind in (rk.BACKWARD, rk.FORWARD):
             pending.setdefault(k.run_id or "", (checksum, k.start_ms or 0, cols.get("p", b"")))
             if len(pending) >= _BATCH:
                 check_runs()
     check_runs()
+    check_twins()
     report.orphans = [rk.data(c) for c in sorted(data - referenced)]
     if repair and not report.clean:
-        _delete(table, report.dangling)
-        _delete(table, report.orphans)
-        for i in range(0, len(report.missing_runs), _BATCH):
-            chunk = list(report.missing_runs.items())[i:i + _BATCH]
-            table.put(dict(chunk))
+        with maintenance(table, "fsck --repair"):
+            _repair(table, report)
         report.repaired = True
+        report.unrepaired = len(report.corrupt) + len(report.unknown)
     return report
+
+
+def _repair(table: Table, report: FsckReport) -> None:
+    """Each fix re-checked inside the transaction that applies it."""
+    def chunks(items: list) -> Iterator[list]:
+        for i in range(0, len(items), _BATCH):
+            yield items[i:i + _BATCH]
+
+    def drop_dangling(t: Table, keys: list[bytes]) -> None:
+        rows = t.get_many(keys)
+        checks = {k: _row_checksum(k, c) for k, c in rows.items()}
+        present = t.get_many([rk.data(c) for c in set(checks.values()) if c])
+        t.delete([k for k, c in checks.items() if c is None or rk.data(c) not in present])
+
+    def drop_orphans(t: Table, keys: list[bytes]) -> None:
+        gone = []
+        for key, cols in t.get_many(keys).items():
+            checksum = rk.decode(key).checksum or ""
+            try:
+                info = decode_canonical(cols["o"])
+            except (KeyError, FllError):
+                continue  # corrupt: reported, never deleted
+            if not _set_used_since(t, checksum, sorted(info.destinations),
+                                   sorted(info.sources), 0):
+                gone.append(key)
+        t.delete(gone)
+
+    def add_rows(t: Table, rows: dict[bytes, dict[str, bytes]], guard: Callable) -> None:
+        keep = {k: v for k, v in rows.items() if guard(t, k, v)}
+        if keep:
+            t.put(keep)
+
+    def run_guard(t: Table, key: bytes, cols: dict[str, bytes]) -> bool:
+        # still missing, and an index row of that run still there
+        return t.get(key) is None and t.get(rk.data(cols["c"].decode())) is not None
+
+    def twin_guard(t: Table, key: bytes, cols: dict[str, bytes]) -> bool:
+        if t.get(key) is not None:
+            return False
+        k = rk.decode(key)
+        if k.run_id is None:  # a bucket row: kept by a run of its set in the bucket
+            return _bucket_kept(t, key)
+        run = t.get(rk.run(k.run_id))
+        checksum = k.checksum if k.checksum is not None else cols.get("c", b"").decode()
+        return run is None or run.get("c", b"").decode() == checksum
+
+    def drop_stale(t: Table, keys: list[bytes]) -> None:
+        t.delete([k for k in keys if not _bucket_kept(t, k)])
+
+    def finish_runs(t: Table, keys: list[bytes]) -> None:
+        # what the writer would have done next: the index rows, then w=1
+        writer = LineageStore(t)
+        for key, cols in t.get_many(keys).items():
+            if cols.get("w") != b"0" or "c" not in cols or "t" not in cols:
+                continue
+            data = t.get(rk.data(cols["c"].decode()))
+            try:
+                info = decode_canonical(data["o"]) if data else None
+            except (KeyError, FllError):
+                info = None
+            if info is None:
+                continue  # its data row is gone: reported as dangling
+            run_id = rk.decode(key).run_id or ""
+            t.put(writer._index_rows(info, run_id, _T.unpack(cols["t"])[0], cols.get("p", b"")))
+            t.put({key: {"w": b"1"}})
+
+    steps: list[tuple[list, Callable[[Table, list], None]]] = [
+        (report.dangling, drop_dangling),
+        (list(report.missing_runs.items()), lambda t, b: add_rows(t, dict(b), run_guard)),
+        (list(report.missing_twins.items()), lambda t, b: add_rows(t, dict(b), twin_guard)),
+        (report.stale_buckets, drop_stale),
+        (report.unfinished, finish_runs),
+        (report.orphans, drop_orphans)]
+    for items, fix in steps:
+        for batch in chunks(items):
+            atomically(table, functools.partial(_apply, fix, batch))
+
+
+def _apply(fix: Callable[[Table, list], None], batch: list, table: Table) -> None:
+    fix(table, batch)
 
 
 def _delete(table: Table, keys: list[bytes]) -> None:
@@ -408,12 +630,15 @@ class PurgeReport:
     dry_run: bool
     runs: int = 0
     index_rows: int = 0
+    bucket_rows: int = 0
     data_rows: int = 0
+    #: bucket and data rows a dry run already counted (a set spans batches)
+    counted: set[bytes] = field(default_factory=set, repr=False)
 
     def to_dict(self) -> dict:
         return {"before_ms": self.before_ms, "before": iso_ms(self.before_ms),
                 "dry_run": self.dry_run, "runs": self.runs, "index_rows": self.index_rows,
-                "data_rows": self.data_rows}
+                "bucket_rows": self.bucket_rows, "data_rows": self.data_rows}
 
 
 def count_runs_before(table: Table, before_ms: int) -> int:
@@ -428,66 +653,128 @@ def count_runs_before(table: Table, before_ms: int) -> int:
 
 def purge(store: LineageStore, before_ms: int, *, dry_run: bool = False,
           progress: Progress | None = None) -> PurgeReport:
-    """Remove every run that started before ``before_ms``: its index rows, then
-    its run row, then the data rows no run at or after ``before_ms`` uses.
+    """Remove every run that started before ``before_ms``: its index rows and run
+    row, then the bucket and data rows no remaining run uses.
 
-    Idempotent and restartable: a run row goes only after its index rows, so an
-    interrupted purge finds the rest next time. A data row is kept while any
-    ``B|``/``F|`` row of its set has a start at or after the cut-off, which is
-    the same answer before and after the deletes (so ``dry_run`` counts exactly).
+    Batch by batch, each in one transaction on SQLite that re-reads its run rows
+    and re-checks every bucket and data row's use after its deletes, so a writer
+    reusing a set meanwhile either committed first (the set stays) or commits
+    after (and writes the data row again). Idempotent and restartable.
+    ``dry_run`` counts with the same rules and changes nothing.
     """
     table = store.table
+    if not dry_run:
+        with maintenance(table, "purge"):
+            return _purge(store, before_ms, progress=progress)
+    return _purge(store, before_ms, dry_run=True, progress=progress)
+
+
+def _purge(store: LineageStore, before_ms: int, *, dry_run: bool = False,
+           progress: Progress | None = None) -> PurgeReport:
+    table = store.table
     report = PurgeReport(before_ms, dry_run)
-    endpoints: dict[str, tuple[list, list]] = {}  # checksum -> (destinations, sources)
-    index_batch: list[bytes] = []
-    run_batch: list[bytes] = []
+    batch: list[bytes] = []
 
     def flush() -> None:
-        if not dry_run:
-            _delete(table, index_batch)
-            _delete(table, run_batch)  # after its index rows: see the docstring
-        if progress:
-            progress(len(run_batch))
-        index_batch.clear()
-        run_batch.clear()
+        if batch:
+            if dry_run:
+                _purge_batch(store, table, list(batch), before_ms, report, dry_run=True)
+            else:
+                counts = PurgeReport(before_ms, False)
+                atomically(table, functools.partial(_purge_in_txn, store, list(batch),
+                                                    before_ms, counts))
+                report.runs += counts.runs
+                report.index_rows += counts.index_rows
+                report.bucket_rows += counts.bucket_rows
+                report.data_rows += counts.data_rows
+            if progress:
+                progress(len(batch))
+        batch.clear()
 
     for key, cols in table.scan(rk.RUN + rk.SEP, rk.prefix_end(rk.RUN + rk.SEP)):
         start = row_time(key, cols)
         if start is None or start >= before_ms:
             continue
-        run_id = rk.decode(key).run_id or ""
-        checksum = cols.get("c", b"").decode("utf-8", "replace")
-        if checksum not in endpoints:
-            try:
-                info = store.operation_set(checksum)
-                endpoints[checksum] = (sorted(info.destinations), sorted(info.sources))
-            except FllError:
-                endpoints[checksum] = ([], [])  # data row gone: fsck owns that case
-        dsts, srcs = endpoints[checksum]
-        for ep in dsts:
-            index_batch.append(rk.backward(ep.namespace, ep.name, start, run_id))
-            index_batch.append(rk.by_set(rk.BACKWARD_BY_SET, ep.namespace, ep.name, checksum,
-                                         start, run_id))
-        for ep in srcs:
-            index_batch.append(rk.forward(ep.namespace, ep.name, start, run_id))
-            index_batch.append(rk.by_set(rk.FORWARD_BY_SET, ep.namespace, ep.name, checksum,
-                                         start, run_id))
-        report.index_rows += 2 * (len(dsts) + len(srcs))
-        report.runs += 1
-        run_batch.append(key)
-        if len(run_batch) >= _BATCH:
+        batch.append(key)
+        if len(batch) >= _BATCH:
             flush()
     flush()
-    gone: list[bytes] = []
-    for checksum, (dsts, srcs) in endpoints.items():
-        if not (dsts or srcs):
-            continue
-        if not _set_used_since(table, checksum, dsts, srcs, before_ms):
-            gone.append(rk.data(checksum))
-    report.data_rows = len(gone)
-    if not dry_run:
-        _delete(table, gone)
+    if not dry_run:  # schemas reported by purged runs
+        old: list[bytes] = []
+        for key, _ in table.scan(rk.SCHEMA + rk.SEP, rk.prefix_end(rk.SCHEMA + rk.SEP)):
+            k = rk.decode(key)
+            if k.start_ms is not None and k.start_ms < before_ms:
+                old.append(key)
+        _delete(table, old)
     return report
+
+
+def _purge_in_txn(store: LineageStore, keys: list[bytes], before_ms: int,
+                  report: PurgeReport, table: Table) -> None:
+    report.runs = report.index_rows = report.bucket_rows = report.data_rows = 0
+    _purge_batch(store, table, keys, before_ms, report, dry_run=False)
+
+
+def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms: int,
+                 report: PurgeReport, *, dry_run: bool) -> None:
+    runs = table.get_many(keys)
+    index: list[bytes] = []
+    buckets: set[bytes] = set()
+    sets: dict[str, tuple[list, list]] = {}
+    gone_runs = []
+    for key, cols in runs.items():
+        start = row_time(key, cols)
+        if start is None or start >= before_ms:
+            continue  # changed since the scan
+        gone_runs.append(key)
+        run_id = rk.decode(key).run_id or ""
+        checksum = cols.get("c", b"").decode("utf-8", "replace")
+        if not checksum:
+            continue  # only a claimed start
+        if checksum not in sets:
+            try:
+                info = store.operation_set(checksum)
+                sets[checksum] = (sorted(info.destinations), sorted(info.sources))
+            except FllError:
+                sets[checksum] = ([], [])  # data row gone: fsck owns that case
+        dsts, srcs = sets[checksum]
+        for kind, by_set, bucket_kind, eps in (
+                (rk.BACKWARD, rk.BACKWARD_BY_SET, rk.BACKWARD_BUCKET, dsts),
+                (rk.FORWARD, rk.FORWARD_BY_SET, rk.FORWARD_BUCKET, srcs)):
+            for ep in eps:
+                prefix = rk.dataset_prefix(kind, ep.namespace, ep.name)
+                index.append(prefix + rk.invert(start) + rk.SEP + rk.escape(run_id))
+                index.append(rk.by_set(by_set, ep.namespace, ep.name, checksum, start, run_id))
+                buckets.update(rk.bucket(ep.namespace, ep.name, bucket_kind, level, start,
+                                         checksum) for level in range(len(rk.LEVELS)))
+    if not dry_run:
+        table.delete(index + gone_runs)
+        stale = [b for b in sorted(buckets) if not _bucket_kept(table, b)]
+        unused = [rk.data(c) for c, (d, s) in sets.items()
+                  if (d or s) and not _set_used_since(table, c, d, s, 0)]
+        present = table.get_many(stale + unused)
+        table.delete(stale + unused)
+    else:
+        stale = [b for b in sorted(buckets) if b not in report.counted
+                 and not _bucket_kept_since(table, b, before_ms)]
+        unused = [rk.data(c) for c, (d, s) in sets.items() if rk.data(c) not in report.counted
+                  and (d or s) and not _set_used_since(table, c, d, s, before_ms)]
+        present = table.get_many(stale + unused)
+        report.counted.update(present)
+    report.runs += len(gone_runs)
+    report.index_rows += len(index)
+    report.bucket_rows += sum(1 for k in present if k[:1] in _BUCKETS)
+    report.data_rows += sum(1 for k in present if k[:1] == rk.DATA)
+
+
+def _bucket_kept_since(table: Table, key: bytes, since_ms: int) -> bool:
+    k = rk.decode(key)
+    first = k.start_ms or 0
+    end = min(first + rk.LEVELS[k.level or 0], rk.MAX_TIME)
+    prefix = rk.by_set_prefix(_BY_SET_OF[key[:1]], k.namespace or "", k.name or "",
+                              k.checksum or "")
+    lo, hi = rk.time_range(prefix, max(first, since_ms), end)
+    return next(iter(table.scan(lo, hi, limit=1)), None) is not None
 
 
 def _set_used_since(table: Table, checksum: str, dsts: list, srcs: list, since_ms: int) -> bool:
@@ -580,3 +867,163 @@ def init(table: Table) -> str:
 
 def dump_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=False)
+
+
+# -- format upgrade ------------------------------------------------------------
+
+@dataclass
+class UpgradeReport:
+    url: str
+    from_format: int
+    to_format: int
+    dry_run: bool
+    index_rows: int = 0
+    bucket_rows: int = 0
+    resumed_from: bytes | None = None
+
+    def to_dict(self) -> dict:
+        return {"store": self.url, "from_format": self.from_format, "to_format": self.to_format,
+                "dry_run": self.dry_run, "index_rows": self.index_rows,
+                "bucket_rows_written": self.bucket_rows,
+                "resumed_from": None if self.resumed_from is None
+                else printable_key(self.resumed_from)}
+
+
+def store_format(table: Table) -> int:
+    """The format a table's rows are in (1: before versioning; 0: empty)."""
+    row = table.get(rk.meta("format"))
+    if row is not None and row.get("v", b"").isdigit():
+        return int(row["v"])
+    return 0 if next(iter(table.scan(limit=1)), None) is None else 1
+
+
+def count_upgrade_rows(table: Table) -> int:
+    """How many ``b|``/``f|`` rows an upgrade reads (its progress bar's length)."""
+    return sum(1 for kind in (rk.BACKWARD, rk.FORWARD)
+               for _ in table.scan(kind + rk.SEP, rk.prefix_end(kind + rk.SEP)))
+
+
+def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
+            progress: Progress | None = None) -> UpgradeReport:
+    """Convert a format-1 store to format 2 in place: write the time-bucket rows
+    of every run from its ``b|``/``f|`` rows, then stamp the format.
+
+    Resumable: after each batch the last key done is kept in ``v|upgrade``, and
+    a rerun continues from there (the bucket puts are idempotent, so a batch
+    done twice is harmless). Writers may run meanwhile: this version writes the
+    bucket rows of new runs itself, and queries use the format-1 path until the
+    stamp says 2. A newer format than this fll knows is refused."""
+    from .lineage import FORMAT
+
+    found = store_format(table)
+    report = UpgradeReport(table.url, found, FORMAT, dry_run)
+    if found > FORMAT:
+        from ..errors import StoreError
+        raise StoreError(f"store {table.url} has format {found}, newer than format {FORMAT} "
+                         f"this fll knows; upgrade fll")
+    if found in (0, FORMAT):
+        return report
+    cursor_row = table.get(rk.meta("upgrade")) or {}
+    cursor = cursor_row.get("k")
+    report.resumed_from = cursor
+    batch: dict[bytes, dict[str, bytes]] = {}
+    done = 0
+
+    def flush(last: bytes) -> None:
+        nonlocal done
+        if not dry_run:
+            if batch:
+                table.put(batch)
+            table.put({rk.meta("upgrade"): {"k": last}})  # after the rows it vouches for
+        report.bucket_rows += len(batch)
+        batch.clear()
+        if progress:
+            progress(done)
+        done = 0
+
+    last = b""
+    for kind in (rk.BACKWARD, rk.FORWARD):
+        prefix = kind + rk.SEP
+        start = prefix
+        if cursor is not None:
+            if cursor >= rk.prefix_end(prefix):
+                continue
+            if cursor >= prefix:
+                start = cursor + b"\x00"
+        for key, cols in table.scan(start, rk.prefix_end(prefix)):
+            k = rk.decode(key)
+            checksum = cols.get("c", b"").decode("utf-8", "replace")
+            for level in range(len(rk.LEVELS)):
+                batch[rk.bucket(k.namespace or "", k.name or "", _BUCKET_OF[kind], level,
+                                k.start_ms or 0, checksum)] = {"x": b""}
+            report.index_rows += 1
+            done += 1
+            last = key
+            if done >= batch_size:
+                flush(last)
+    flush(last)
+    if not dry_run:
+        table.put({rk.meta("format"): {"v": str(FORMAT).encode()}})
+        table.delete([rk.meta("upgrade")])
+    return report
+
+
+# -- logical migration -----------------------------------------------------------
+
+@dataclass
+class RunMigrateReport:
+    source: str
+    destination: str
+    runs: int = 0
+    new_runs: int = 0
+    other_rows: int = 0
+
+    def to_dict(self) -> dict:
+        return {"from": self.source, "to": self.destination, "runs": self.runs,
+                "new_runs": self.new_runs, "schema_and_alias_rows": self.other_rows}
+
+
+def migrate_runs(source: LineageStore, destination: LineageStore, *, batch_size: int = 500,
+                 progress: Progress | None = None) -> RunMigrateReport:
+    """Copy every run (its operation set, start, program), claimed start, schema
+    and alias from one store to another, whatever their formats and backends:
+    the destination writes its own layout. Idempotent, so an interrupted copy is
+    resumed by running it again (runs already there cost one read per batch)."""
+    report = RunMigrateReport(source.url, destination.url)
+    pending: list[tuple[Any, str, int, str | None]] = []
+
+    def flush() -> None:
+        if pending:
+            report.new_runs += destination.record_many(pending)
+            if progress:
+                progress(len(pending))
+            pending.clear()
+
+    for key, cols in source.table.scan(rk.RUN + rk.SEP, rk.prefix_end(rk.RUN + rk.SEP)):
+        run_id = rk.decode(key).run_id or ""
+        start = row_time(key, cols)
+        if start is None:
+            continue
+        report.runs += 1
+        if "c" not in cols:
+            destination.claim_run_start(run_id, start)
+            if progress:
+                progress(1)
+            continue
+        info = source.operation_set(cols["c"].decode())
+        pending.append((info, run_id, start, cols.get("p", b"").decode() or None))
+        if len(pending) >= batch_size:
+            flush()
+    flush()
+    other: dict[bytes, dict[str, bytes]] = {}
+    for kind in (rk.SCHEMA, rk.ALIAS, rk.ALIASED_BY):
+        for key, cols in source.table.scan(kind + rk.SEP, rk.prefix_end(kind + rk.SEP)):
+            other[key] = cols
+            if len(other) >= batch_size:
+                destination.table.put(other)
+                report.other_rows += len(other)
+                other = {}
+    if other:
+        destination.table.put(other)
+        report.other_rows += len(other)
+    return report

@@ -6,7 +6,9 @@ A table maps a row key (bytes) to columns (str → bytes). Backends promise:
 `get` returns a row or None, `scan` yields rows in key order within
 ``[start, stop)`` (``stop=b""`` means to the end), honouring ``limit`` and
 ``reverse``, and `delete` removes whole rows. Nothing above this module may
-know which backend it talks to.
+know which backend it talks to, and this module must import none: the
+package (``fll.store``) registers the built-in backends, others call
+`register_backend`.
 """
 from __future__ import annotations
 
@@ -36,6 +38,12 @@ class Table(Protocol):
     def scan(self, start: bytes = b"", stop: bytes = b"", *, limit: int | None = None,
              reverse: bool = False) -> Iterator[tuple[bytes, dict[str, bytes]]]:
         """Rows with ``start <= key < stop`` in key order (descending if reverse)."""
+
+    def scan_ranges(self, ranges: list[tuple[bytes, bytes]]
+                    ) -> list[tuple[bytes, dict[str, bytes]]]:
+        """Every row of several ``[start, stop)`` ranges, as one call where the
+        backend can (Bigtable: one ReadRows with several row ranges; SQLite:
+        one read transaction). Rows come range by range, each in key order."""
 
     def delete(self, rows: list[bytes]) -> None:
         """Remove these rows entirely."""
@@ -76,7 +84,6 @@ def register_backend(scheme: str, factory: Callable[[str], Table], extra: str | 
 
 
 def known_schemes() -> list[str]:
-    _load_builtin()
     return sorted(_BACKENDS)
 
 
@@ -106,23 +113,8 @@ def redact(url: str) -> str:
     return parts.geturl()
 
 
-def _load_builtin() -> None:
-    if "sqlite" in _BACKENDS:
-        return
-    from . import sqlite  # noqa: F401  (registers itself)
-    try:
-        from . import hbase  # noqa: F401
-    except ImportError:
-        pass
-    try:
-        from . import bigtable  # noqa: F401
-    except ImportError:
-        pass
-
-
 def open_table(url: str) -> Table:
     """Build the backend a store URL names; a bad URL is a `StoreError` listing the schemes."""
-    _load_builtin()
     if not isinstance(url, str) or "://" not in url:
         raise StoreError(f"store URL {redact(str(url))!r} has no scheme; use one of "
                          f"{', '.join(s + '://' for s in known_schemes())}")

@@ -391,6 +391,14 @@ class HBaseTable:
             # b"\x00" appended is the very next key in byte order
             cursor = page[-1][0] if reverse else page[-1][0] + b"\x00"
 
+    def scan_ranges(self, ranges: list[tuple[bytes, bytes]]
+                    ) -> list[tuple[bytes, dict[str, bytes]]]:
+        """Several ranges: one paged scan each (Thrift-1 scanners take one range)."""
+        out: list[tuple[bytes, dict[str, bytes]]] = []
+        for lo, hi in ranges:
+            out.extend(self.scan(lo, hi))
+        return out
+
     def _forward_page(self, lo: bytes, hi: bytes, want: int):
         raw = self._call("scan", lambda t: list(t.scan(
             row_start=lo or None, row_stop=hi or None, limit=want,

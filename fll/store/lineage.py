@@ -1,22 +1,29 @@
 """The lineage store: records runs as wide rows and answers time-ranged questions.
 
 Write path (`record`): the ``d|<checksum>`` row once per distinct operation
-set (operations plus precomputed summaries), then per run the index rows
-``b|``/``f|`` (by time) and ``B|``/``F|`` (by operation set, then time), and
-last the ``r|<run>`` row. On a backend with atomic batches that is one batch;
-elsewhere the data row is written before any index row, so a crash can leave
-an unreferenced data row but never an index row pointing at nothing.
+set (operations plus precomputed summaries); per run and dataset the index
+rows ``b|``/``f|`` (by time) and ``B|``/``F|`` (by set, then time) and one
+time-bucket row per level (``g|``/``h|``, see `fll.rowkeys.cover`); last the
+``r|<run>`` row, whose first stored start time is the run's for good. On
+SQLite the checks and the writes are one transaction (`SQLiteTable.atomic`);
+on Bigtable/HBase the run row is claimed by check-and-put before its index
+rows, after the data row (a blind put: it is content-addressed).
 
-Read path: a question over ``[start, end)`` first finds the distinct
-operation sets with a run in the range by skip-scanning the ``B|``/``F|``
-index (two short seeks per set, whatever the number of runs), then reads each
-set's precomputed summary once. Cost follows distinct operation sets, not
-runs. This module must never recompute a summary per query.
+Read path: a question over ``[start, end)`` finds the distinct operation sets
+with a run in the range from the fewest aligned time buckets covering it plus
+the two sub-bucket edges run by run, in one multi-range read, then reads each
+set's precomputed summary once (one multi-get of those not cached). Cost
+follows the sets in the range, never the history. This module must never
+recompute a summary per query, nor cache a row that did not decode.
 """
 from __future__ import annotations
 
+import os
+import socket
 import struct
 import threading
+import time
+import uuid
 from collections import OrderedDict
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
@@ -33,6 +40,22 @@ _T = struct.Struct(">q")
 # rows are being written (pending) or are all written; absent means written
 _PENDING = b"0"
 _WRITTEN = b"1"
+#: the maintenance lease row (``v|lease``) and the writer rows (``v|writer-…``)
+#: of backends without transactions; see `_announce_writer` and `admin.maintenance`
+LEASE = "lease"
+WRITER_PREFIX = "writer-"
+WRITER_TTL_MS = 30_000
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+#: the row layout this module writes and reads (see the README, "How runs are stored")
+FORMAT = 2
+_BUCKET_ROW = {"x": b""}
+_BUCKET_KINDS = {"incoming": rk.BACKWARD_BUCKET, "outgoing": rk.FORWARD_BUCKET}
+_RUN_KINDS = {"incoming": rk.BACKWARD, "outgoing": rk.FORWARD}
 
 
 class RunInfo(NamedTuple):
@@ -53,17 +76,21 @@ class OperationGroup(NamedTuple):
 
 
 class _Cached:
-    __slots__ = ("raw_ops", "summaries", "_info")
+    __slots__ = ("raw_ops", "summaries", "_info", "_where")
 
-    def __init__(self, raw_ops: bytes, summaries: Summaries):
+    def __init__(self, raw_ops: bytes, summaries: Summaries, where: tuple[str, bytes]):
         self.raw_ops = raw_ops
         self.summaries = summaries
         self._info: FieldLineageInfo | None = None
+        self._where = where
 
     @property
     def info(self) -> FieldLineageInfo:
         if self._info is None:
-            self._info = decode_canonical(self.raw_ops)
+            try:
+                self._info = decode_canonical(self.raw_ops)
+            except FllError:
+                raise _corrupt(*self._where) from None
         return self._info
 
 
@@ -92,6 +119,13 @@ def _target(url: str, key: bytes, raw: bytes) -> tuple[str, str]:
         raise _corrupt(url, key) from None
 
 
+def _decode_key(url: str, key: bytes) -> rk.Key:
+    try:
+        return rk.decode(key)
+    except (ValueError, UnicodeDecodeError):
+        raise _corrupt(url, key) from None
+
+
 def _check_name(value: object, what: str) -> None:
     if not isinstance(value, str) or not value:
         raise InvalidLineageError(f"{what} must be a non-empty string, got {value!r}")
@@ -116,8 +150,32 @@ class LineageStore:
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
-        self._atomic = bool(getattr(table, "atomic_batches", False)) or \
-            type(table).__name__ == "SQLiteTable"
+        self._buckets: dict[tuple[str, int, int], list[bytes]] = {}
+        self._eps: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {}
+        self._writer_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._announced = -WRITER_TTL_MS
+        self.format = self._open_format()
+
+    def _open_format(self) -> int:
+        """The store's format version; an empty store is stamped with this one's.
+        A store without a stamp but with rows predates versioning: format 1."""
+        row = self.table.get(rk.meta("format"))
+        if row is None or "v" not in row:
+            if next(iter(self.table.scan(limit=1)), None) is None:
+                try:
+                    self.table.put({rk.meta("format"): {"v": str(FORMAT).encode()}})
+                except StoreError:
+                    pass  # read-only access: an empty store reads the same in any format
+                return FORMAT
+            return 1
+        try:
+            found = int(row["v"])
+        except ValueError:
+            raise _corrupt(self.url, rk.meta("format")) from None
+        if found > FORMAT:
+            raise StoreError(f"store {self.url} has format {found}, newer than format "
+                             f"{FORMAT} this fll reads; upgrade fll")
+        return found
 
     def close(self) -> None:
         self.table.close()
@@ -171,19 +229,70 @@ class LineageStore:
 
     def _index_rows(self, info: FieldLineageInfo, run_id: str, start: int,
                     program: bytes) -> dict[bytes, dict[str, bytes]]:
-        checksum = info.checksum.encode()
+        checksum = info.checksum
+        c = checksum.encode()
+        dsts, srcs = self._endpoints(info)
         rows: dict[bytes, dict[str, bytes]] = {}
-        for ep in info.destinations:
-            rows[rk.backward(ep.namespace, ep.name, start, run_id)] = {"c": checksum,
-                                                                     "p": program}
-            rows[rk.by_set(rk.BACKWARD_BY_SET, ep.namespace, ep.name, info.checksum,
-                           start, run_id)] = {"p": program}
-        for ep in info.sources:
-            rows[rk.forward(ep.namespace, ep.name, start, run_id)] = {"c": checksum,
-                                                                    "p": program}
-            rows[rk.by_set(rk.FORWARD_BY_SET, ep.namespace, ep.name, info.checksum,
-                           start, run_id)] = {"p": program}
+        for ns, name in dsts:
+            rows[rk.backward(ns, name, start, run_id)] = {"c": c, "p": program}
+            rows[rk.by_set(rk.BACKWARD_BY_SET, ns, name, checksum, start, run_id)] = \
+                {"p": program}
+        for ns, name in srcs:
+            rows[rk.forward(ns, name, start, run_id)] = {"c": c, "p": program}
+            rows[rk.by_set(rk.FORWARD_BY_SET, ns, name, checksum, start, run_id)] = \
+                {"p": program}
+        rows.update(dict.fromkeys(self._bucket_keys(info, start), _BUCKET_ROW))
         return rows
+
+    def _endpoints(self, info: FieldLineageInfo) -> tuple[list[tuple[str, str]],
+                                                          list[tuple[str, str]]]:
+        """(destinations, sources) of a set as (namespace, name), memoized per set."""
+        hit = self._eps.get(info.checksum)
+        if hit is None:
+            if len(self._eps) > 65536:
+                self._eps.clear()
+            hit = ([(e.namespace, e.name) for e in sorted(info.destinations)],
+                   [(e.namespace, e.name) for e in sorted(info.sources)])
+            self._eps[info.checksum] = hit
+        return hit
+
+    def _bucket_keys(self, info: FieldLineageInfo, start: int) -> list[bytes]:
+        """The bucket rows of a run: per level, the same for every run of the set
+        in that bucket, so they are memoized per (set, level, bucket)."""
+        keys: list[bytes] = []
+        memo = self._buckets
+        for k, size in enumerate(rk.LEVELS):
+            first = start - start % size
+            hit = memo.get((info.checksum, k, first))
+            if hit is None:
+                if len(memo) > 65536:
+                    memo.clear()
+                dsts, srcs = self._endpoints(info)
+                hit = [rk.bucket(ns, name, kind, k, first, info.checksum)
+                       for kind, eps in ((rk.BACKWARD_BUCKET, dsts), (rk.FORWARD_BUCKET, srcs))
+                       for ns, name in eps]
+                memo[(info.checksum, k, first)] = hit
+            keys.extend(hit)
+        return keys
+
+    def _stale_buckets(self, table: Table, info: FieldLineageInfo, run_id: str,
+                       start: int) -> list[bytes]:
+        """The bucket rows of ``info`` at ``start`` that no run but ``run_id``
+        keeps (each checked against the by-set index over the bucket's span)."""
+        stale = []
+        for kind, by_set, eps in ((rk.BACKWARD_BUCKET, rk.BACKWARD_BY_SET, info.destinations),
+                                  (rk.FORWARD_BUCKET, rk.FORWARD_BY_SET, info.sources)):
+            for ep in eps:
+                prefix = rk.by_set_prefix(by_set, ep.namespace, ep.name, info.checksum)
+                for k, size in enumerate(rk.LEVELS):
+                    first = start - start % size
+                    lo, hi = rk.time_range(prefix, first, min(first + size, rk.MAX_TIME))
+                    others = [key for key, _ in table.scan(lo, hi, limit=2)
+                              if rk.decode(key).run_id != run_id]
+                    if not others:
+                        stale.append(rk.bucket(ep.namespace, ep.name, kind, k, start,
+                                               info.checksum))
+        return stale
 
     def _old_index_keys(self, table: Table, checksum: str, run_id: str,
                         start: int) -> list[bytes]:
@@ -195,7 +304,11 @@ class LineageStore:
             info = decode_canonical(row["o"])
         except FllError:
             return []
-        return list(self._index_rows(info, run_id, start, b""))
+        # bucket rows are shared by every run of the set in the bucket: only
+        # those no other run keeps go
+        keys = [k for k in self._index_rows(info, run_id, start, b"")
+                if k[:1] not in (rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET)]
+        return keys + self._stale_buckets(table, info, run_id, start)
 
     @staticmethod
     def _data_row(info: FieldLineageInfo) -> dict[str, bytes]:
@@ -220,7 +333,7 @@ class LineageStore:
                 raise _conflict(p.run_id, prior, p.info.checksum)
             new += 1
             dkey = rk.data(p.info.checksum)
-            if dkey not in existing:
+            if dkey not in existing and dkey not in puts:
                 puts[dkey] = self._data_row(p.info)
             prog = (p.program or "").encode("utf-8")
             index = self._index_rows(p.info, p.run_id, start, prog)
@@ -245,7 +358,13 @@ class LineageStore:
         nothing uses or a pending run, which reads as not recorded; recording
         it again finishes it, and fsck repairs both."""
         table = self.table
-        existing = table.get_many([rk.run(r) for r in items])
+        self._announce_writer()
+        existing = table.get_many([rk.run(r) for r in items] + [rk.meta(LEASE)])
+        lease = existing.pop(rk.meta(LEASE), None)
+        if lease is not None and _T.unpack(lease["t"])[0] > _now_ms():
+            raise StoreError(f"store {self.url}: maintenance in progress "
+                             f"({lease.get('w', b'?').decode(errors='replace')}); "
+                             f"writes resume when it ends")
         for p in items.values():  # a conflict visible now fails before any write
             old = existing.get(rk.run(p.run_id)) or {}
             if "c" in old and old["c"].decode() != p.info.checksum and not supersede:
@@ -255,7 +374,8 @@ class LineageStore:
             old = existing.get(rk.run(p.run_id)) or {}
             if old.get("c") == p.info.checksum.encode() and old.get("w") != _PENDING:
                 continue  # recorded and written before
-            data_rows.setdefault(rk.data(p.info.checksum), self._data_row(p.info))
+            if rk.data(p.info.checksum) not in data_rows:
+                data_rows[rk.data(p.info.checksum)] = self._data_row(p.info)
         if not data_rows:
             return 0
         table.put(data_rows)
@@ -286,6 +406,18 @@ class LineageStore:
         if written:
             table.put(written)
         return new
+
+    def _announce_writer(self) -> None:
+        """On a backend without transactions, say "a writer is active here" (a
+        row that expires WRITER_TTL_MS after the last write), before the lease
+        is checked: an admin command takes its lease and then looks for these,
+        so a writer and a purge or repair never run at once."""
+        now = _now_ms()
+        if now - self._announced < WRITER_TTL_MS // 3:
+            return
+        self.table.put({rk.meta(WRITER_PREFIX + self._writer_id):
+                        {"t": _T.pack(now + WRITER_TTL_MS)}})
+        self._announced = now
 
     def _claim_run(self, p: "_Pending", old: dict[str, bytes] | None,
                    supersede: bool) -> tuple[bool | None, int, str | None]:
@@ -416,22 +548,44 @@ class LineageStore:
         return sorted(a for a in candidates if rows.get(rk.alias(*a), {}).get("t") == want)
 
     # -- operation sets --------------------------------------------------------
-    def _load(self, checksum: str) -> _Cached:
-        with self._lock:
-            hit = self._cache.get(checksum)
-            if hit is not None:
-                self._cache.move_to_end(checksum)
-                return hit
-        row = self.table.get(rk.data(checksum))
-        if row is None or "o" not in row or "s" not in row:
+    def _decode(self, checksum: str, row: dict[str, bytes] | None) -> _Cached:
+        key = rk.data(checksum)
+        if row is None:
             raise StoreError(f"store {self.url}: operation set {checksum} is referenced by an "
                              f"index row but its data row is missing (run `fll admin fsck`)")
-        cached = _Cached(row["o"], Summaries(row["s"]))
+        try:
+            return _Cached(row["o"], Summaries(row["s"]), (self.url, key))
+        except (KeyError, FllError):
+            raise _corrupt(self.url, key) from None  # never cached: a repair shows at once
+
+    def _remember(self, checksum: str, cached: _Cached) -> None:
         with self._lock:
             self._cache[checksum] = cached
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
-        return cached
+
+    def _load(self, checksum: str) -> _Cached:
+        return self._load_many([checksum])[checksum]
+
+    def _load_many(self, checksums: Iterable[str]) -> dict[str, _Cached]:
+        """Operation sets by checksum: the cache first, the rest in one multi-get."""
+        out: dict[str, _Cached] = {}
+        missing = []
+        with self._lock:
+            for c in checksums:
+                hit = self._cache.get(c)
+                if hit is not None:
+                    self._cache.move_to_end(c)
+                    out[c] = hit
+                elif c not in out:
+                    missing.append(c)
+        if missing:
+            rows = self.table.get_many([rk.data(c) for c in missing])
+            for c in missing:
+                cached = self._decode(c, rows.get(rk.data(c)))
+                self._remember(c, cached)
+                out[c] = cached
+        return out
 
     def operation_set(self, checksum: str) -> FieldLineageInfo:
         """The operation set stored under ``checksum``."""
@@ -440,7 +594,35 @@ class LineageStore:
     def checksums(self, endpoint: EndPoint, start: int, end: int,
                   direction: str = "incoming") -> list[str]:
         """Distinct operation sets with a run in ``[start, end)`` that write
-        (incoming) or read (outgoing) ``endpoint``; two seeks per set."""
+        (incoming) or read (outgoing) ``endpoint``, sorted.
+
+        One multi-range read: the aligned time buckets covering the range (a
+        row per set per bucket) and the two edges narrower than a bucket, run
+        by run. Cost follows the sets in the range, never the history."""
+        if self.format < 2:
+            return self._checksums_v1(endpoint, start, end, direction)
+        bucket_kind, run_kind = _BUCKET_KINDS[direction], _RUN_KINDS[direction]
+        spans, edges = rk.cover(start, end)
+        ranges = [rk.bucket_range(rk.bucket_prefix(bucket_kind, endpoint.namespace,
+                                                   endpoint.name, k), first, stop)
+                  for k, first, stop in spans]
+        ranges += [rk.time_range(rk.dataset_prefix(run_kind, endpoint.namespace, endpoint.name),
+                                 lo, hi) for lo, hi in edges]
+        found: set[str] = set()
+        for key, cols in self.table.scan_ranges(ranges):
+            try:
+                if key[:1] == run_kind:
+                    found.add(cols["c"].decode())
+                else:
+                    found.add(rk.unescape(key[key.rindex(rk.SEP) + 1:]))
+            except (KeyError, ValueError):
+                raise _corrupt(self.url, key) from None
+        return sorted(found)
+
+    def _checksums_v1(self, endpoint: EndPoint, start: int, end: int,
+                      direction: str) -> list[str]:
+        """Format 1 (no bucket rows yet): skip-scan the by-set index, two seeks
+        per set ever recorded. Only until `fll admin upgrade` has run."""
         kind = {"incoming": rk.BACKWARD_BY_SET, "outgoing": rk.FORWARD_BY_SET}[direction]
         prefix = rk.dataset_prefix(kind, endpoint.namespace, endpoint.name)
         stop = rk.prefix_end(prefix)
@@ -450,7 +632,7 @@ class LineageStore:
             first = next(iter(self.table.scan(cursor, stop, limit=1)), None)
             if first is None:
                 break
-            checksum = rk.decode(first[0]).checksum or ""
+            checksum = _decode_key(self.url, first[0]).checksum or ""
             set_prefix = rk.by_set_prefix(kind, endpoint.namespace, endpoint.name, checksum)
             lo, hi = rk.time_range(set_prefix, start, end)
             if next(iter(self.table.scan(lo, hi, limit=1)), None) is not None:
@@ -460,8 +642,9 @@ class LineageStore:
 
     def _summaries(self, endpoint: EndPoint, start: int, end: int,
                    direction: str) -> Iterator[tuple[str, Summaries]]:
-        for c in self.checksums(endpoint, start, end, direction):
-            yield c, self._load(c).summaries
+        loaded = self._load_many(self.checksums(endpoint, start, end, direction))
+        for c, cached in loaded.items():
+            yield c, cached.summaries
 
     # -- questions -------------------------------------------------------------
     def fields(self, endpoint: EndPoint, start: int, end: int,
@@ -498,11 +681,13 @@ class LineageStore:
                    direction: str = "incoming") -> list[OperationGroup]:
         """Per distinct operation set touching the field, its operations on the
         field's paths (topological order) and its runs in the range, newest first.
-        Groups are ordered by their newest run."""
-        kind = {"incoming": rk.BACKWARD_BY_SET, "outgoing": rk.FORWARD_BY_SET}[direction]
+        Groups are ordered by their newest run. One scan of the runs in the range
+        (they are listed anyway) and one multi-get of the sets."""
+        by_set: dict[str, list[RunInfo]] = {}
+        for r in self._scan_runs(_RUN_KINDS[direction], efield.endpoint, start, end):
+            by_set.setdefault(r.checksum, []).append(r)
         groups: list[OperationGroup] = []
-        for checksum in self.checksums(efield.endpoint, start, end, direction):
-            cached = self._load(checksum)
+        for checksum, cached in self._load_many(by_set).items():
             s = cached.summaries
             if direction == "incoming":
                 if efield not in s.destination_fields:
@@ -512,10 +697,22 @@ class LineageStore:
                 if efield not in s.source_fields:
                     continue
                 ops = cached.info.outgoing_operations(efield)
-            runs = list(self._runs_by_set(kind, efield.endpoint, checksum, start, end))
-            groups.append(OperationGroup(checksum, ops, runs))
+            groups.append(OperationGroup(checksum, ops, by_set[checksum]))
         groups.sort(key=lambda g: (-g.runs[0].start_ms if g.runs else 0, g.checksum))
         return groups
+
+    def _scan_runs(self, kind: bytes, endpoint: EndPoint, start: int, end: int,
+                   limit: int | None = None) -> Iterator[RunInfo]:
+        """Runs of ``b|``/``f|`` rows in the range, newest first."""
+        lo, hi = rk.time_range(rk.dataset_prefix(kind, endpoint.namespace, endpoint.name),
+                               start, end)
+        for key, cols in self.table.scan(lo, hi, limit=limit):
+            k = _decode_key(self.url, key)
+            try:
+                yield RunInfo(k.run_id or "", k.start_ms or 0,
+                              cols.get("p", b"").decode() or None, cols["c"].decode())
+            except (KeyError, UnicodeDecodeError):
+                raise _corrupt(self.url, key) from None
 
     def field_map(self, endpoint: EndPoint, start: int, end: int,
                   direction: str = "incoming") -> dict[EndPointField, set[EndPointField]]:
@@ -536,15 +733,6 @@ class LineageStore:
             targets.discard(DROPPED)
         return out
 
-    def _runs_by_set(self, kind: bytes, endpoint: EndPoint, checksum: str, start: int,
-                     end: int, limit: int | None = None) -> Iterator[RunInfo]:
-        prefix = rk.by_set_prefix(kind, endpoint.namespace, endpoint.name, checksum)
-        lo, hi = rk.time_range(prefix, start, end)
-        for key, cols in self.table.scan(lo, hi, limit=limit):
-            k = rk.decode(key)
-            yield RunInfo(k.run_id or "", k.start_ms or 0,
-                          cols.get("p", b"").decode() or None, checksum)
-
     def runs(self, endpoint: EndPoint, start: int, end: int, direction: str = "both",
              limit: int | None = None) -> list[RunInfo]:
         """Runs that wrote (incoming) and/or read (outgoing) the dataset, newest first."""
@@ -552,23 +740,23 @@ class LineageStore:
                  "both": [rk.BACKWARD, rk.FORWARD]}[direction]
         seen: dict[str, RunInfo] = {}
         for kind in kinds:
-            lo, hi = rk.time_range(rk.dataset_prefix(kind, endpoint.namespace, endpoint.name),
-                                   start, end)
-            for key, cols in self.table.scan(lo, hi, limit=limit):
-                k = rk.decode(key)
-                seen.setdefault(k.run_id or "", RunInfo(
-                    k.run_id or "", k.start_ms or 0, cols.get("p", b"").decode() or None,
-                    cols.get("c", b"").decode()))
+            for r in self._scan_runs(kind, endpoint, start, end, limit):
+                seen.setdefault(r.run_id, r)
         ordered = sorted(seen.values(), key=lambda r: (-r.start_ms, r.run_id))
         return ordered[:limit] if limit is not None else ordered
 
     def run(self, run_id: str) -> RunInfo | None:
         """A recorded run by id, or None."""
         row = self.table.get(rk.run(run_id))
-        if row is None or "c" not in row or row.get("w") == _PENDING:
-            return None  # unknown, only its start claimed, or its index not yet written
-        return RunInfo(run_id, _T.unpack(row["t"])[0], row.get("p", b"").decode() or None,
-                       row["c"].decode())
+        if row is None or "c" not in row:
+            return None  # unknown, or only its start claimed
+        # a pending run (w=0) is reported: a reader may already list it from index
+        # rows written before the run row was marked; fsck finishes a dead writer's
+        try:
+            return RunInfo(run_id, _T.unpack(row["t"])[0], row.get("p", b"").decode() or None,
+                           row["c"].decode())
+        except (KeyError, struct.error, UnicodeDecodeError):
+            raise _corrupt(self.url, rk.run(run_id)) from None
 
     def properties(self, endpoint: EndPoint, start: int, end: int) -> list[dict]:
         """Per run in the range, the properties the run gave ``endpoint``."""

@@ -4,7 +4,10 @@ One ``WITHOUT ROWID`` table clustered on ``(row, col)``, so a row range is a
 contiguous B-tree range. Several processes may write at once: every write is
 one ``BEGIN IMMEDIATE`` transaction (a batch is all or nothing), waits on a
 busy timeout and retries with backoff when the lock is still held. Each
-thread (and each process after a fork) gets its own connection. Scans page
+thread (and each process after a fork) gets its own connection. `atomic`
+runs a caller's reads and writes in one such transaction (the lineage store's
+check-then-act), `check_and_put` is one too, and a store file unlinked or
+replaced under the process is noticed before any write. Scans page
 through the table in short statements, so no read transaction stays open
 while a caller walks a generator. This module must never hold a lock across
 a yield.
@@ -33,6 +36,10 @@ CREATE TABLE IF NOT EXISTS cells (
     PRIMARY KEY (row, col)
 ) WITHOUT ROWID
 """
+# an upsert that leaves a cell alone when it already holds the value: idempotent
+# re-puts (time-bucket rows, re-recorded runs) then dirty no page
+_UPSERT = ("INSERT INTO cells (row, col, val) VALUES (?, ?, ?) ON CONFLICT (row, col) "
+           "DO UPDATE SET val = excluded.val WHERE val IS NOT excluded.val")
 _PAGE = 2048
 _RETRIES = 8
 _R = TypeVar("_R")
@@ -59,6 +66,22 @@ class SQLiteTable:
         except OSError as e:
             raise StoreError(f"cannot create the store directory {parent}: {e.strerror}") from None
         self._retry(lambda c: c.execute(_SCHEMA), write=False)
+        self._identity = self._file_identity()
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def _check_file(self) -> None:
+        """SQLite keeps writing to a file unlinked or replaced under an open
+        connection, and every write then vanishes: refuse instead."""
+        if self._identity is not None and self._file_identity() != self._identity:
+            raise StoreError(f"sqlite store {self.path}: the store file was removed or "
+                             f"replaced while this process had it open; nothing was written "
+                             f"(restart the process to open the file now at that path)")
 
     # -- connections ---------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -122,6 +145,8 @@ class SQLiteTable:
             return fn(self._local.conn)
         delay = 0.01
         for attempt in range(_RETRIES):
+            if write:
+                self._check_file()
             conn = self._conn()
             try:
                 if not write:
@@ -154,8 +179,7 @@ class SQLiteTable:
         cells = [(bytes(r), c, bytes(v)) for r, cols in rows.items() for c, v in cols.items()]
         if not cells:
             return
-        self._retry(lambda c: c.executemany(
-            "INSERT OR REPLACE INTO cells (row, col, val) VALUES (?, ?, ?)", cells), write=True)
+        self._retry(lambda c: c.executemany(_UPSERT, cells), write=True)
 
     def get(self, row: bytes) -> dict[str, bytes] | None:
         found = self._retry(lambda c: c.execute(
@@ -263,6 +287,36 @@ class SQLiteTable:
             finally:
                 self._local.txn = False
         return self._retry(body, write=True)
+
+    def scan_ranges(self, ranges: list[tuple[bytes, bytes]]
+                    ) -> list[tuple[bytes, dict[str, bytes]]]:
+        wanted = [b for b in (scan_bounds(lo, hi, None) for lo, hi in ranges) if b is not None]
+        if not wanted:
+            return []
+
+        def read(conn: sqlite3.Connection) -> list[tuple[bytes, dict[str, bytes]]]:
+            # one read transaction: every range sees the same snapshot
+            own = not conn.in_transaction
+            if own:
+                conn.execute("BEGIN")
+            try:
+                out: list[tuple[bytes, dict[str, bytes]]] = []
+                for lo, hi in wanted:
+                    cells = conn.execute(
+                        "SELECT row, col, val FROM cells WHERE row >= ? AND row < ? "
+                        "ORDER BY row, col", (lo, hi)).fetchall() if hi else conn.execute(
+                        "SELECT row, col, val FROM cells WHERE row >= ? ORDER BY row, col",
+                        (lo,)).fetchall()
+                    for r, col, val in cells:
+                        if out and out[-1][0] == r:
+                            out[-1][1][col] = val
+                        else:
+                            out.append((r, {col: val}))
+                return out
+            finally:
+                if own:
+                    conn.execute("COMMIT")
+        return self._retry(read, write=False)
 
     def delete(self, rows: list[bytes]) -> None:
         keys = [(bytes(r),) for r in rows]

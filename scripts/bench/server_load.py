@@ -3,8 +3,9 @@
     .venv/bin/python scripts/bench/server_load.py [--clients 50] [--seconds 30]
         [--runs 100000] [--ingest-share 0.2] [--dir DIR] [--json]
 
-Builds a SQLite store holding ``--runs`` recorded runs (1,000 distinct
-operation sets over 200 dataset pairs), starts ``fll serve`` on 127.0.0.1 at a
+Builds a SQLite store holding ``--runs`` recorded runs (``--variants``
+distinct operation sets per dataset pair, 200 pairs: by default 100, i.e.
+20,000 sets, as jobs with dated inputs make), starts ``fll serve`` on 127.0.0.1 at a
 free port, then runs ``--clients`` asyncio clients (httpx, one connection
 each) for ``--seconds``: each request is an OpenLineage ingest of a new run
 (share ``--ingest-share``) or one of five field-lineage queries. Reports
@@ -245,9 +246,13 @@ def render(report: dict[str, Any]) -> str:
 @click.option("--ingest-share", default=0.2, show_default=True, type=click.FloatRange(0, 1))
 @click.option("--dir", "directory", default=None, help="Keep the store here (default: a temp dir).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--variants", default=100, show_default=True, type=click.IntRange(1),
+              help="distinct operation sets per dataset pair in the history")
 def cli(clients: int, seconds: float, runs: int, ingest_share: float, directory: str | None,
-        as_json: bool) -> None:
+        as_json: bool, variants: int) -> None:
     """Run the bounded server load and print the report."""
+    global VARIANTS
+    VARIANTS = variants
     report = run_load(clients, seconds, runs, ingest_share, directory)
     click.echo(json.dumps(report, indent=2) if as_json else render(report))
     if report["errors"] or report["ingested_lost"] or not report["server_alive"]:

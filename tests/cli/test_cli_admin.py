@@ -44,7 +44,7 @@ def broken_store(lineage_store):
 def test_fsck_finds_then_repairs_then_reports_clean(run_cli, broken_store):
     url, orphan_key, dangling_key = broken_store
     found = run_cli("admin", "fsck", "--format", "json", store=url)
-    assert found.exit_code == 0
+    assert found.exit_code == 1  # problems found and not repaired
     report = json.loads(found.stdout)
     assert report["clean"] is False and report["repaired"] is False
     assert report["orphaned_data_rows"] == [admin.printable_key(orphan_key)]
@@ -106,7 +106,8 @@ def test_purge_removes_exactly_the_old_runs_and_their_unused_sets(run_cli, linea
         {k: v for k, v in dry.items() if k != "dry_run"}
     after = full_scan(lineage_store)
     removed = {k for k, _ in before} - {k for k, _ in after}
-    assert len(removed) == report["runs"] + report["index_rows"] + report["data_rows"]
+    assert len(removed) == report["runs"] + report["index_rows"] + report["bucket_rows"] + \
+        report["data_rows"]
     survivors = {admin.describe_row(k, c).get("run_id") for k, c in after} - {None}
     assert survivors == {"r-bc-2"}
     with open_store(lineage_store) as store:
@@ -134,8 +135,8 @@ def test_purge_accepts_relative_times(run_cli, lineage_store):
 def test_migrate_between_two_sqlite_files_gives_identical_scans(run_cli, lineage_store,
                                                                 tmp_path):
     dst = f"sqlite:///{tmp_path}/dst.db"
-    result = run_cli("admin", "migrate", "--from", lineage_store, "--to", dst, "--batch-size",
-                     "5", "--format", "json")
+    result = run_cli("admin", "migrate", "--raw", "--from", lineage_store, "--to", dst,
+                     "--batch-size", "5", "--format", "json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert "copying rows" in result.stderr  # the progress bar, on stderr
@@ -173,8 +174,8 @@ def test_migrate_resumes_after_an_interruption(run_cli, lineage_store, tmp_path)
     assert point == keys[4]  # one batch back from the last copied key
     src_table.close()
     dst_table.close()
-    result = run_cli("admin", "migrate", "--from", lineage_store, "--to", dst, "--batch-size",
-                     "4", "--format", "json")
+    result = run_cli("admin", "migrate", "--raw", "--from", lineage_store, "--to", dst,
+                     "--batch-size", "4", "--format", "json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["resumed_from"] == admin.printable_key(keys[4])
@@ -189,7 +190,7 @@ def test_migrate_refuses_a_destination_that_is_not_a_partial_copy(run_cli, linea
     table = open_table(other)
     table.put({b"zz-unrelated": {"x": b"1"}})
     table.close()
-    result = run_cli("admin", "migrate", "--from", lineage_store, "--to", other)
+    result = run_cli("admin", "migrate", "--raw", "--from", lineage_store, "--to", other)
     assert result.exit_code == 2 and "not a partial copy" in result.stderr
 
 
@@ -209,9 +210,10 @@ def test_init_creates_an_empty_store_that_reads_can_then_open(run_cli, tmp_path)
     assert result.exit_code == 0 and url in result.stdout
     assert os.path.exists(tmp_path / "sub" / "fresh.db")
     scanned = run_cli("scan", "--format", "json", store=url)
-    assert scanned.exit_code == 0 and json.loads(scanned.stdout) == []
+    assert scanned.exit_code == 0
+    assert [r["key"] for r in json.loads(scanned.stdout)] == ["v|format"]  # only its format
     stats = json.loads(run_cli("stats", "--format", "json", store=url).stdout)
-    assert stats["rows"] == 0 and stats["runs"] == 0
+    assert stats["rows"] == 1 and stats["runs"] == 0
 
 
 def test_runs_fixture_is_what_the_admin_tests_assume():

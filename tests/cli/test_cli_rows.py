@@ -24,7 +24,8 @@ def test_scan_json_lists_every_row_with_decoded_keys_and_values(run_cli, lineage
     rows = json.loads(result.stdout)
     assert [bytes.fromhex(r["key_hex"]) for r in rows] == [k for k, _ in full_scan(lineage_store)]
     kinds = {r["kind"] for r in rows}
-    assert kinds == {"data", "backward", "forward", "backward-by-set", "forward-by-set", "run"}
+    assert kinds == {"data", "backward", "forward", "backward-by-set", "forward-by-set", "run",
+                     "backward-buckets", "forward-buckets", "meta"}
     run_row = next(r for r in rows if r["kind"] == "run" and r["run_id"] == "run-cdap")
     assert run_row["columns"]["t"] == T0
     assert run_row["start"] == "2023-11-14T22:13:20.000Z"

@@ -136,6 +136,14 @@ def spawn_worker(*args: object) -> subprocess.Popen:
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
+def release(procs: list[subprocess.Popen], gate: Path) -> None:
+    """Wait for every worker's READY, then open their gate (``FLL_TEST_GATE``) at once."""
+    for p in procs:
+        assert p.stdout is not None and p.stdout.readline().strip() == "READY", \
+            (p.stderr.read()[-2000:] if p.stderr else "")
+    gate.touch()
+
+
 def finish(proc: subprocess.Popen, timeout: float) -> tuple[str, str]:
     """Wait for a child and return its (stdout, stderr); kill it and fail after ``timeout``."""
     try:

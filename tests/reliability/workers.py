@@ -8,6 +8,14 @@ Roles:
   else `record_many` in batches), then print ``DONE RUNS``.
 - ``crash-writer URL SEED``: print ``READY``, then record runs forever, printing
   each run id only after `record()` returned; the parent SIGKILLs it.
+- ``reuse-writer URL WRITER RUNS START_MS``: record RUNS runs at or after
+  START_MS with the eight shared sets of `shared_set` (a few new ones too),
+  printing each run id once `record()` returned (confirmed).
+- ``same-runs URL WRITER RUNS``: record runs ``same-0`` … with one set but a start
+  time of its own (as two servers seeing one run would), printing confirmed ids.
+- ``admin URL ACTION ROUNDS [BEFORE_MS [RUN]]``: print ``READY``, wait until RUN is
+  recorded, run ``purge`` (before BEFORE_MS) or ``fsck`` (with repair) ROUNDS
+  times, then print ``DONE``.
 
 This module must never write anywhere but the store URL it is given.
 """
@@ -68,11 +76,83 @@ def crash_writer(url: str, seed: int) -> None:
         i += 1
 
 
+def gate() -> None:
+    """Print READY, then wait for the file ``$FLL_TEST_GATE`` (when set), so that
+    the parent releases every racer at the same moment."""
+    import os
+    import time
+
+    path = os.environ.get("FLL_TEST_GATE")
+    print("READY", flush=True)
+    while path and not os.path.exists(path):
+        time.sleep(0.001)
+
+
+def shared_set(k: int):
+    """Set ``k`` of a pool of 640 that the writers of the races reuse."""
+    k %= 640
+    return chain(SOURCES[k % 8], TARGETS[(k // 8) % 8], FIELDS + [f"p{k // 64}"])
+
+
+def reuse_writer(url: str, writer_no: int, runs: int, start_ms: int) -> None:
+    store = open_store(url)
+    gate()
+    batch = []
+    for i in range(runs):
+        # the shared sets of the pool in turn (each one's first use after the
+        # cut-off), and now and then a new one
+        info = shared_set(writer_no * 150 + i) if i % 7 else \
+            chain(SOURCES[i % 8], TARGETS[i % 8], FIELDS + [f"n{writer_no}_{i}"])
+        batch.append((info, f"u{writer_no}-r{i}", start_ms + writer_no * 10_000 + i, "reuse"))
+        if len(batch) == 10 or i == runs - 1:
+            store.record_many(batch)
+            print("\n".join(run_id for _, run_id, _, _ in batch), flush=True)
+            batch.clear()
+    store.close()
+
+
+def same_runs(url: str, writer_no: int, runs: int) -> None:
+    store = open_store(url)
+    gate()
+    info = shared_set(0)
+    for i in range(runs):
+        store.record(info, f"same-{i}", BASE_MS + writer_no * 1_000 + i, f"server{writer_no}")
+        print(f"same-{i}", flush=True)
+    store.close()
+
+
+def admin_loop(url: str, action: str, rounds: int, before_ms: int, wait_for: str = "") -> None:
+    """Once run ``wait_for`` is recorded (the writers have started), run the
+    admin action ROUNDS times back to back."""
+    import time
+
+    from fll.store import admin
+
+    store = open_store(url)
+    gate()
+    while wait_for and store.run(wait_for) is None:
+        time.sleep(0.001)
+    for _ in range(rounds):
+        if action == "purge":
+            admin.purge(store, before_ms)
+        else:
+            admin.fsck(store.table, repair=True)
+    store.close()
+    print("DONE", flush=True)
+
+
 if __name__ == "__main__":
     role, *args = sys.argv[1:]
     if role == "writer":
         writer(args[0], int(args[1]), int(args[2]), int(args[3]))
     elif role == "crash-writer":
         crash_writer(args[0], int(args[1]))
+    elif role == "reuse-writer":
+        reuse_writer(args[0], int(args[1]), int(args[2]), int(args[3]))
+    elif role == "same-runs":
+        same_runs(args[0], int(args[1]), int(args[2]))
+    elif role == "admin":
+        admin_loop(args[0], args[1], int(args[2]), int(args[3]) if len(args) > 3 else 0,
+                   args[4] if len(args) > 4 else "")
     else:
         raise SystemExit(f"unknown role {role!r}")

@@ -6,11 +6,13 @@ that is not atomic loses at least once.
 """
 from __future__ import annotations
 
+import struct
 import threading
 
 import pytest
 
-from fll import EndPoint, EndPointField, InvalidLineageError
+from fll import EndPoint, EndPointField, InvalidLineageError, StoreError
+from fll import rowkeys as rk
 from fll.store import LineageStore
 from tests.lineage_examples import chain
 
@@ -230,3 +232,139 @@ def test_an_alias_with_an_empty_part_is_refused(open_table_for):
     store = LineageStore(open_table_for())
     with pytest.raises(InvalidLineageError, match="alias name"):
         store.record_alias("ref", "", "file", "/a")
+
+
+# -- cost follows the range -----------------------------------------------------------
+
+class _Counting:
+    """A table that counts protocol calls: each is one round trip on a remote backend."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.url = inner.url
+        self.calls: list[str] = []
+
+    def __getattr__(self, name):
+        attr = getattr(self.inner, name)
+        if name in ("get", "get_many", "scan", "scan_ranges", "put", "delete", "check_and_put"):
+            def counted(*a, **kw):
+                self.calls.append(name)
+                return attr(*a, **kw)
+            return counted
+        return attr
+
+
+def _dated_history(store: LineageStore, n_sets: int, runs_in_range: int) -> tuple[int, int]:
+    """A daily job reading a dated path: every run is a new set. Returns the range
+    holding the last ``runs_in_range`` runs."""
+    hour = 3_600_000
+    batch = []
+    for i in range(n_sets + runs_in_range):
+        batch.append((chain(EndPoint("n", f"raw/day={i}"), DST, ["a"]), f"d{i}",
+                      1_600_000_000_000 + i * hour, None))
+    store.record_many(batch)
+    first = 1_600_000_000_000 + n_sets * hour
+    return first - 1, first + runs_in_range * hour
+
+
+def test_a_field_question_costs_three_calls_whatever_the_history(open_table_for):
+    inner = open_table_for()
+    counting = _Counting(inner)
+    store = LineageStore(counting)
+    start, end = _dated_history(store, 60, 5)
+    for question in (lambda: store.incoming(EndPointField(DST, "a"), start, end),
+                     lambda: store.field_map(DST, start, end),
+                     lambda: store.outgoing(EndPointField(DST, "a"), start, end)):
+        store._cache.clear()
+        counting.calls.clear()
+        question()
+        assert len(counting.calls) <= 3, counting.calls
+    assert len(store.checksums(DST, start, end)) == 5
+
+
+def test_sets_in_a_range_are_exactly_those_with_a_run_in_it(open_table_for):
+    import random
+
+    store = LineageStore(open_table_for())
+    rng = random.Random(7)
+    sets = [chain(SRC, DST, [f"c{i}"]) for i in range(6)]
+    runs = []
+    base = 1_650_000_000_000
+    for i in range(120):
+        t = base + rng.choice([rng.randrange(0, 1 << 13), rng.randrange(0, 1 << 21),
+                               rng.randrange(0, 1 << 31)])
+        info = rng.choice(sets)
+        runs.append((info, f"x{i}", t, None))
+    store.record_many(runs)
+    times = sorted(t for _, _, t, _ in runs)
+    probes = [(base, base + 1), (0, 10**15)]
+    for _ in range(150):
+        a, b = rng.choice(times), rng.choice(times)
+        probes.append((min(a, b) + rng.choice([-1, 0, 1]), max(a, b) + rng.choice([0, 1, 4096])))
+    for start, end in probes:
+        want = sorted({info.checksum for info, _, t, _ in runs if start <= t < end})
+        assert store.checksums(DST, start, end) == want, (start, end)
+        assert store.checksums(SRC, start, end, "outgoing") == want, (start, end)
+
+
+# -- admin commands beside writers ---------------------------------------------------
+
+def _writers_gone(table) -> None:
+    """Expire every writer's announcement, as 30 s without a write would."""
+    for key, _ in list(table.scan(rk.meta("writer-"), rk.prefix_end(rk.meta("writer-")))):
+        table.put({key: {"t": struct.pack(">q", 0)}})
+
+
+def test_a_purge_refuses_while_writers_are_active_where_there_are_no_transactions(
+        open_table_for):
+    from fll.store import admin
+
+    table = open_table_for()
+    writer = LineageStore(table)
+    writer.record(chain(SRC, DST, ["a"]), "r1", 1_000)
+    if callable(getattr(table, "atomic", None)):
+        # SQLite: every purge step is one transaction, safe beside writers
+        assert admin.purge(writer, 2_000).runs == 1
+        return
+    with pytest.raises(StoreError, match="writer.*active"):
+        admin.purge(LineageStore(table), 2_000)
+    assert writer.run("r1") is not None  # nothing was purged
+    assert table.get(rk.meta("lease")) is None  # and the lease was given back
+    _writers_gone(table)  # once the writer is gone (its row expired), the purge runs
+    assert admin.purge(LineageStore(table), 2_000).runs == 1
+
+
+def test_a_writer_refuses_while_maintenance_holds_the_lease(open_table_for):
+    from fll.store import admin
+
+    table = open_table_for()
+    if callable(getattr(table, "atomic", None)):
+        # SQLite takes no lease: writes go on beside maintenance, each a transaction
+        with admin.maintenance(table, "test"):
+            assert LineageStore(table).record(chain(SRC, DST, ["a"]), "r1", 1_000) is True
+        assert table.get(rk.meta("lease")) is None
+        return
+    with admin.maintenance(table, "test"):
+        with pytest.raises(StoreError, match="maintenance in progress"):
+            LineageStore(table).record(chain(SRC, DST, ["a"]), "r1", 1_000)
+    assert LineageStore(table).record(chain(SRC, DST, ["a"]), "r1", 1_000) is True
+
+
+def test_fsck_finishes_a_run_whose_writer_stopped_between_its_puts(open_table_for):
+    from fll.store import admin
+
+    table = open_table_for()
+    store = LineageStore(table)
+    info = chain(SRC, DST, ["a"])
+    store.record(info, "r1", 1_000, "p")
+    # as a writer without transactions leaves it when it dies after claiming
+    index = [k for k, _ in table.scan() if k[:1] in (b"b", b"f", b"B", b"F")]
+    table.delete(index)
+    table.put({rk.run("r1"): {"w": b"0"}})
+    report = admin.fsck(table)
+    assert report.unfinished == [rk.run("r1")] and report.exit_code == 1
+    _writers_gone(table)
+    repaired = admin.fsck(table, repair=True)
+    assert repaired.exit_code == 0
+    assert admin.fsck(table).clean
+    assert [r.run_id for r in LineageStore(table).runs(DST, 0, 10**6)] == ["r1"]
