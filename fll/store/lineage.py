@@ -221,11 +221,25 @@ class LineageStore:
                 items[run_id] = _Pending(info, run_id, start, program)
         if not items:
             return 0
+        self._check_key_lengths(items)
         atomic = getattr(self.table, "atomic", None)
         if callable(atomic):
             # self.table, not the argument: a wrapper (an instrumented table) sees the calls
             return atomic(lambda _table: self._record_in_txn(self.table, items, supersede))
         return self._record_guarded(items, supersede)
+
+    def _check_key_lengths(self, items: "dict[str, _Pending]") -> None:
+        """A backend with a row-key limit (HBase: 32,767 bytes) refuses a run
+        whose index keys exceed it here, before its data row is written."""
+        limit = getattr(self.table, "max_key_bytes", None)
+        if not limit:
+            return
+        for p in items.values():
+            for key in self._index_rows(p.info, p.run_id, p.start, b""):
+                if len(key) > limit:
+                    raise InvalidLineageError(
+                        f"run {p.run_id!r}: a dataset name makes a row key of {len(key):,} "
+                        f"bytes, over this backend's limit of {limit:,}; nothing was recorded")
 
     def _index_rows(self, info: FieldLineageInfo, run_id: str, start: int,
                     program: bytes) -> dict[bytes, dict[str, bytes]]:

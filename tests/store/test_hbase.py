@@ -361,3 +361,18 @@ def test_the_test_server_listens_on_loopback_only(server):
     with socket.create_connection(("127.0.0.1", server.port), timeout=2):
         pass
     assert server.address.startswith("127.0.0.1:")
+
+
+def test_a_dataset_name_too_long_for_an_hbase_key_records_nothing(server):
+    from fll import InvalidLineageError
+    from fll.store import LineageStore
+
+    from ..lineage_examples import chain
+
+    store = LineageStore(open_table(server.url("t")))
+    from fll import EndPoint
+    info = chain(EndPoint("ns", "A" * 40_000), EndPoint("ns", "B"), ["x"])
+    with pytest.raises(InvalidLineageError, match="32,767"):
+        store.record(info, "run-long", 1_000, "p")
+    assert list(store.table.scan(b"d|", b"d}")) == []
+    assert store.run("run-long") is None
