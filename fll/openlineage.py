@@ -52,7 +52,7 @@ from .errors import BadRequest, InvalidLineageError
 from .model import (EndPoint, EndPointField, FieldLineageInfo, InputField, Operation,
                     ReadOperation, Transformation, TransformOperation, WriteOperation)
 
-__all__ = ["run_event_to_lineage", "union", "normal_form", "event_kind", "dataset_facts",
+__all__ = ["dataset_input_transformations", "run_event_to_lineage", "union", "normal_form", "event_kind", "dataset_facts",
            "DatasetFacts", "check_static_event", "export_run_id", "RUN_FACET", "check_shape", "facet_from_info", "export_events", "input_transformations",
            "event_run_id", "event_time_ms", "PRODUCER", "RUN_EVENT_SCHEMA_URL",
            "COLUMN_LINEAGE_SCHEMA_URL", "PROPERTIES_FACET"]
@@ -501,6 +501,14 @@ def input_transformations(info: FieldLineageInfo, destination: EndPointField
     return _input_transformations(info, info.incoming_operations(destination),
                                   destination.endpoint, {destination.field}
                                   ).get(destination.field, {})
+
+
+def dataset_input_transformations(info: FieldLineageInfo, endpoint: EndPoint
+                                  ) -> dict[str, dict[EndPointField, list[Transformation]]]:
+    """`input_transformations` of every field this set writes to ``endpoint``, in
+    one pass over the set: linear in its size, however wide the dataset."""
+    written = info.destination_fields().get(endpoint, frozenset())
+    return _input_transformations(info, info.operations, endpoint, set(written))
 
 
 def _input_transformations(info: FieldLineageInfo, operations: Iterable[Operation],

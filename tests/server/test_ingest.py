@@ -89,9 +89,14 @@ def test_an_openlineage_event_keeps_its_transformations_in_the_marquez_graph(app
                  "masking": True}],
         "status": [{"type": "INDIRECT", "subtype": "FILTER", "description": "status = 'paid'",
                     "masking": False}]}
-    assert {e["origin"] for e in me["inEdges"]} == {
+    # as Marquez writes it: every edge of a node starts at the node itself, and an
+    # inEdge's destination is the upstream column (what Marquez's web UI walks)
+    assert {e["origin"] for e in me["inEdges"]} == {node}
+    assert {e["destination"] for e in me["inEdges"]} == {
         "datasetField:pg://db:5432:public.orders:ssn",
         "datasetField:pg://db:5432:public.orders:status"}
+    [ssn] = [n for n in r.json()["graph"] if n["data"]["field"] == "ssn"]
+    assert ssn["outEdges"] == [{"origin": ssn["id"], "destination": node}]
 
 
 def test_the_start_time_is_the_first_event_seen_for_the_run(app_client):
