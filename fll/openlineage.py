@@ -153,9 +153,16 @@ def check_shape(event: Any) -> None:
 
 
 def event_run_id(event: Any) -> str:
-    """`run.runId` of a RunEvent."""
+    """The run id of a RunEvent: `run.runId`, or the original id fll exported
+    it from, when the `fllRun` facet names one that maps to `run.runId`."""
     run = _obj(_obj(event, "$").get("run"), "$.run")
-    return _str(run.get("runId"), "$.run.runId")
+    rid = _str(run.get("runId"), "$.run.runId")
+    facets = run.get("facets")
+    facet = facets.get(RUN_FACET) if isinstance(facets, dict) else None
+    original = facet.get("runId") if isinstance(facet, dict) else None
+    if isinstance(original, str) and original and export_run_id(original) == rid:
+        return original
+    return rid
 
 
 def _transformation(value: Any, path: str) -> Transformation:
@@ -301,9 +308,7 @@ def _original_run(ev: dict, info: FieldLineageInfo) -> tuple[FieldLineageInfo, s
     facet = facets.get(RUN_FACET) if isinstance(facets, dict) else None
     if not isinstance(facet, dict):
         return None
-    rid, program, ops = facet.get("runId"), facet.get("program"), facet.get("operations")
-    if not isinstance(rid, str) or not rid or export_run_id(rid) != ev["run"]["runId"]:
-        return None
+    rid, program, ops = event_run_id(ev), facet.get("program"), facet.get("operations")
     if not isinstance(program, str) or _job_of(program) != (ev["job"]["namespace"],
                                                             ev["job"]["name"]):
         return None
