@@ -1,0 +1,58 @@
+"""Export → record reproduces a run exactly: same run id, program, start and
+operation-set checksum, through the CLI (`fll export --format openlineage`,
+`fll record`) and through `POST /api/v1/lineage`."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+from fll import open_store
+from fll.cli import main
+from fll.server import create_app
+from tests.lineage_examples import cdap_example
+
+# a track() job's program has no "/": exported as job fll/customer_revenue
+RUN, PROGRAM, START = "local-1700000000000-7", "customer_revenue", 1_700_000_000_000
+
+
+def _store(url: str) -> str:
+    with open_store(url) as s:
+        s.record(cdap_example(), RUN, START, PROGRAM)
+    return url
+
+
+def _export(url: str, dataset: str) -> list[dict]:
+    r = CliRunner().invoke(main, ["--store", url, "export", dataset, "--format", "openlineage"])
+    assert r.exit_code == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_an_exported_run_recorded_into_a_fresh_store_is_the_same_run(tmp_path):
+    src = _store(f"sqlite:///{tmp_path}/src.db")
+    [event] = _export(src, "myns:another_file")
+    assert event["job"] == {"namespace": "fll", "name": PROGRAM}
+    file = tmp_path / "events.json"
+    file.write_text(json.dumps([event]))
+    dst = f"sqlite:///{tmp_path}/dst.db"
+    r = CliRunner().invoke(main, ["--store", dst, "record", str(file)])
+    assert r.exit_code == 0, r.stderr
+    with open_store(src) as a, open_store(dst) as b:
+        assert b.run(RUN) == a.run(RUN)
+        assert b.run(RUN).program == PROGRAM
+
+
+def test_re_sending_an_export_to_its_own_store_is_accepted_and_changes_nothing(tmp_path):
+    src = _store(f"sqlite:///{tmp_path}/src.db")
+    [event] = _export(src, "myns:another_file")
+    file = tmp_path / "events.json"
+    file.write_text(json.dumps(event))
+    r = CliRunner().invoke(main, ["--store", src, "record", str(file)])
+    assert r.exit_code == 0, r.stderr
+    assert "0 new run(s), 1 already present" in r.stderr
+    with open_store(src) as s, TestClient(create_app(s)) as c:
+        before = s.run(RUN)
+        r = c.post("/api/v1/lineage", json=event)
+        assert r.status_code == 200, r.text
+        assert s.run(RUN) == before
