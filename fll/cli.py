@@ -718,7 +718,8 @@ def record(state: State, file: str, run_id: str | None, start: str | None,
     runs_: list = []
     skipped: list[str] = []
     # OpenLineage: several events of one run (START, COMPLETE…) make one run that
-    # starts at the earliest eventTime and has the lineage of the last event carrying it
+    # starts at the earliest eventTime and has the union of their lineage, as
+    # `fll serve` records it (fll.openlineage)
     ol_runs: dict[str, list] = {}
     for i, item in enumerate(items):
         w = where if len(items) == 1 and not isinstance(data, list) else f"{where}[{i}]"
@@ -743,6 +744,9 @@ def record(state: State, file: str, run_id: str | None, start: str | None,
         except (BadRequest, InvalidLineageError) as e:
             raise type(e)(f"{w}: {e}") from None
         old = ol_runs.get(rid)
+        if old and old[0] is not None and old[0].checksum != info.checksum \
+                and ol.normal_form(info) == info:
+            info = ol.union(old[0], item) or info
         ol_runs[rid] = [info, rid, min(t, old[2]) if old else t, prog]
     for info, rid, t, prog in ol_runs.values():
         if info is not None:

@@ -255,7 +255,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     @app.post("/api/v1/lineage", status_code=201, tags=["openlineage"],
               openapi_extra={"requestBody": {"required": True, "content": {
                   "application/json": {"schema": {"type": "object",
-                                                  "description": "OpenLineage RunEvent"}}}}})
+                                                  "description": "OpenLineage RunEvent, DatasetEvent or JobEvent (spec 2-0-2)"}}}}})
     async def ingest(request: Request) -> JSONResponse:
         """Record an OpenLineage event (spec 2-0-2: RunEvent, DatasetEvent or JobEvent).
 

@@ -56,3 +56,18 @@ def test_re_sending_an_export_to_its_own_store_is_accepted_and_changes_nothing(t
         r = c.post("/api/v1/lineage", json=event)
         assert r.status_code == 200, r.text
         assert s.run(RUN) == before
+
+
+def test_fll_record_makes_one_run_of_a_run_s_events_with_the_union_of_their_lineage(tmp_path):
+    from .test_run_cycle import OUT, event
+    rid = "0190f1c2-7a3b-7cde-8f01-23456789abcd"
+    file = tmp_path / "events.jsonl"
+    file.write_text("\n".join(json.dumps(e) for e in (
+        event(rid, "START", ["a"], "2024-05-01T10:00:00Z"),
+        event(rid, "COMPLETE", ["b"], "2024-05-01T10:05:00Z"))))
+    url = f"sqlite:///{tmp_path}/rec.db"
+    r = CliRunner().invoke(main, ["--store", url, "record", str(file)])
+    assert r.exit_code == 0, r.stderr
+    with open_store(url) as s:
+        assert s.fields(OUT, 0, 2**62) == ["a", "b"]
+        assert s.run(rid).start_ms == 1714557600000
