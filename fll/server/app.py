@@ -294,19 +294,24 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         # everything is validated before the first write: nothing half-recorded
         parsed = run_event_to_lineage(event) if _has_column_lineage(event) else None
         run_id = parsed[1] if parsed is not None else event_run_id(event)
-        # the first event the STORE saw fixes the start, whichever server got it
-        start_ms = lineage.claim_run_start(run_id, event_time_ms(event))
-        schemas = _keep_facts(facts, run_id, start_ms)
         if parsed is None:
+            # the first event the STORE saw fixes the start, whichever server got
+            # it (recording lineage does the same claim itself)
+            start_ms = lineage.claim_run_start(run_id, event_time_ms(event))
+            schemas = _keep_facts(facts, run_id, start_ms)
             return JSONResponse({"recorded": False, "runId": run_id, "schemas": schemas,
                                  "reason": "no output carries a columnLineage facet"},
                                 status_code=202)
-        info, _, _, program = parsed
+        info, _, start_ms, program = parsed
         with run_locks[hash(run_id) % len(run_locks)]:
-            return _record_run(event, info, run_id, start_ms, program)
+            body, status, start_ms = _record_run(event, info, run_id, start_ms, program)
+        # schemas go under the run's stored start, after its lineage (a resend
+        # repairs a crash in between: both writes are idempotent)
+        body["schemas"] = _keep_facts(facts, run_id, start_ms)
+        return JSONResponse(body, status_code=status)
 
     def _record_run(event: Any, info: Any, run_id: str, start_ms: int,
-                    program: str) -> JSONResponse:
+                    program: str) -> tuple[dict, int, int]:
         # a run's lineage is the union of its events (fll.openlineage): merge
         # with what is stored, and re-check after writing, since another server
         # may have merged another event of the run at the same moment
@@ -325,9 +330,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                                         f"OpenLineage events cannot extend; nothing was changed")
                 target = merged
             if prior is not None and prior.checksum == target.checksum:
-                return JSONResponse(_receipt(run_id, target.checksum, prior.start_ms,
-                                             prior.program, changed),
-                                    status_code=201 if changed else 200)
+                return (_receipt(run_id, target.checksum, prior.start_ms, prior.program, changed),
+                        201 if changed else 200, prior.start_ms)
             try:
                 changed = lineage.record(target, run_id, start_ms, program,
                                          supersede=prior is not None) or changed
