@@ -23,7 +23,10 @@ store saw for it (persisted first-writer-wins, so two servers agree). The
 union applies only to runs whose operation set OpenLineage ingest built
 (`normal_form`); a run recorded through the store API, a pipeline or
 `track()` keeps CDAP's rule, and a different operation set for it is a
-conflict.
+conflict. The server merges the events of one run one at a time; two
+servers merging different additions to one run at the same instant can keep
+only one of them (the store replaces a run's set atomically but has no
+compare-and-set on it), which the run's next cumulative event restores.
 
 Beside lineage, ingest keeps what events say about datasets
 (`dataset_facts`): the SchemaDatasetFacet (field names and types, per run,
