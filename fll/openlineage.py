@@ -51,7 +51,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from . import __version__
 from .codec import operation_to_dict, operations_from_list
-from .errors import BadRequest, InvalidLineageError
+from .errors import BadRequest, FllError, InvalidLineageError
 from .model import (EndPoint, EndPointField, FieldLineageInfo, InputField, Operation,
                     ReadOperation, Transformation, TransformOperation, WriteOperation)
 
@@ -317,11 +317,11 @@ def _original_run(ev: dict, info: FieldLineageInfo) -> tuple[FieldLineageInfo, s
         return None
     try:
         original = FieldLineageInfo(operations_from_list(ops))
-    except (InvalidLineageError, BadRequest):
-        return None
-    # the facet is trusted only as far as the column lineage it must reproduce
-    if normal_form(original) != info:
-        return None
+        # the facet is trusted only as far as the column lineage it must reproduce
+        if normal_form(original) != info:
+            return None
+    except (FllError, TypeError, ValueError, KeyError, AttributeError):
+        return None  # a facet that is not fll's own: the event's lineage stands
     return original, rid, program
 
 

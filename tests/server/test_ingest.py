@@ -257,10 +257,16 @@ def test_an_export_sent_back_to_the_store_it_came_from_changes_nothing(seeded):
     assert seeded.run("run-hr-1") == before
 
 
-def test_a_forged_fll_run_facet_is_ignored(app_client, store):
+@pytest.mark.parametrize("facet", [
+    {"runId": "other", "program": "spark/etl.totals", "operations": []},
+    {"program": "spark/etl.totals", "operations": [{"type": "READ", "name": 5}]},
+    {"program": "spark/etl.totals", "operations": "nope"},
+    {"program": ["x"], "operations": [None, 1, "a"]},
+    "not an object",
+])
+def test_a_forged_fll_run_facet_is_ignored(app_client, store, facet):
     event = ol_event()
-    event["run"]["facets"] = {"fllRun": {"runId": "other", "program": "spark/etl.totals",
-                                         "operations": []}}
+    event["run"]["facets"] = {"fllRun": facet}
     r = app_client.post("/api/v1/lineage", json=event)
     assert r.status_code == 201 and r.json()["runId"] == RUN_ID
 
