@@ -315,6 +315,8 @@ def _original_run(ev: dict, info: FieldLineageInfo) -> tuple[FieldLineageInfo, s
     if not isinstance(program, str) or _job_of(program) != (ev["job"]["namespace"],
                                                             ev["job"]["name"]):
         return None
+    if ops is None:
+        return info, rid, program  # the facets alone give the operations back
     try:
         original = FieldLineageInfo(operations_from_list(ops))
         # the facet is trusted only as far as the column lineage it must reproduce
@@ -333,9 +335,7 @@ def normal_form(info: FieldLineageInfo) -> FieldLineageInfo:
 
 
 def _info_lineage(info: FieldLineageInfo) -> tuple[_Lineage, dict[EndPoint, dict[str, str]]]:
-    ev = info_to_event(info, "x", 0, None)
-    ev["run"].pop("facets", None)
-    return _event_lineage(ev)
+    return _event_lineage(_plain_event(info, 0))
 
 
 def union(prior: FieldLineageInfo, event: Any) -> FieldLineageInfo | None:
@@ -643,22 +643,37 @@ def _job_of(program: str | None) -> tuple[str, str]:
 def info_to_event(info: FieldLineageInfo, run_id: str, start_ms: int,
                   program: str | None) -> dict:
     """One COMPLETE RunEvent describing a whole recorded run. Its `fllRun` run
-    facet keeps the original run id, program and operations for a round trip."""
+    facet keeps the original run id and program, and the operations when the
+    column-lineage facets alone would not give them back (a run that did not
+    come from OpenLineage), so a round trip restores the run exactly."""
+    event = _plain_event(info, start_ms)
+    facet: dict[str, Any] = {"_producer": PRODUCER, "_schemaURL": RUN_FACET_SCHEMA_URL,
+                             "runId": run_id,
+                             "program": program if program else "/".join(_job_of(program))}
+    if _normal(info, event) != info:
+        facet["operations"] = [operation_to_dict(op) for op in info.operations]
     ns, name = _job_of(program)
+    event["job"] = {"namespace": ns, "name": name}
+    event["run"] = {"runId": export_run_id(run_id), "facets": {RUN_FACET: facet}}
+    return event
+
+
+def _plain_event(info: FieldLineageInfo, start_ms: int) -> dict:
+    """The event of ``info`` without run and job: what its lineage reads as."""
     return {
         "eventType": "COMPLETE",
         "eventTime": _iso(start_ms),
         "producer": PRODUCER,
         "schemaURL": RUN_EVENT_SCHEMA_URL,
-        "run": {"runId": export_run_id(run_id), "facets": {RUN_FACET: {
-            "_producer": PRODUCER, "_schemaURL": RUN_FACET_SCHEMA_URL, "runId": run_id,
-            "program": program if program else f"{ns}/{name}",
-            "operations": [operation_to_dict(op) for op in info.operations]}}},
-        "job": {"namespace": ns, "name": name},
         "inputs": [_dataset_json(ep) for ep in sorted(info.sources)],
         "outputs": [_dataset_json(ep, {"columnLineage": facet_from_info(info, ep)})
                     for ep in sorted(info.destinations)],
     }
+
+
+def _normal(info: FieldLineageInfo, event: dict) -> FieldLineageInfo:
+    lineage, props = _event_lineage(event)
+    return _build(lineage, props)
 
 
 def export_events(store, endpoint: EndPoint, start_ms: int, end_ms: int) -> list[dict]:

@@ -71,3 +71,19 @@ def test_fll_record_makes_one_run_of_a_run_s_events_with_the_union_of_their_line
     with open_store(url) as s:
         assert s.fields(OUT, 0, 2**62) == ["a", "b"]
         assert s.run(rid).start_ms == 1714557600000
+
+
+def test_operations_travel_in_the_export_only_when_the_facets_cannot_give_them_back(tmp_path):
+    from fll.openlineage import export_events, run_event_to_lineage
+
+    from .test_run_cycle import OUT, event
+    src = _store(f"sqlite:///{tmp_path}/src.db")
+    [cdap] = _export(src, "myns:another_file")
+    assert "operations" in cdap["run"]["facets"]["fllRun"]
+    with open_store(src) as s:
+        info, rid, start, program = run_event_to_lineage(
+            event("0190f1c2-7a3b-7cde-8f01-23456789abcd", "COMPLETE", ["a", "b"]))
+        s.record(info, rid, start, program)
+        [ol] = export_events(s, OUT, 0, 2**62)
+    assert "operations" not in ol["run"]["facets"]["fllRun"]
+    assert run_event_to_lineage(ol)[0] == info
