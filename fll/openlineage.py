@@ -650,12 +650,18 @@ def info_to_event(info: FieldLineageInfo, run_id: str, start_ms: int,
     facet: dict[str, Any] = {"_producer": PRODUCER, "_schemaURL": RUN_FACET_SCHEMA_URL,
                              "runId": run_id,
                              "program": program if program else "/".join(_job_of(program))}
-    if _normal(info, event) != info:
+    # only a set whose operations are named as ingest names them can be normal:
+    # the exact (linear, but not free) check is for those alone
+    if not _ingest_named(info) or _normal(info, event) != info:
         facet["operations"] = [operation_to_dict(op) for op in info.operations]
     ns, name = _job_of(program)
     event["job"] = {"namespace": ns, "name": name}
     event["run"] = {"runId": export_run_id(run_id), "facets": {RUN_FACET: facet}}
     return event
+
+
+def _ingest_named(info: FieldLineageInfo) -> bool:
+    return all(op.name.startswith(("read:", "transform:", "write:")) for op in info.operations)
 
 
 def _plain_event(info: FieldLineageInfo, start_ms: int) -> dict:
