@@ -346,9 +346,6 @@ def main(ctx: click.Context, store_url: str | None, verbose: bool) -> None:
 
 # -- rows ----------------------------------------------------------------------------
 
-_PREFIXES = ["d", "b", "f", "B", "F", "r"]
-
-
 def _table_line(key: bytes, cols: dict[str, bytes]) -> str:
     from .store import admin
 
@@ -372,8 +369,9 @@ def _raw_line(key: bytes, cols: dict[str, bytes]) -> str:
 
 
 @main.command()
-@click.option("--prefix", type=click.Choice(_PREFIXES), help="Row kind: d data, b/f backward/"
-              "forward index, B/F the same by operation set, r runs (default: all).")
+@click.option("--prefix", metavar="P", help="A row kind (d data, b/f backward/forward index, "
+              "B/F the same by operation set, r runs, s schemas, a/A aliases), or a key "
+              "prefix as keys are printed, e.g. 'b|' or 'b|default|Employee' (default: all).")
 @click.option("--dataset", metavar="NS:NAME", help="Only index rows of this dataset.")
 @start_option
 @end_option
@@ -399,13 +397,55 @@ def scan(state: State, prefix: str | None, dataset: str | None, start: str | Non
     if start is not None or end is not None:
         lo, hi = _range(start, end)
     table = state.store().table
-    rows = admin.scan_rows(table, kinds=[prefix.encode()] if prefix else None, dataset=ds,
-                           start_ms=lo, end_ms=hi, limit=limit, reverse=reverse)
+    kind, key_prefix = _scan_prefix(prefix)
+    rows = admin.scan_rows(table, kinds=[kind] if kind else None, dataset=ds,
+                           start_ms=lo, end_ms=hi, limit=None if key_prefix else limit,
+                           reverse=reverse)
+    if key_prefix:
+        rows = _prefixed(table, rows, key_prefix, ds is None and lo is None, limit, reverse)
     if fmt == "json":
         _stream_json_array(admin.describe_row(k, c) for k, c in rows)
         return
     line = _table_line if fmt == "table" else _raw_line
     _stream_lines(line(key, cols) for key, cols in rows)
+
+
+def _scan_prefix(prefix: str | None) -> tuple[bytes | None, bytes | None]:
+    """(row kind, longer key prefix or None) of `scan --prefix`: a bare kind
+    (``b``), the kind with its separator (``b|``), or a printed key prefix
+    (``b|default|Employee``; parts stay %-escaped as printed, ``\\xNN`` for bytes)."""
+    from . import rowkeys as rk
+    from .store.admin import parse_printable_key
+
+    if not prefix:
+        return None, None
+    raw = parse_printable_key(prefix)
+    kind = raw[:1]
+    if kind not in rk.KINDS or (len(raw) > 1 and raw[1:2] != rk.SEP):
+        raise BadRequest(f"--prefix {prefix!r} starts with no row kind: use one of "
+                         f"{', '.join(k.decode() for k in rk.KINDS)} or a key prefix such "
+                         f"as 'b|' or 'b|default|Employee'", "prefix")
+    return kind, raw if len(raw) > 2 else None
+
+
+def _prefixed(table: Any, rows: Iterator[tuple[bytes, dict[str, bytes]]], key_prefix: bytes,
+              direct: bool, limit: int | None, reverse: bool
+              ) -> Iterator[tuple[bytes, dict[str, bytes]]]:
+    """Rows whose key starts with ``key_prefix``: one key range when nothing else
+    filters, else the kind's rows filtered."""
+    from . import rowkeys as rk
+
+    if direct:
+        yield from table.scan(key_prefix, rk.prefix_end(key_prefix), limit=limit,
+                              reverse=reverse)
+        return
+    n = 0
+    for key, cols in rows:
+        if key.startswith(key_prefix):
+            yield key, cols
+            n += 1
+            if limit is not None and n >= limit:
+                return
 
 
 @main.command()
@@ -432,19 +472,32 @@ def get(state: State, rowkey: str, hex_form: bool, fmt: str) -> None:
         click.echo(_raw_line(key, cols))
 
 
-def _dataset(state: State, text: str, parameter: str = "DATASET"):
-    from .render import parse_dataset_ref
-    from .store import redact
+def _dataset(state: State, text: str | None, namespace: str | None = None,
+             dataset: str | None = None, parameter: str = "NS:NAME"):
+    """The store and the dataset named compactly or by --namespace/--dataset (fll.names)."""
+    from .names import resolve_dataset
 
-    ep = parse_dataset_ref(text, parameter)
     store = state.store()
-    if not store.exists(ep):
-        raise NotFound(f"dataset {ep} not found in store {redact(store.url)}")
-    return store, ep
+    return store, resolve_dataset(store, text, namespace, dataset, parameter)
+
+
+def name_options(field: bool = False) -> Callable:
+    """--namespace/--dataset (and --field): names holding ':' (URI namespaces)
+    given whole, instead of the compact argument."""
+    def deco(f: Callable) -> Callable:
+        if field:
+            f = click.option("--field", "field_name", metavar="F",
+                             help="Field name (with --namespace and --dataset).")(f)
+        f = click.option("--dataset", "ds_name", metavar="NAME",
+                         help="Dataset name, whole (with --namespace).")(f)
+        return click.option("--namespace", metavar="NS",
+                            help="Namespace, whole: e.g. postgres://db:5432.")(f)
+    return deco
 
 
 @main.command()
-@click.argument("dataset", metavar="NS:NAME")
+@click.argument("dataset", metavar="[NS:NAME]", required=False)
+@name_options()
 @start_option
 @end_option
 @click.option("--direction", type=click.Choice(["both", "incoming", "outgoing"]),
@@ -453,12 +506,16 @@ def _dataset(state: State, text: str, parameter: str = "DATASET"):
 @click.option("--limit", type=click.IntRange(min=1), help="At most N runs (newest first).")
 @format_option("table", "json")
 @pass_state
-def runs(state: State, dataset: str, start: str | None, end: str | None, direction: str,
-         limit: int | None, fmt: str) -> None:
-    """Runs that read or wrote a dataset in [start, end), newest first."""
+def runs(state: State, dataset: str | None, namespace: str | None, ds_name: str | None,
+         start: str | None, end: str | None, direction: str, limit: int | None,
+         fmt: str) -> None:
+    """Runs that read or wrote a dataset in [start, end), newest first.
+
+    NS:NAME is split at the colon that names a known dataset; with URI
+    namespaces use --namespace and --dataset."""
     from .store.admin import iso_ms
 
-    store, ep = _dataset(state, dataset)
+    store, ep = _dataset(state, dataset, namespace, ds_name)
     lo, hi = _range(start, end)
     found = store.runs(ep, lo, hi, direction=direction, limit=limit)
     if fmt == "json":
@@ -470,18 +527,24 @@ def runs(state: State, dataset: str, start: str | None, end: str | None, directi
 
 
 @main.command()
-@click.argument("dataset", metavar="NS:NAME")
+@click.argument("dataset", metavar="[NS:NAME]", required=False)
+@name_options()
 @click.option("--prefix", help="Only fields starting with this (case-insensitive).")
 @start_option
 @end_option
 @format_option("table", "json")
 @pass_state
-def fields(state: State, dataset: str, prefix: str | None, start: str | None, end: str | None,
-           fmt: str) -> None:
-    """Fields of a dataset read or written by runs in [start, end)."""
-    store, ep = _dataset(state, dataset)
+def fields(state: State, dataset: str | None, namespace: str | None, ds_name: str | None,
+           prefix: str | None, start: str | None, end: str | None, fmt: str) -> None:
+    """Fields of a dataset read or written by runs in [start, end), and the
+    fields of the schema an OpenLineage event reported for it in the range."""
+    store, ep = _dataset(state, dataset, namespace, ds_name)
     lo, hi = _range(start, end)
-    names = store.fields(ep, lo, hi, prefix)
+    found = set(store.fields(ep, lo, hi, prefix))
+    low = (prefix or "").lower()
+    found.update(n for n in store.schema(ep.namespace, ep.name, lo, hi) or {}
+                 if n.lower().startswith(low))
+    names = sorted(found)
     if fmt == "json":
         _echo_json(names)
     else:
@@ -516,7 +579,8 @@ def stats(state: State, fmt: str) -> None:
 # -- lineage ---------------------------------------------------------------------------
 
 @main.command()
-@click.argument("field_ref", metavar="NS:NAME:FIELD")
+@click.argument("field_ref", metavar="[NS:NAME:FIELD]", required=False)
+@name_options(field=True)
 @click.option("--direction", type=click.Choice(["incoming", "outgoing", "both"]),
               default="incoming", show_default=True)
 @click.option("--depth", type=click.IntRange(min=1), default=5, show_default=True,
@@ -525,23 +589,21 @@ def stats(state: State, fmt: str) -> None:
 @end_option
 @format_option("tree", "json", "dot", "mermaid")
 @pass_state
-def lineage(state: State, field_ref: str, direction: str, depth: int, start: str | None,
+def lineage(state: State, field_ref: str | None, namespace: str | None, ds_name: str | None,
+            field_name: str | None, direction: str, depth: int, start: str | None,
             end: str | None, fmt: str) -> None:
     """A field's lineage across datasets, through the runs in [start, end).
 
-    NS is up to the first ':', FIELD after the last ':', and the dataset name
-    is everything between (so dataset names may contain ':').
+    NS:NAME:FIELD is split at the colons that name a known dataset and field
+    (namespaces such as postgres://db:5432 hold colons); an ambiguous form is
+    refused. --namespace, --dataset and --field name it whole.
     """
     from . import render
-    from .rowkeys import MAX_TIME
+    from .names import resolve_field
 
-    root = render.parse_field_ref(field_ref, "NS:NAME:FIELD")
-    store, ep = _dataset(state, f"{root.endpoint.namespace}:{root.endpoint.name}")
+    store = state.store()
+    root = resolve_field(store, field_ref, namespace, ds_name, field_name)
     lo, hi = _range(start, end)
-    known = store.fields(ep, 0, MAX_TIME)
-    if root.field not in known:
-        hint = ", ".join(known[:10]) + (", …" if len(known) > 10 else "")
-        raise NotFound(f"field {root.field!r} not found in dataset {ep} (known: {hint})")
     graph = render.walk_lineage(store, root, direction, depth, lo, hi)
     if fmt == "json":
         _echo_json(graph.to_dict())
@@ -656,7 +718,8 @@ def record(state: State, file: str, run_id: str | None, start: str | None,
     runs_: list = []
     skipped: list[str] = []
     # OpenLineage: several events of one run (START, COMPLETE…) make one run that
-    # starts at the earliest eventTime and has the lineage of the last event carrying it
+    # starts at the earliest eventTime and has the union of their lineage, as
+    # `fll serve` records it (fll.openlineage)
     ol_runs: dict[str, list] = {}
     for i, item in enumerate(items):
         w = where if len(items) == 1 and not isinstance(data, list) else f"{where}[{i}]"
@@ -681,6 +744,9 @@ def record(state: State, file: str, run_id: str | None, start: str | None,
         except (BadRequest, InvalidLineageError) as e:
             raise type(e)(f"{w}: {e}") from None
         old = ol_runs.get(rid)
+        if old and old[0] is not None and old[0].checksum != info.checksum \
+                and ol.normal_form(info) == info:
+            info = ol.union(old[0], item) or info
         ol_runs[rid] = [info, rid, min(t, old[2]) if old else t, prog]
     for info, rid, t, prog in ol_runs.values():
         if info is not None:
@@ -705,14 +771,15 @@ def record(state: State, file: str, run_id: str | None, start: str | None,
 
 
 @main.command()
-@click.argument("dataset", metavar="NS:NAME")
+@click.argument("dataset", metavar="[NS:NAME]", required=False)
+@name_options()
 @format_option("json", "openlineage")
 @start_option
 @end_option
 @click.option("--lines", is_flag=True, help="One JSON document per line instead of an array.")
 @pass_state
-def export(state: State, dataset: str, fmt: str, start: str | None, end: str | None,
-           lines: bool) -> None:
+def export(state: State, dataset: str | None, namespace: str | None, ds_name: str | None,
+           fmt: str, start: str | None, end: str | None, lines: bool) -> None:
     """Export the runs that read or wrote a dataset in [start, end).
 
     json: the shape `fll record` reads (round trip); openlineage: RunEvents
@@ -720,7 +787,7 @@ def export(state: State, dataset: str, fmt: str, start: str | None, end: str | N
     """
     from .store.admin import iso_ms
 
-    store, ep = _dataset(state, dataset)
+    store, ep = _dataset(state, dataset, namespace, ds_name)
     lo, hi = _range(start, end)
     if fmt == "openlineage":
         try:

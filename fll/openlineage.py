@@ -8,6 +8,31 @@ deterministic (inputs sorted, names derived from identities), so the same
 facet always gives the same operation set and checksum, and an exported event
 re-ingested gives the run back unchanged.
 
+The run cycle. OpenLineage events of one run (START, RUNNING, COMPLETE,
+FAIL, ABORT; OTHER) each carry the run's cumulative state, and producers
+often send part of the column lineage with START and all of it with
+COMPLETE. fll records a run's lineage as the UNION of the column lineage of
+all its events, in whatever order they arrive (`union`): an edge named by any
+event is kept, with the transformation tags of every event that named it. A
+later event that adds nothing answers "already recorded"; nothing an event
+said is ever taken back. FAIL and ABORT are terminal like COMPLETE and their
+lineage is kept the same way: as in Marquez, which writes the column lineage
+of every event's outputs whatever its type, a failed run did read and write
+what it says. The run's start time is the `eventTime` of the first event the
+store saw for it (persisted first-writer-wins, so two servers agree). The
+union applies only to runs whose operation set OpenLineage ingest built
+(`normal_form`); a run recorded through the store API, a pipeline or
+`track()` keeps CDAP's rule, and a different operation set for it is a
+conflict. The server merges the events of one run one at a time; two
+servers merging different additions to one run at the same instant can keep
+only one of them (the store replaces a run's set atomically but has no
+compare-and-set on it), which the run's next cumulative event restores.
+
+Beside lineage, ingest keeps what events say about datasets
+(`dataset_facts`): the SchemaDatasetFacet (field names and types, per run,
+time-ranged) and the SymlinksDatasetFacet (other names of the dataset). A
+DatasetEvent or JobEvent (spec 2-0-2) records only those.
+
 Export (`facet_from_info`, `export_events`) goes the other way: per output
 field the source fields it derives from, with the transformation tags composed
 along every path (semantics §5: INDIRECT beats DIRECT; among DIRECT,
@@ -21,14 +46,17 @@ from __future__ import annotations
 
 import os
 from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping
+import uuid
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from . import __version__
-from .errors import BadRequest, InvalidLineageError
+from .codec import operation_to_dict, operations_from_list
+from .errors import BadRequest, FllError, InvalidLineageError
 from .model import (EndPoint, EndPointField, FieldLineageInfo, InputField, Operation,
                     ReadOperation, Transformation, TransformOperation, WriteOperation)
 
-__all__ = ["run_event_to_lineage", "check_shape", "facet_from_info", "export_events", "input_transformations",
+__all__ = ["dataset_input_transformations", "run_event_to_lineage", "union", "normal_form", "event_kind", "dataset_facts",
+           "DatasetFacts", "check_static_event", "export_run_id", "RUN_FACET", "check_shape", "facet_from_info", "export_events", "input_transformations",
            "event_run_id", "event_time_ms", "PRODUCER", "RUN_EVENT_SCHEMA_URL",
            "COLUMN_LINEAGE_SCHEMA_URL", "PROPERTIES_FACET"]
 
@@ -41,6 +69,12 @@ COLUMN_LINEAGE_SCHEMA_URL = \
 #: Our own dataset facet carrying `EndPoint.properties`, so they survive a round trip.
 PROPERTIES_FACET = "fllProperties"
 PROPERTIES_SCHEMA_URL = f"{PRODUCER}/spec/FllPropertiesDatasetFacet.json"
+#: Our own run facet: the run's original id, program and operations, so that
+#: export → record gives back the same run (same id, program and checksum).
+RUN_FACET = "fllRun"
+RUN_FACET_SCHEMA_URL = f"{PRODUCER}/spec/FllRunFacet.json"
+# UUID v5 namespace of exported run ids that are no UUID themselves
+_RUN_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "urn:fll:run")
 
 # subtypes that, per OpenLineage, belong in the facet's top-level `dataset` list
 _DATASET_WIDE = frozenset({"FILTER", "JOIN", "GROUP_BY", "SORT"})
@@ -122,9 +156,16 @@ def check_shape(event: Any) -> None:
 
 
 def event_run_id(event: Any) -> str:
-    """`run.runId` of a RunEvent."""
+    """The run id of a RunEvent: `run.runId`, or the original id fll exported
+    it from, when the `fllRun` facet names one that maps to `run.runId`."""
     run = _obj(_obj(event, "$").get("run"), "$.run")
-    return _str(run.get("runId"), "$.run.runId")
+    rid = _str(run.get("runId"), "$.run.runId")
+    facets = run.get("facets")
+    facet = facets.get(RUN_FACET) if isinstance(facets, dict) else None
+    original = facet.get("runId") if isinstance(facet, dict) else None
+    if isinstance(original, str) and original and export_run_id(original) == rid:
+        return original
+    return rid
 
 
 def _transformation(value: Any, path: str) -> Transformation:
@@ -176,25 +217,12 @@ def _merge_tags(a: tuple[Transformation, ...], b: tuple[Transformation, ...]
     return tuple(dict.fromkeys(a + b))
 
 
-def run_event_to_lineage(event: Any) -> tuple[FieldLineageInfo, str, int, str]:
-    """One RunEvent → (operations, run id, start ms, program ``job.namespace/job.name``).
+_Lineage = dict[EndPoint, dict[str, dict[EndPointField, tuple[Transformation, ...]]]]
 
-    The start time returned is this event's ``eventTime``; a caller that has
-    seen an earlier event for the run uses that one instead. Raises
-    `BadRequest` (malformed JSON shape, naming its path such as
-    ``$.outputs[0].facets.columnLineage.fields.id.inputFields[1].field``) or
-    `InvalidLineageError` (no output carries column lineage, or the result
-    breaks a model rule).
-    """
-    ev = _obj(event, "$")
-    run_id = event_run_id(ev)
-    start_ms = event_time_ms(ev)
-    job = _obj(ev.get("job"), "$.job")
-    program = f"{_str(job.get('namespace'), '$.job.namespace')}/{_str(job.get('name'), '$.job.name')}"
-    if ev.get("eventType") is not None:
-        _str(ev["eventType"], "$.eventType")
 
-    # properties of every dataset the event names, so READs and WRITEs carry them
+def _event_lineage(ev: dict) -> tuple[_Lineage, dict[EndPoint, dict[str, str]]]:
+    """The column lineage an event states: destination -> field -> source -> tags,
+    and the properties of every dataset it names."""
     props: dict[EndPoint, dict[str, str]] = {}
     for side in ("inputs", "outputs"):
         for i, ds in enumerate(_list_or_none(ev.get(side), f"$.{side}")):
@@ -203,8 +231,7 @@ def run_event_to_lineage(event: Any) -> tuple[FieldLineageInfo, str, int, str]:
             ep = _endpoint(d.get("namespace"), d.get("name"), p, {})
             props.setdefault(ep, {}).update(_properties(d, p))
 
-    # destination -> field -> source field -> tags (insertion order kept, then sorted)
-    lineage: dict[EndPoint, dict[str, dict[EndPointField, tuple[Transformation, ...]]]] = {}
+    lineage: _Lineage = {}
     for i, ds in enumerate(_list_or_none(ev.get("outputs"), "$.outputs")):
         p = f"$.outputs[{i}]"
         d = _obj(ds, p)
@@ -238,11 +265,186 @@ def run_event_to_lineage(event: Any) -> tuple[FieldLineageInfo, str, int, str]:
                                           tags if tags is not None else legacy)
             for src, tags in wide.items():
                 inputs[src] = _merge_tags(inputs.get(src, ()), tags)
+    return lineage, props
+
+
+def _job_program(ev: dict) -> str:
+    job = _obj(ev.get("job"), "$.job")
+    return f"{_str(job.get('namespace'), '$.job.namespace')}/{_str(job.get('name'), '$.job.name')}"
+
+
+def run_event_to_lineage(event: Any) -> tuple[FieldLineageInfo, str, int, str]:
+    """One RunEvent → (operations, run id, start ms, program ``job.namespace/job.name``).
+
+    The start time returned is this event's ``eventTime``; a caller that has
+    seen an earlier event for the run uses that one instead. An event fll
+    exported itself carries the `fllRun` run facet: when it agrees with the
+    event (same job, same run id once mapped, operations giving exactly the
+    event's column lineage), the run's original id, program and operations are
+    restored, so export → record reproduces the run and its checksum. Raises
+    `BadRequest` (malformed JSON shape, naming its path such as
+    ``$.outputs[0].facets.columnLineage.fields.id.inputFields[1].field``) or
+    `InvalidLineageError` (no output carries column lineage, or the result
+    breaks a model rule).
+    """
+    ev = _obj(event, "$")
+    run_id = event_run_id(ev)
+    start_ms = event_time_ms(ev)
+    program = _job_program(ev)
+    if ev.get("eventType") is not None:
+        _str(ev["eventType"], "$.eventType")
+    lineage, props = _event_lineage(ev)
     if not lineage:
         raise InvalidLineageError(
             "the event has no output with a columnLineage facet "
             "($.outputs[*].facets.columnLineage): nothing to record")
-    return _build(lineage, props), run_id, start_ms, program
+    info = _build(lineage, props)
+    original = _original_run(ev, info)
+    if original is not None:
+        return original[0], original[1], start_ms, original[2]
+    return info, run_id, start_ms, program
+
+
+def _original_run(ev: dict, info: FieldLineageInfo) -> tuple[FieldLineageInfo, str, str] | None:
+    """(operations, run id, program) of the `fllRun` facet when it agrees with ``ev``."""
+    facets = ev["run"].get("facets")
+    facet = facets.get(RUN_FACET) if isinstance(facets, dict) else None
+    if not isinstance(facet, dict):
+        return None
+    rid, program, ops = event_run_id(ev), facet.get("program"), facet.get("operations")
+    if not isinstance(program, str) or _job_of(program) != (ev["job"]["namespace"],
+                                                            ev["job"]["name"]):
+        return None
+    if ops is None:
+        return info, rid, program  # the facets alone give the operations back
+    try:
+        original = FieldLineageInfo(operations_from_list(ops))
+        # the facet is trusted only as far as the column lineage it must reproduce
+        if normal_form(original) != info:
+            return None
+    except (FllError, TypeError, ValueError, KeyError, AttributeError):
+        return None  # a facet that is not fll's own: the event's lineage stands
+    return original, rid, program
+
+
+def normal_form(info: FieldLineageInfo) -> FieldLineageInfo:
+    """The operation set ingest builds from ``info``'s own column-lineage facets:
+    equal to ``info`` exactly when ``info`` came from OpenLineage facets."""
+    lineage, props = _info_lineage(info)
+    return _build(lineage, props)
+
+
+def _info_lineage(info: FieldLineageInfo) -> tuple[_Lineage, dict[EndPoint, dict[str, str]]]:
+    return _event_lineage(_plain_event(info, 0))
+
+
+def union(prior: FieldLineageInfo, event: Any) -> FieldLineageInfo | None:
+    """The operation set of a run whose recorded set is ``prior`` after ``event``
+    (a later RunEvent of the same run): the union of both column lineages, with
+    the transformation tags of an edge merged. None when ``prior`` is not an
+    operation set OpenLineage ingest made (a run recorded through the store API
+    or a pipeline keeps CDAP's rule: one run, one operation set)."""
+    if normal_form(prior) != prior:
+        return None
+    lineage, props = _info_lineage(prior)
+    more, more_props = _event_lineage(_obj(event, "$"))
+    for dest, per_field in more.items():
+        mine = lineage.setdefault(dest, {})
+        for name, inputs in per_field.items():
+            have = mine.setdefault(name, {})
+            for src, tags in inputs.items():
+                have[src] = _merge_tags(have.get(src, ()), tags)
+    for ep, p in more_props.items():
+        props.setdefault(ep, {}).update(p)
+    return _build(lineage, props)
+
+
+# -- DatasetEvent, JobEvent, schemas and symlinks ---------------------------------
+
+def event_kind(event: Any) -> str:
+    """``run``, ``dataset`` or ``job``: which of the spec's three events this is
+    (2-0-2: a RunEvent has ``run``, a DatasetEvent ``dataset``, a JobEvent a
+    ``job`` and no ``run``)."""
+    ev = _obj(event, "$")
+    if "run" in ev:
+        return "run"
+    if "dataset" in ev:
+        return "dataset"
+    if "job" in ev:
+        return "job"
+    raise BadRequest("$ is no OpenLineage event: it has none of run (RunEvent), "
+                     "dataset (DatasetEvent) or job (JobEvent)", "$")
+
+
+def _schema_fields(d: dict, path: str) -> list[tuple[str, str | None]] | None:
+    facets = d.get("facets")
+    if not isinstance(facets, dict) or facets.get("schema") is None:
+        return None
+    sp = f"{path}.facets.schema"
+    schema = _obj(facets["schema"], sp)
+    out: list[tuple[str, str | None]] = []
+    seen: set[str] = set()
+    for i, f in enumerate(_list_or_none(schema.get("fields"), f"{sp}.fields")):
+        fp = f"{sp}.fields[{i}]"
+        f = _obj(f, fp)
+        name = _str(f.get("name"), f"{fp}.name")
+        ftype = _opt(f, "type", lambda v, p: _str(v, p, empty=True), fp, None)
+        if name not in seen:
+            seen.add(name)
+            out.append((name, ftype))
+    return out
+
+
+def _symlinks(d: dict, path: str) -> list[tuple[str, str]]:
+    facets = d.get("facets")
+    if not isinstance(facets, dict) or facets.get("symlinks") is None:
+        return []
+    sp = f"{path}.facets.symlinks"
+    facet = _obj(facets["symlinks"], sp)
+    out = []
+    for i, ident in enumerate(_list_or_none(facet.get("identifiers"), f"{sp}.identifiers")):
+        ip = f"{sp}.identifiers[{i}]"
+        ident = _obj(ident, ip)
+        out.append((_str(ident.get("namespace"), f"{ip}.namespace"),
+                    _str(ident.get("name"), f"{ip}.name")))
+    return out
+
+
+class DatasetFacts(NamedTuple):
+    """What an event says about one dataset that fll keeps beside lineage."""
+    namespace: str
+    name: str
+    schema: list[tuple[str, str | None]] | None   # SchemaDatasetFacet: (field, type)
+    symlinks: list[tuple[str, str]]               # SymlinksDatasetFacet: other names
+
+
+def dataset_facts(event: Any) -> list[DatasetFacts]:
+    """Schemas and symlinks of every dataset an event of any kind names
+    (``dataset`` of a DatasetEvent, ``inputs``/``outputs`` otherwise), validated."""
+    ev = _obj(event, "$")
+    found: list[tuple[dict, str]] = []
+    if "dataset" in ev and "run" not in ev:
+        found.append((_obj(ev["dataset"], "$.dataset"), "$.dataset"))
+    for side in ("inputs", "outputs"):
+        for i, ds in enumerate(_list_or_none(ev.get(side), f"$.{side}")):
+            found.append((_obj(ds, f"$.{side}[{i}]"), f"$.{side}[{i}]"))
+    out = []
+    for d, path in found:
+        ns = _str(d.get("namespace"), f"{path}.namespace")
+        name = _str(d.get("name"), f"{path}.name")
+        if d.get("facets") is not None:
+            _obj(d["facets"], f"{path}.facets")
+        out.append(DatasetFacts(ns, name, _schema_fields(d, path), _symlinks(d, path)))
+    return out
+
+
+def check_static_event(event: Any) -> None:
+    """The checks a DatasetEvent or JobEvent must pass."""
+    ev = _obj(event, "$")
+    event_time_ms(ev)
+    if "job" in ev:
+        _job_program(ev)
+    dataset_facts(ev)
 
 
 def _build(lineage: dict[EndPoint, dict[str, dict[EndPointField, tuple[Transformation, ...]]]],
@@ -307,6 +509,14 @@ def input_transformations(info: FieldLineageInfo, destination: EndPointField
     return _input_transformations(info, info.incoming_operations(destination),
                                   destination.endpoint, {destination.field}
                                   ).get(destination.field, {})
+
+
+def dataset_input_transformations(info: FieldLineageInfo, endpoint: EndPoint
+                                  ) -> dict[str, dict[EndPointField, list[Transformation]]]:
+    """`input_transformations` of every field this set writes to ``endpoint``, in
+    one pass over the set: linear in its size, however wide the dataset."""
+    written = info.destination_fields().get(endpoint, frozenset())
+    return _input_transformations(info, info.operations, endpoint, set(written))
 
 
 def _input_transformations(info: FieldLineageInfo, operations: Iterable[Operation],
@@ -408,23 +618,68 @@ def _iso(ms: int) -> str:
         timespec="milliseconds").replace("+00:00", "Z")
 
 
+def export_run_id(run_id: str) -> str:
+    """The OpenLineage run id of a run: itself when it is a UUID (the spec's
+    format, which clients check), else the UUID v5 of it, the same every time."""
+    try:
+        return str(uuid.UUID(run_id)) if len(run_id) == 36 else _uuid5(run_id)
+    except ValueError:
+        return _uuid5(run_id)
+
+
+def _uuid5(run_id: str) -> str:
+    return str(uuid.uuid5(_RUN_ID_NAMESPACE, run_id))
+
+
+def _job_of(program: str | None) -> tuple[str, str]:
+    """(job namespace, job name) of a program: ``ns/name`` split at the first
+    ``/``; a program without one (a `track()` job) goes to namespace ``fll``."""
+    ns, _, name = (program or "").partition("/")
+    if not ns or not name:
+        return "fll", program or "unknown"
+    return ns, name
+
+
 def info_to_event(info: FieldLineageInfo, run_id: str, start_ms: int,
                   program: str | None) -> dict:
-    """One COMPLETE RunEvent describing a whole recorded run."""
-    ns, _, name = (program or "").partition("/")
-    if not name:
-        ns, name = "fll", program or "unknown"
+    """One COMPLETE RunEvent describing a whole recorded run. Its `fllRun` run
+    facet keeps the original run id and program, and the operations when the
+    column-lineage facets alone would not give them back (a run that did not
+    come from OpenLineage), so a round trip restores the run exactly."""
+    event = _plain_event(info, start_ms)
+    facet: dict[str, Any] = {"_producer": PRODUCER, "_schemaURL": RUN_FACET_SCHEMA_URL,
+                             "runId": run_id,
+                             "program": program if program else "/".join(_job_of(program))}
+    # only a set whose operations are named as ingest names them can be normal:
+    # the exact (linear, but not free) check is for those alone
+    if not _ingest_named(info) or _normal(info, event) != info:
+        facet["operations"] = [operation_to_dict(op) for op in info.operations]
+    ns, name = _job_of(program)
+    event["job"] = {"namespace": ns, "name": name}
+    event["run"] = {"runId": export_run_id(run_id), "facets": {RUN_FACET: facet}}
+    return event
+
+
+def _ingest_named(info: FieldLineageInfo) -> bool:
+    return all(op.name.startswith(("read:", "transform:", "write:")) for op in info.operations)
+
+
+def _plain_event(info: FieldLineageInfo, start_ms: int) -> dict:
+    """The event of ``info`` without run and job: what its lineage reads as."""
     return {
         "eventType": "COMPLETE",
         "eventTime": _iso(start_ms),
         "producer": PRODUCER,
         "schemaURL": RUN_EVENT_SCHEMA_URL,
-        "run": {"runId": run_id},
-        "job": {"namespace": ns, "name": name},
         "inputs": [_dataset_json(ep) for ep in sorted(info.sources)],
         "outputs": [_dataset_json(ep, {"columnLineage": facet_from_info(info, ep)})
                     for ep in sorted(info.destinations)],
     }
+
+
+def _normal(info: FieldLineageInfo, event: dict) -> FieldLineageInfo:
+    lineage, props = _event_lineage(event)
+    return _build(lineage, props)
 
 
 def export_events(store, endpoint: EndPoint, start_ms: int, end_ms: int) -> list[dict]:

@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
-for extra in scripts/install-bigtable-emulator.sh scripts/install-browser.sh; do
+for extra in scripts/install-bigtable-emulator.sh scripts/install-browser.sh scripts/install-dbt.sh; do
   if [ -f "$extra" ]; then bash "$extra"; fi
 done
 .venv/bin/ruff check fll tests scripts

@@ -17,7 +17,7 @@ import hmac
 import json
 import logging
 import threading
-from collections import OrderedDict
+import zlib
 from typing import Any
 
 from fastapi import FastAPI, Query, Request
@@ -27,6 +27,7 @@ from fastapi.responses import JSONResponse
 from .. import __version__
 from ..errors import BadRequest, InvalidLineageError
 from ..model import EndPoint, EndPointField
+from .. import openlineage as ol
 from ..openlineage import check_shape, event_run_id, event_time_ms, run_event_to_lineage
 from ..store.lineage import LineageStore
 from ..timerange import now_ms, parse_time
@@ -74,29 +75,6 @@ def _field(ns: str, ds: str, field: str) -> EndPointField:
     return EndPointField(_endpoint(ns, ds), segment(field))
 
 
-class _FirstSeen:
-    """``eventTime`` of the first event seen per run id (bounded, in memory): a
-    run's start time is its first event's, even when only a later event carries
-    column lineage. Once recorded, the store's run row is the authority."""
-
-    def __init__(self, size: int = 100_000):
-        self._data: OrderedDict[str, int] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
-
-    def first(self, run_id: str, event_ms: int) -> int:
-        with self._lock:
-            ms = self._data.setdefault(run_id, event_ms)
-            self._data.move_to_end(run_id)
-            if len(self._data) > self._size:
-                self._data.popitem(last=False)
-            return ms
-
-    def forget(self, run_id: str) -> None:
-        with self._lock:
-            self._data.pop(run_id, None)
-
-
 def _has_column_lineage(event: Any) -> bool:
     outputs = event.get("outputs") if isinstance(event, dict) else None
     return isinstance(outputs, list) and any(
@@ -119,6 +97,25 @@ async def _read_body(request: Request, max_body: int) -> bytes:
     return b"".join(chunks)
 
 
+def _decoded(raw: bytes, encoding: str, max_body: int) -> bytes:
+    """The body without its Content-Encoding: openlineage-python's HttpTransport
+    sends gzip when configured with ``compression: gzip``. The limit holds for
+    the decompressed size too (a small bomb stays small)."""
+    enc = encoding.strip().lower()
+    if enc in ("", "identity"):
+        return raw
+    if enc != "gzip":
+        raise ApiError(415, f"Content-Encoding {encoding!r} is not supported (gzip or none)")
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflate.decompress(raw, max_body + 1)
+    except zlib.error as e:
+        raise ApiError(400, f"the body is not valid gzip: {e}") from None
+    if len(out) > max_body or inflate.unconsumed_tail:
+        raise ApiError(413, f"request body is larger than {max_body} bytes once decompressed")
+    return out
+
+
 def create_app(store: LineageStore | str, token: str | None = None, *,
                max_body: int = MAX_BODY, max_level: int = MAX_LEVEL) -> FastAPI:
     """The ASGI app over ``store`` (a `LineageStore` or a store URL).
@@ -131,7 +128,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         from ..store import open_store
         store = open_store(store)
     lineage: LineageStore = store
-    first_seen = _FirstSeen()
+    # serialises the events of one run in this process (the union is read-merge-write)
+    run_locks = [threading.Lock() for _ in range(64)]
     tcache = views.TransformationCache()
     token_bytes = token.encode() if token else None
 
@@ -257,16 +255,22 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     @app.post("/api/v1/lineage", status_code=201, tags=["openlineage"],
               openapi_extra={"requestBody": {"required": True, "content": {
                   "application/json": {"schema": {"type": "object",
-                                                  "description": "OpenLineage RunEvent"}}}}})
+                                                  "description": "OpenLineage RunEvent, DatasetEvent or JobEvent (spec 2-0-2)"}}}}})
     async def ingest(request: Request) -> JSONResponse:
-        """Record an OpenLineage RunEvent whose outputs carry `columnLineage` facets.
+        """Record an OpenLineage event (spec 2-0-2: RunEvent, DatasetEvent or JobEvent).
 
-        201: recorded. 200: the run was already recorded with these operations.
-        202: no column lineage in this event (its time is kept as the run's start).
-        409: the run is already recorded with different operations (nothing changed).
+        A run's lineage is the union of the column lineage of all its events
+        (START part of it, COMPLETE all of it); schemas and symlinks of the
+        datasets named are kept beside it.
+        201: something was recorded (a new run, new lineage for a known run, a schema).
+        200: everything the event says is already recorded.
+        202: nothing to record (no column lineage, schema or symlinks facet);
+        a RunEvent's time still fixes the run's start if it is the first seen.
+        409: the run was recorded through the store API with other operations.
         """
         check_token(request)
-        raw = await _read_body(request, max_body)
+        raw = _decoded(await _read_body(request, max_body),
+                       request.headers.get("content-encoding", ""), max_body)
         try:
             event = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as e:
@@ -281,33 +285,91 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
 
     def _ingest(event: Any) -> JSONResponse:
         if not isinstance(event, dict):
-            raise BadRequest("$ must be a JSON object (an OpenLineage RunEvent)", "$")
+            raise BadRequest("$ must be a JSON object (an OpenLineage event)", "$")
+        kind = ol.event_kind(event)
+        if kind != "run":
+            return _static_event(event, kind)
         check_shape(event)
-        run_id = event_run_id(event)
-        start_ms = first_seen.first(run_id, event_time_ms(event))
-        if not _has_column_lineage(event):
-            return JSONResponse({"recorded": False, "runId": run_id,
+        facts = ol.dataset_facts(event)
+        # everything is validated before the first write: nothing half-recorded
+        parsed = run_event_to_lineage(event) if _has_column_lineage(event) else None
+        run_id = parsed[1] if parsed is not None else event_run_id(event)
+        if parsed is None:
+            # the first event the STORE saw fixes the start, whichever server got
+            # it (recording lineage does the same claim itself)
+            start_ms = lineage.claim_run_start(run_id, event_time_ms(event))
+            schemas = _keep_facts(facts, run_id, start_ms)
+            return JSONResponse({"recorded": False, "runId": run_id, "schemas": schemas,
                                  "reason": "no output carries a columnLineage facet"},
                                 status_code=202)
-        info, _, _, program = run_event_to_lineage(event)  # validates everything first
-        prior = lineage.run(run_id)
-        if prior is not None:
-            start_ms = prior.start_ms
-            if prior.checksum != info.checksum:
-                raise ApiError(409, f"run {run_id!r} is already recorded with other operations "
-                                    f"(operation set {prior.checksum}); nothing was changed")
-            return JSONResponse(_receipt(run_id, info.checksum, start_ms, prior.program, False),
-                                status_code=200)
-        try:
-            new = lineage.record(info, run_id, start_ms, program)
-        except InvalidLineageError:
-            raced = lineage.run(run_id)  # another request recorded this run meanwhile
-            if raced is not None and raced.checksum != info.checksum:
-                raise ApiError(409, f"run {run_id!r} is already recorded with other "
-                                    f"operations; nothing was changed") from None
-            raise
-        return JSONResponse(_receipt(run_id, info.checksum, start_ms, program, new),
-                            status_code=201 if new else 200)
+        info, _, start_ms, program = parsed
+        with run_locks[hash(run_id) % len(run_locks)]:
+            body, status, start_ms = _record_run(event, info, run_id, start_ms, program)
+        # schemas go under the run's stored start, after its lineage (a resend
+        # repairs a crash in between: both writes are idempotent)
+        body["schemas"] = _keep_facts(facts, run_id, start_ms)
+        return JSONResponse(body, status_code=status)
+
+    def _record_run(event: Any, info: Any, run_id: str, start_ms: int,
+                    program: str) -> tuple[dict, int, int]:
+        # a run's lineage is the union of its events (fll.openlineage): merge
+        # with what is stored, and re-check after writing, since another server
+        # may have merged another event of the run at the same moment
+        changed = False
+        for _ in range(8):
+            prior = lineage.run(run_id)
+            if prior is None:
+                target = info
+            elif prior.checksum == info.checksum:
+                target = info
+            else:
+                merged = ol.union(lineage.operation_set(prior.checksum), event)
+                if merged is None or (info.checksum != normal_checksum(info)):
+                    raise ApiError(409, f"run {run_id!r} is already recorded with other "
+                                        f"operations (operation set {prior.checksum}) that "
+                                        f"OpenLineage events cannot extend; nothing was changed")
+                target = merged
+            if prior is not None and prior.checksum == target.checksum:
+                return (_receipt(run_id, target.checksum, prior.start_ms, prior.program, changed),
+                        201 if changed else 200, prior.start_ms)
+            try:
+                changed = lineage.record(target, run_id, start_ms, program,
+                                         supersede=prior is not None) or changed
+            except InvalidLineageError:
+                if lineage.run(run_id) is None:
+                    raise
+                # another writer recorded the run first: merge with that instead
+        raise ApiError(503, f"run {run_id!r} kept changing under concurrent events; retry")
+
+    def normal_checksum(info: Any) -> str:
+        return ol.normal_form(info).checksum
+
+    def _keep_facts(facts: list, run_id: str, start_ms: int) -> int:
+        """Store the schemas and symlinks of the datasets an event names."""
+        n = 0
+        for f in facts:
+            if f.schema is not None:
+                lineage.record_schema(f.namespace, f.name, run_id, start_ms, f.schema)
+                n += 1
+            for alias_ns, alias_name in f.symlinks:
+                lineage.record_alias(alias_ns, alias_name, f.namespace, f.name)
+        return n
+
+    def _static_event(event: dict, kind: str) -> JSONResponse:
+        """A DatasetEvent or JobEvent: no run, so no lineage; their dataset
+        schemas and symlinks are kept (201), anything else is acknowledged (202)."""
+        ol.check_static_event(event)
+        at = event_time_ms(event)
+        facts = ol.dataset_facts(event)
+        owner = (f"{kind}Event:{event['job']['namespace']}/{event['job']['name']}"
+                 if kind == "job" else f"{kind}Event")
+        schemas = _keep_facts(facts, owner, at)
+        recorded = schemas > 0 or any(f.symlinks for f in facts)
+        body: dict[str, Any] = {"recorded": recorded, "event": kind, "schemas": schemas}
+        if not recorded:
+            body["reason"] = (f"a {kind} event without schema or symlinks facets carries "
+                              f"nothing fll keeps")
+        return JSONResponse(body, status_code=201 if recorded else 202)
 
     from .explorer import mount_explorer  # the explorer page at /, static files only
     mount_explorer(app)

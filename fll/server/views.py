@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 from ..errors import BadRequest, NotFound
 from ..model import (EndPoint, EndPointField, Operation, ReadOperation, Transformation,
                      TransformOperation)
-from ..openlineage import input_transformations
+from ..openlineage import dataset_input_transformations
 from ..rowkeys import MAX_TIME
 from ..store.lineage import LineageStore
 
@@ -28,15 +28,32 @@ ALL_TIME = (0, MAX_TIME)
 
 # -- lookups that 404 ------------------------------------------------------------
 
+def dataset_known(store: LineageStore, ep: EndPoint) -> bool:
+    """A run read or wrote it, or an OpenLineage event reported its schema."""
+    return store.exists(ep) or store.schema(ep.namespace, ep.name, *ALL_TIME) is not None
+
+
+def known_fields(store: LineageStore, ep: EndPoint, start: int, end: int,
+                 prefix: str | None = None) -> list[str]:
+    """Fields with lineage in the range, and the fields of the schema reported
+    for the dataset in the range (a `count(*) AS n` column has no inputs but is
+    a field), sorted."""
+    names = set(store.fields(ep, start, end, prefix))
+    schema = store.schema(ep.namespace, ep.name, start, end) or {}
+    low = (prefix or "").lower()
+    names.update(n for n in schema if n.lower().startswith(low))
+    return sorted(names)
+
+
 def require_dataset(store: LineageStore, ep: EndPoint) -> None:
-    if not store.exists(ep):
+    if not dataset_known(store, ep):
         raise NotFound(f"dataset {ep.namespace}:{ep.name} is unknown (no run ever read or "
                        f"wrote it)")
 
 
 def require_field(store: LineageStore, ef: EndPointField) -> None:
     require_dataset(store, ef.endpoint)
-    if ef.field not in store.fields(ef.endpoint, *ALL_TIME):
+    if ef.field not in known_fields(store, ef.endpoint, *ALL_TIME):
         raise NotFound(f"field {ef.field!r} of dataset {ef.endpoint.namespace}:"
                        f"{ef.endpoint.name} is unknown (no run ever read or wrote it)")
 
@@ -111,7 +128,7 @@ def dataset_fields(store: LineageStore, ep: EndPoint, start: int, end: int,
     with_lineage = {f.field for d in ("incoming", "outgoing")
                     for f, targets in store.field_map(ep, start, end, d).items() if targets}
     return [{"name": n, "lineage": n in with_lineage}
-            for n in store.fields(ep, *ALL_TIME, prefix)]
+            for n in known_fields(store, ep, *ALL_TIME, prefix)]
 
 
 def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
@@ -289,82 +306,133 @@ def dataset_properties(store: LineageStore, ep: EndPoint, start: int, end: int) 
 # -- Marquez-compatible column lineage ------------------------------------------------
 
 class TransformationCache:
-    """Per (operation set, destination field) input transformations; an operation
-    set never changes, so entries never go stale."""
+    """Per (operation set, destination dataset): every written field's inputs with
+    their composed transformation tags, computed in ONE pass over the set (a
+    per-field pass made a dataset-wide request quadratic in the width). An
+    operation set never changes, so entries never go stale."""
 
-    def __init__(self, size: int = 20_000):
-        self._data: OrderedDict[tuple[str, EndPointField], dict] = OrderedDict()
+    def __init__(self, size: int = 2_000):
+        self._data: OrderedDict[tuple[str, EndPoint], dict] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
 
-    def get(self, store: LineageStore, checksum: str, ef: EndPointField
-            ) -> dict[EndPointField, list[Transformation]]:
-        key = (checksum, ef)
+    def of_dataset(self, store: LineageStore, checksum: str, ep: EndPoint
+                   ) -> dict[str, dict[EndPointField, list[Transformation]]]:
+        key = (checksum, ep)
         with self._lock:
             hit = self._data.get(key)
             if hit is not None:
                 self._data.move_to_end(key)
                 return hit
-        value = input_transformations(store.operation_set(checksum), ef)
+        value = dataset_input_transformations(store.operation_set(checksum), ep)
         with self._lock:
             self._data[key] = value
             if len(self._data) > self._size:
                 self._data.popitem(last=False)
         return value
 
+    def get(self, store: LineageStore, checksum: str, ef: EndPointField
+            ) -> dict[EndPointField, list[Transformation]]:
+        return self.of_dataset(store, checksum, ef.endpoint).get(ef.field, {})
+
+
+def _colon_splits(rest: str, parts: int) -> list[list[str]]:
+    """Every way to cut ``rest`` at colons into ``parts`` non-empty pieces, the
+    shortest first piece first (namespaces such as ``postgres://host:5432`` hold
+    colons, so no single split is right)."""
+    colons = [i for i, c in enumerate(rest) if c == ":"]
+    if parts == 2:
+        return [[rest[:i], rest[i + 1:]] for i in colons if 0 < i < len(rest) - 1]
+    return [[rest[:a], rest[a + 1:b], rest[b + 1:]]
+            for a in colons for b in colons if 0 < a < b - 1 and b < len(rest) - 1]
+
 
 def parse_node_id(store: LineageStore, node_id: str) -> tuple[EndPoint, str | None]:
     """``datasetField:<ns>:<dataset>:<field>`` or ``dataset:<ns>:<name>``.
 
-    Namespaces such as ``postgres://host:5432`` hold colons, so every split is
-    tried and the one naming a known dataset wins.
+    Every split at colons is tried and the one naming a known dataset wins.
     """
     kind, sep, rest = (node_id or "").partition(":")
     if not sep or kind not in ("dataset", "datasetField"):
-        raise BadRequest(f"nodeId must look like datasetField:<namespace>:<dataset>:<field> or "
-                         f"dataset:<namespace>:<name>, got {node_id!r}", "nodeId")
-    colons = [i for i, c in enumerate(rest) if c == ":"]
-    candidates: list[tuple[EndPoint, str | None]] = []
-    if kind == "dataset":
-        for i in colons:
-            if i > 0 and i < len(rest) - 1:
-                candidates.append((EndPoint(rest[:i], rest[i + 1:]), None))
-    else:
-        for a in colons:
-            for b in colons:
-                if 0 < a < b - 1 and b < len(rest):
-                    candidates.append((EndPoint(rest[:a], rest[a + 1:b]), rest[b + 1:]))
+        raise BadRequest(f"nodeId must look like datasetField:<namespace>:<dataset>:<field>, "
+                         f"dataset:<namespace>:<name> or job:<namespace>:<name>, "
+                         f"got {node_id!r}", "nodeId")
+    candidates: list[tuple[EndPoint, str | None]] = [
+        (EndPoint(p[0], p[1]), p[2] if kind == "datasetField" else None)
+        for p in _colon_splits(rest, 3 if kind == "datasetField" else 2)]
     if not candidates:
         raise BadRequest(f"nodeId {node_id!r} does not name a namespace, dataset"
                          + (" and field" if kind == "datasetField" else ""), "nodeId")
-    known = [c for c in candidates if store.exists(c[0])]
+    known = [c for c in candidates if dataset_known(store, c[0])]
     if not known:
         raise NotFound(f"nodeId {node_id!r} names no known dataset")
     if kind == "datasetField":
-        with_field = [c for c in known if c[1] in store.fields(c[0], *ALL_TIME)]
+        with_field = [c for c in known if c[1] is not None
+                      and c[1] in known_fields(store, c[0], *ALL_TIME)]
         if not with_field:
             raise NotFound(f"nodeId {node_id!r} names no known field")
         return with_field[0]
     return known[0]
 
 
+def job_outputs(store: LineageStore, node_id: str, start: int, end: int) -> list[EndPointField]:
+    """``job:<namespace>:<name>``: the fields the job's latest run in
+    ``[start, end)`` wrote (Marquez: the column lineage of the job's outputs)."""
+    rest = node_id.partition(":")[2]
+    wanted = {f"{a}/{b}" for a, b in _colon_splits(rest, 2)}
+    # a program without a "/" (a track() job) is exported as job namespace "fll"
+    wanted |= {b for a, b in _colon_splits(rest, 2) if a == "fll"}
+    if not wanted:
+        raise BadRequest(f"nodeId {node_id!r} does not name a job namespace and name",
+                         "nodeId")
+    latest: tuple[int, str, str] | None = None
+    for ep in store.datasets():
+        for run in store.runs(ep, start, end, "incoming"):
+            if run.program in wanted and (latest is None
+                                          or (run.start_ms, run.run_id) > latest[:2]):
+                latest = (run.start_ms, run.run_id, run.checksum)
+    if latest is None:
+        raise NotFound(f"nodeId {node_id!r}: no run of this job in the range")
+    info = store.operation_set(latest[2])
+    return sorted(EndPointField(ep, f) for ep, fields in info.destination_fields().items()
+                  for f in fields)
+
+
 def _field_node_id(f: EndPointField) -> str:
     return f"datasetField:{f.endpoint.namespace}:{f.endpoint.name}:{f.field}"
 
 
+def _order(f: EndPointField) -> tuple[str, str, str]:
+    """EndPointField's own order as plain strings: sorting tens of thousands of
+    fields by the dataclass comparison took most of a wide answer's time."""
+    return (f.endpoint.namespace, f.endpoint.name, f.field)
+
+
 def column_lineage(store: LineageStore, cache: TransformationCache, node_id: str, depth: int,
                    with_downstream: bool, start: int, end: int) -> dict:
-    ep, field_name = parse_node_id(store, node_id)
-    roots = ([EndPointField(ep, field_name)] if field_name is not None
-             else [EndPointField(ep, f) for f in store.fields(ep, start, end)])
+    """Marquez's column-lineage graph. As Marquez writes it, every edge listed
+    on a node has that node as ``origin``: an inEdge's ``destination`` is the
+    upstream field, an outEdge's the downstream one (its web UI walks
+    ``inEdges[].destination``). Linear in the fields reached: each (operation
+    set, dataset) is composed once for all its fields."""
+    if node_id.startswith("job:"):
+        roots = job_outputs(store, node_id, start, end)
+    else:
+        ep, field_name = parse_node_id(store, node_id)
+        roots = ([EndPointField(ep, field_name)] if field_name is not None
+                 else [EndPointField(ep, f) for f in known_fields(store, ep, start, end)])
 
+    checksums_memo: dict[EndPoint, list[str]] = {}
     inputs_memo: dict[EndPointField, dict[EndPointField, list[Transformation]]] = {}
 
     def inputs_of(f: EndPointField) -> dict[EndPointField, list[Transformation]]:
         if f in inputs_memo:
             return inputs_memo[f]
+        if f.endpoint not in checksums_memo:
+            checksums_memo[f.endpoint] = list(store.checksums(f.endpoint, start, end,
+                                                              "incoming"))
         merged: dict[EndPointField, list[Transformation]] = {}
-        for c in store.checksums(f.endpoint, start, end, "incoming"):
+        for c in checksums_memo[f.endpoint]:
             for src, tags in cache.get(store, c, f).items():
                 cur = merged.setdefault(src, [])
                 cur.extend(t for t in tags if t not in cur)
@@ -372,18 +440,18 @@ def column_lineage(store: LineageStore, cache: TransformationCache, node_id: str
         return merged
 
     nodes: set[EndPointField] = set(roots)
-    edges: set[tuple[EndPointField, EndPointField]] = set()
+    edges: set[tuple[EndPointField, EndPointField]] = set()  # (upstream, downstream)
     walks: list[tuple[str, Callable[[EndPointField], Iterable[EndPointField]]]] = [
         ("up", lambda f: inputs_of(f).keys())]
     if with_downstream:
         walks.append(("down", lambda f: store.outgoing(f, start, end)))
     for way, step in walks:
         seen = set(roots)
-        frontier = sorted(roots)
+        frontier = list(roots)
         for _ in range(depth):
             nxt = []
             for f in frontier:
-                for g in sorted(step(f)):
+                for g in step(f):
                     edges.add((g, f) if way == "up" else (f, g))
                     nodes.add(g)
                     if g not in seen:
@@ -394,20 +462,28 @@ def column_lineage(store: LineageStore, cache: TransformationCache, node_id: str
                 break
     ins: dict[EndPointField, list[dict]] = {}
     outs: dict[EndPointField, list[dict]] = {}
-    for a, b in sorted(edges):
-        e = {"origin": _field_node_id(a), "destination": _field_node_id(b)}
-        outs.setdefault(a, []).append(e)
-        ins.setdefault(b, []).append(e)
+    for up, down in sorted(edges, key=lambda e: (_order(e[0]), _order(e[1]))):
+        ins.setdefault(down, []).append({"origin": _field_node_id(down),
+                                         "destination": _field_node_id(up)})
+        outs.setdefault(up, []).append({"origin": _field_node_id(up),
+                                        "destination": _field_node_id(down)})
+    types: dict[EndPoint, dict[str, str | None]] = {}
     graph = []
-    for f in sorted(nodes):
+    for f in sorted(nodes, key=_order):
+        if f.endpoint not in types:
+            types[f.endpoint] = store.schema(f.endpoint.namespace, f.endpoint.name,
+                                             *ALL_TIME) or {}
         graph.append({
             "id": _field_node_id(f), "type": "DATASET_FIELD",
             "data": {"namespace": f.endpoint.namespace, "dataset": f.endpoint.name,
-                     "field": f.field, "fieldType": None,
+                     "field": f.field,
+                     # Marquez answers "" for an unknown type; its Java client needs a string
+                     "fieldType": types[f.endpoint].get(f.field) or "",
                      "inputFields": [{"namespace": s.endpoint.namespace,
                                       "dataset": s.endpoint.name, "field": s.field,
                                       "transformations": [t.to_dict() for t in tags]}
-                                     for s, tags in sorted(inputs_of(f).items())]},
+                                     for s, tags in sorted(inputs_of(f).items(),
+                                                           key=lambda kv: _order(kv[0]))]},
             "inEdges": ins.get(f, []), "outEdges": outs.get(f, [])})
     return {"graph": graph}
 

@@ -46,7 +46,9 @@ VARIANTS = 5
 FIELDS = ["id", "name", "amount", "city", "ts"]
 BASE_MS = 1_700_000_000_000
 QUERY_KINDS = ("fields", "field", "operations", "allfieldlineage", "column-lineage")
-_RUN_MARK = "@@RUN@@"
+# a UUID, so the exported event carries it as its run id and the replace hits both
+# run.runId and the fllRun facet
+_RUN_MARK = "00000000-0000-4000-8000-0000deadbeef"
 
 
 def operation_set(pair: int, variant: int) -> FieldLineageInfo:

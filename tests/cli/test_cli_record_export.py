@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+from fll.openlineage import export_run_id
+
 import pytest
 
 from fll import EndPoint, EndPointField, open_store
@@ -107,7 +109,9 @@ def test_export_openlineage_events_carry_column_lineage_and_record_back(run_cli,
     events = json.loads(result.stdout)
     assert len(events) == 1
     event = events[0]
-    assert event["run"]["runId"] == "run-cdap" and event["eventType"] == "COMPLETE"
+    # the run id goes out as a UUID (the spec's format), the original in fllRun
+    assert event["run"]["runId"] == export_run_id("run-cdap") and event["eventType"] == "COMPLETE"
+    assert event["run"]["facets"]["fllRun"]["runId"] == "run-cdap"
     facet = event["outputs"][0]["facets"]["columnLineage"]
     assert {(f["namespace"], f["name"], f["field"])
             for f in facet["fields"]["name"]["inputFields"]} == {("ns", "endpoint1", "body")}

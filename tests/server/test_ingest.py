@@ -3,6 +3,7 @@ Marquez endpoints; export and re-ingest; token protection."""
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 from fastapi.testclient import TestClient
@@ -10,7 +11,7 @@ from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, R
 from openlineage.client.facet_v2 import column_lineage_dataset as cl
 from openlineage.client.serde import Serde
 
-from fll import open_store
+from fll import EndPoint, open_store
 from fll.openlineage import export_events
 from fll.rowkeys import MAX_TIME
 from fll.server import create_app
@@ -88,9 +89,14 @@ def test_an_openlineage_event_keeps_its_transformations_in_the_marquez_graph(app
                  "masking": True}],
         "status": [{"type": "INDIRECT", "subtype": "FILTER", "description": "status = 'paid'",
                     "masking": False}]}
-    assert {e["origin"] for e in me["inEdges"]} == {
+    # as Marquez writes it: every edge of a node starts at the node itself, and an
+    # inEdge's destination is the upstream column (what Marquez's web UI walks)
+    assert {e["origin"] for e in me["inEdges"]} == {node}
+    assert {e["destination"] for e in me["inEdges"]} == {
         "datasetField:pg://db:5432:public.orders:ssn",
         "datasetField:pg://db:5432:public.orders:status"}
+    [ssn] = [n for n in r.json()["graph"] if n["data"]["field"] == "ssn"]
+    assert ssn["outEdges"] == [{"origin": ssn["id"], "destination": node}]
 
 
 def test_the_start_time_is_the_first_event_seen_for_the_run(app_client):
@@ -113,13 +119,44 @@ def test_the_same_event_twice_is_recorded_once(app_client, store):
     assert len(store.runs(store.datasets()[1], 0, MAX_TIME)) == 1
 
 
-def test_other_operations_for_a_recorded_run_are_a_conflict_that_changes_nothing(app_client,
-                                                                                  store):
+def test_a_later_event_of_a_run_adds_its_lineage_to_the_run(app_client, store):
+    start = ol_event(RunState.START, time="2024-05-01T09:00:00Z")
+    # START knows only `customer`; COMPLETE knows every field
+    start["outputs"][0]["facets"]["columnLineage"]["fields"] = {
+        "customer": start["outputs"][0]["facets"]["columnLineage"]["fields"]["customer"]}
+    assert app_client.post("/api/v1/lineage", json=start).status_code == 201
+    assert app_client.get(v3("s3://lake", "marts/customer_totals",
+                             f"/lineage/fields?{ALL}")).json() == ["customer"]
+    r = app_client.post("/api/v1/lineage", json=ol_event(time="2024-05-01T09:30:00Z"))
+    assert r.status_code == 201 and r.json()["recorded"] is True
+    assert app_client.get(v3("s3://lake", "marts/customer_totals",
+                             f"/lineage/fields?{ALL}")).json() == ["customer", "tax id", "total"]
+    [run] = store.runs(EndPoint("s3://lake", "marts/customer_totals"), 0, MAX_TIME)
+    assert run.start_ms == 1714554000000  # the START's time, kept
+    # the START again says nothing new
+    assert app_client.post("/api/v1/lineage", json=start).status_code == 200
+
+
+def test_a_later_event_with_other_tags_keeps_the_tags_of_both(app_client, store):
     app_client.post("/api/v1/lineage", json=ol_event())
-    before = store.run(RUN_ID)
     r = app_client.post("/api/v1/lineage", json=ol_event(amount_subtype="TRANSFORMATION"))
+    assert r.status_code == 201, r.text
+    node = "datasetField:s3://lake:marts/customer_totals:total"
+    graph = app_client.get("/api/v1/column-lineage", params={"nodeId": node, "depth": 1}).json()
+    [me] = [n for n in graph["graph"] if n["id"] == node]
+    [amount] = [i for i in me["data"]["inputFields"] if i["field"] == "amount"]
+    assert [t["subtype"] for t in amount["transformations"]] == ["AGGREGATION", "TRANSFORMATION"]
+
+
+def test_a_run_recorded_through_the_store_api_with_other_operations_stays_a_conflict(
+        app_client, store):
+    from .fixtures import ab_info
+    store.record(ab_info(), RUN_ID, 1_000, "chain/ab")
+    before = store.run(RUN_ID)
+    r = app_client.post("/api/v1/lineage", json=ol_event())
     assert r.status_code == 409 and r.json()["status"] == 409
     assert store.run(RUN_ID) == before
+    assert not store.exists(EndPoint("s3://lake", "marts/customer_totals"))
 
 
 @pytest.mark.parametrize("mutate, path", [
@@ -195,11 +232,43 @@ def test_the_seed_example_exported_and_reingested_gives_identical_lineage(seeded
     events = []
     for ep in (EMPLOYEE, B, C):
         events += export_events(seeded, ep, 0, MAX_TIME)
-    assert [e["run"]["runId"] for e in events] == ["run-hr-1", "run-ab", "run-bc"]
-    _, c = _reingest(events, tmp_path, "fresh-seed")
+    # run ids that are no UUID go out as their UUID v5, the original in the fllRun facet
+    ids = [e["run"]["runId"] for e in events]
+    assert [str(uuid.UUID(i)) for i in ids] == ids and len(set(ids)) == 3
+    assert [e["run"]["facets"]["fllRun"]["runId"] for e in events] == [
+        "run-hr-1", "run-ab", "run-bc"]
+    fresh, c = _reingest(events, tmp_path, "fresh-seed")
     endpoints = [(e.namespace, e.name) for e in seeded.datasets()]
     with TestClient(create_app(seeded)) as original:
         assert _answers(c, endpoints) == _answers(original, endpoints)
+    # exact: the same run id, program, start and operation set (checksum)
+    for run_id in ("run-hr-1", "run-ab", "run-bc"):
+        assert fresh.run(run_id) == seeded.run(run_id)
+
+
+def test_an_export_sent_back_to_the_store_it_came_from_changes_nothing(seeded):
+    from .fixtures import EMPLOYEE
+    [event] = export_events(seeded, EMPLOYEE, 0, MAX_TIME)
+    before = seeded.run("run-hr-1")
+    with TestClient(create_app(seeded)) as c:
+        r = c.post("/api/v1/lineage", json=event)
+    assert r.status_code == 200, r.text
+    assert r.json()["program"] == "hr-pipeline" and r.json()["runId"] == "run-hr-1"
+    assert seeded.run("run-hr-1") == before
+
+
+@pytest.mark.parametrize("facet", [
+    {"runId": "other", "program": "spark/etl.totals", "operations": []},
+    {"program": "spark/etl.totals", "operations": [{"type": "READ", "name": 5}]},
+    {"program": "spark/etl.totals", "operations": "nope"},
+    {"program": ["x"], "operations": [None, 1, "a"]},
+    "not an object",
+])
+def test_a_forged_fll_run_facet_is_ignored(app_client, store, facet):
+    event = ol_event()
+    event["run"]["facets"] = {"fllRun": facet}
+    r = app_client.post("/api/v1/lineage", json=event)
+    assert r.status_code == 201 and r.json()["runId"] == RUN_ID
 
 
 # -- token --------------------------------------------------------------------------

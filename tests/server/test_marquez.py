@@ -19,14 +19,15 @@ def test_upstream_graph_of_c_z_walks_back_to_a_with_transformations(client):
                       "datasetField:chain:A:x", "datasetField:chain:A:y"}
     z = g["datasetField:chain:C:z"]
     assert z["type"] == "DATASET_FIELD"
-    assert z["data"] == {"namespace": "chain", "dataset": "C", "field": "z", "fieldType": None,
+    assert z["data"] == {"namespace": "chain", "dataset": "C", "field": "z", "fieldType": "",
                          "inputFields": [{"namespace": "chain", "dataset": "B", "field": "x2",
                                           "transformations": [{"type": "DIRECT",
                                                                "subtype": "IDENTITY",
                                                                "description": "",
                                                                "masking": False}]}]}
-    assert z["inEdges"] == [{"origin": "datasetField:chain:B:x2",
-                             "destination": "datasetField:chain:C:z"}]
+    # Marquez's shape: the node is the origin of each of its edges
+    assert z["inEdges"] == [{"origin": "datasetField:chain:C:z",
+                             "destination": "datasetField:chain:B:x2"}]
     assert z["outEdges"] == []
     x2 = g["datasetField:chain:B:x2"]["data"]["inputFields"]
     assert [(i["field"], [t["subtype"] for t in i["transformations"]]) for i in x2] == [
@@ -79,3 +80,18 @@ def test_bad_node_ids(client, node, status):
 def test_depth_above_the_cap_is_a_bad_request(client):
     r = client.get("/api/v1/column-lineage?nodeId=datasetField:chain:C:z&depth=1000")
     assert r.status_code == 400 and "depth" in r.json()["error"]
+
+
+def test_a_job_node_id_answers_the_column_lineage_of_what_its_latest_run_wrote(client, seeded):
+    g = _graph(client, "job:chain:ab", depth=1)
+    assert {n["id"] for n in g.values() if n["data"]["dataset"] == "B"} == {
+        "datasetField:chain:B:x2", "datasetField:chain:B:y"}
+    assert "datasetField:chain:A:x" in g and "datasetField:chain:C:z" not in g
+    # a program without "/" is the job fll:<program>, as export names it
+    g = _graph(client, "job:fll:hr-pipeline", depth=0)
+    assert len(g) == 5
+
+
+def test_a_job_with_no_run_is_not_found(client):
+    r = client.get("/api/v1/column-lineage?nodeId=job:chain:nope")
+    assert r.status_code == 404 and "no run of this job" in r.json()["error"]

@@ -8,7 +8,7 @@ import pytest
 from fll import (BadRequest, EndPoint, EndPointField, FieldLineageInfo, InputField,
                  InvalidLineageError, ReadOperation, Transformation, TransformOperation,
                  WriteOperation)
-from fll.openlineage import (PRODUCER, RUN_EVENT_SCHEMA_URL, export_events, facet_from_info,
+from fll.openlineage import (PRODUCER, RUN_EVENT_SCHEMA_URL, export_events, export_run_id, facet_from_info,
                              input_transformations, run_event_to_lineage)
 from fll.rowkeys import MAX_TIME
 
@@ -27,7 +27,8 @@ def test_exported_events_are_valid_run_events_with_valid_facets(store, validator
         assert e["schemaURL"] == RUN_EVENT_SCHEMA_URL
         for out in e["outputs"]:
             facet_v.validate(out["facets"]["columnLineage"])
-    assert events[1]["run"]["runId"] == AB_RUN
+    assert events[1]["run"]["runId"] == export_run_id(AB_RUN) != AB_RUN
+    assert events[1]["run"]["facets"]["fllRun"]["runId"] == AB_RUN
     assert events[1]["eventTime"] == "1970-01-01T00:33:20.000Z"
     assert events[1]["job"] == {"namespace": "chain", "name": "ab"}
 

@@ -1,0 +1,149 @@
+"""Naming a dataset or a field on the command line when names are URIs.
+
+OpenLineage namespaces are ``scheme://authority`` (``postgres://db:5432``,
+``duckdb:///data/shop.duckdb``), so the compact ``NS:NAME`` / ``NS:NAME:FIELD``
+forms cannot be split at a fixed colon. This module resolves them the way the
+REST ``nodeId`` parser does: every split at a colon is a candidate, and the
+candidates the store knows (a run read or wrote the dataset, an event
+reported its schema, or it is an alias of one) are kept. One known candidate
+is the answer; several are ambiguous and the error lists them with the
+explicit options (``--namespace``, ``--dataset``, ``--field``) that always
+work; none is "not found", naming the first-colon reading.
+
+This module must never write to a store and never guess between two known
+datasets.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import BadRequest, NotFound
+from .model import EndPoint, EndPointField
+from .rowkeys import MAX_TIME
+
+__all__ = ["resolve_dataset", "resolve_field", "splits"]
+
+
+def splits(text: str, parts: int) -> list[list[str]]:
+    """Every cut of ``text`` at colons into ``parts`` non-empty pieces, in order of
+    the first cut, then the second."""
+    colons = [i for i, c in enumerate(text) if c == ":"]
+    if parts == 2:
+        return [[text[:i], text[i + 1:]] for i in colons if 0 < i < len(text) - 1]
+    return [[text[:a], text[a + 1:b], text[b + 1:]]
+            for a in colons for b in colons if 0 < a < b - 1 and b < len(text) - 1]
+
+
+def _known(store: Any, ep: EndPoint) -> EndPoint | None:
+    """``ep`` itself if the store knows it, the dataset it is an alias of, or None."""
+    if store.exists(ep) or store.schema(ep.namespace, ep.name, 0, MAX_TIME) is not None:
+        return ep
+    target = EndPoint(*store.resolve_dataset(ep.namespace, ep.name))
+    if target != ep and store.exists(target):
+        return target
+    return None
+
+
+def _fields(store: Any, ep: EndPoint) -> set[str]:
+    names = set(store.fields(ep, 0, MAX_TIME))
+    names.update(store.schema(ep.namespace, ep.name, 0, MAX_TIME) or {})
+    return names
+
+
+def _explicit(namespace: str | None, dataset: str | None, parameter: str) -> EndPoint | None:
+    if namespace is None and dataset is None:
+        return None
+    if not namespace or not dataset:
+        raise BadRequest("--namespace and --dataset go together: give both (or the compact "
+                         f"{parameter} form alone)", "namespace" if not namespace else "dataset")
+    return EndPoint(namespace, dataset)
+
+
+def resolve_dataset(store: Any, text: str | None, namespace: str | None = None,
+                    dataset: str | None = None, parameter: str = "NS:NAME") -> EndPoint:
+    """The dataset named by the compact ``NS:NAME`` form or by ``--namespace`` and
+    ``--dataset``; NotFound when the store does not know it."""
+    ep = _explicit(namespace, dataset, parameter)
+    if ep is not None:
+        if text:
+            raise BadRequest(f"give the dataset either as {parameter} or with --namespace/"
+                             f"--dataset, not both", parameter)
+        found = _known(store, ep)
+        if found is None:
+            raise NotFound(f"dataset {ep.namespace}:{ep.name} not found (namespace "
+                           f"{ep.namespace!r}, dataset {ep.name!r})")
+        return found
+    if not text:
+        raise BadRequest(f"name a dataset: {parameter}, or --namespace NS --dataset NAME",
+                         parameter)
+    candidates = [EndPoint(a, b) for a, b in splits(text, 2)]
+    if not candidates:
+        raise BadRequest(f"{parameter} {text!r} must look like NAMESPACE:DATASET "
+                         f"(or use --namespace and --dataset)", parameter)
+    known: dict[EndPoint, None] = {}
+    for c in candidates:
+        hit = _known(store, c)
+        if hit is not None:
+            known.setdefault(hit)
+    if len(known) > 1:
+        raise BadRequest(f"{parameter} {text!r} is ambiguous: it names "
+                         + " and ".join(f"--namespace {e.namespace!r} --dataset {e.name!r}"
+                                        for e in known)
+                         + "; give one with --namespace and --dataset", parameter)
+    if not known:
+        first = candidates[0]
+        raise NotFound(f"dataset {text} not found (no split at ':' names a known dataset; "
+                       f"e.g. namespace {first.namespace!r}, dataset {first.name!r}; "
+                       f"--namespace/--dataset name one whole)")
+    return next(iter(known))
+
+
+def resolve_field(store: Any, text: str | None, namespace: str | None = None,
+                  dataset: str | None = None, field: str | None = None,
+                  parameter: str = "NS:NAME:FIELD") -> EndPointField:
+    """The field named by ``NS:NAME:FIELD`` or by ``--namespace/--dataset/--field``."""
+    if namespace is not None or dataset is not None or field is not None:
+        if text:
+            raise BadRequest(f"give the field either as {parameter} or with --namespace/"
+                             f"--dataset/--field, not both", parameter)
+        if not field:
+            raise BadRequest("--field is required with --namespace and --dataset", "field")
+        ep = resolve_dataset(store, None, namespace, dataset, parameter)
+        return _require_field(store, ep, field)
+    if not text:
+        raise BadRequest(f"name a field: {parameter}, or --namespace NS --dataset NAME "
+                         f"--field F", parameter)
+    cuts = splits(text, 3)
+    if not cuts:
+        raise BadRequest(f"{parameter} {text!r} must look like NAMESPACE:DATASET:FIELD "
+                         f"(or use --namespace, --dataset and --field)", parameter)
+    with_dataset: list[tuple[EndPoint, str]] = []
+    for a, b, f in cuts:
+        hit = _known(store, EndPoint(a, b))
+        if hit is not None:
+            with_dataset.append((hit, f))
+    if not with_dataset:
+        first = cuts[0]
+        raise NotFound(f"dataset {first[0]}:{first[1]} not found (no split of {text!r} at "
+                       f"':' names a known dataset; --namespace/--dataset/--field name "
+                       f"one whole)")
+    exact = list(dict.fromkeys(EndPointField(ep, f) for ep, f in with_dataset
+                               if f in _fields(store, ep)))
+    if len(exact) > 1:
+        raise BadRequest(f"{parameter} {text!r} is ambiguous: it names "
+                         + " and ".join(f"--namespace {e.endpoint.namespace!r} --dataset "
+                                        f"{e.endpoint.name!r} --field {e.field!r}"
+                                        for e in exact)
+                         + "; give one with --namespace, --dataset and --field", parameter)
+    if exact:
+        return exact[0]
+    ep, f = with_dataset[-1]  # the longest dataset reading: the field is the last part
+    return _require_field(store, ep, f)
+
+
+def _require_field(store: Any, ep: EndPoint, field: str) -> EndPointField:
+    known = sorted(_fields(store, ep))
+    if field not in known:
+        hint = ", ".join(known[:10]) + (", …" if len(known) > 10 else "")
+        raise NotFound(f"field {field!r} not found in dataset {ep} (known: {hint})")
+    return EndPointField(ep, field)
