@@ -30,7 +30,7 @@ from ..model import EndPoint, EndPointField
 from ..openlineage import check_shape, event_run_id, event_time_ms, run_event_to_lineage
 from ..store.lineage import LineageStore
 from ..timerange import now_ms, parse_time
-from . import views
+from . import spark_ingest, views
 from .errors import ApiError, CatchAllMiddleware, install
 from .paths import RawPathMiddleware, segment
 
@@ -309,6 +309,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         return JSONResponse(_receipt(run_id, info.checksum, start_ms, program, new),
                             status_code=201 if new else 200)
 
+    spark_ingest.register(app, lineage, check_token, max_body)  # the JVM listener's writes
     from .explorer import mount_explorer  # the explorer page at /, static files only
     mount_explorer(app)
     return app

@@ -577,7 +577,29 @@ def _ctas_location(plan: AnalyzedPlan, jcmd: Any) -> str:
     return loc
 
 
-_DESTINATIONS: dict[str, Callable[[AnalyzedPlan, Any], str]] = {
+def _v2_table(plan: AnalyzedPlan, table: Any) -> str | tuple[str, str]:
+    calls = plan.calls
+    location = calls(calls(table, "properties"), "get", "location")
+    if location:
+        return str(location)
+    return ("spark", str(calls(table, "name")))
+
+
+def _v2_write(plan: AnalyzedPlan, jcmd: Any) -> str | tuple[str, str]:
+    relation = plan.calls(jcmd, "table")
+    try:
+        return _v2_table(plan, plan.calls(relation, "table"))
+    except Exception:
+        return ("spark", str(plan.calls(relation, "name")))
+
+
+def _v2_create(plan: AnalyzedPlan, jcmd: Any) -> str | tuple[str, str]:
+    # analyzed only, so the table does not exist yet: named as the statement names it
+    name = plan.calls(jcmd, "name")
+    return ("spark", str(plan.calls(plan.calls(name, "identifier"), "toString")))
+
+
+_DESTINATIONS: dict[str, Callable[[AnalyzedPlan, Any], str | tuple[str, str]]] = {
     "InsertIntoHadoopFsRelationCommand":
         lambda p, c: str(p.calls(p.calls(c, "outputPath"), "toString")),
     "CreateDataSourceTableAsSelectCommand": _ctas_location,
@@ -588,6 +610,12 @@ _DESTINATIONS: dict[str, Callable[[AnalyzedPlan, Any], str]] = {
     "InsertIntoHiveTable":
         lambda p, c: str(p.calls(p.calls(p.calls(c, "table"), "location"), "toString")),
     "CreateHiveTableAsSelectCommand": _ctas_location,
+    # DataSource V2 writes (DataFrameWriterV2, V2 catalogs)
+    "AppendData": _v2_write,
+    "OverwriteByExpression": _v2_write,
+    "OverwritePartitionsDynamic": _v2_write,
+    "CreateTableAsSelect": _v2_create,
+    "ReplaceTableAsSelect": _v2_create,
 }
 
 WRITE_COMMANDS = frozenset(_DESTINATIONS)
@@ -609,6 +637,8 @@ def destination(plan: AnalyzedPlan) -> tuple[str, str]:
     except Exception as exc:
         raise FllError(f"cannot read the destination of {plan.root.cls}: "
                        f"{_first_line(exc)}") from None
+    if isinstance(location, tuple):
+        return location
     if not location:
         raise FllError(f"{plan.root.cls} has no location to write to")
     return dataset_name(location)
