@@ -14,53 +14,20 @@ its spool and sends it again.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from ..errors import BadRequest, InvalidLineageError
+from ..spark.events import record_event
 from ..store.lineage import LineageStore
 from .errors import ApiError
 
-__all__ = ["ROUTE", "register", "record_event"]
+__all__ = ["ROUTE", "register"]
 
 ROUTE = "/api/v1/spark/events"
-
-
-def record_event(store: LineageStore, event: Any) -> tuple[int, dict[str, Any]]:
-    """(HTTP status, answer) for one listener event; shared by the route and ``fll record``.
-
-    201 recorded, 200 already recorded with the same operations, 202 nothing
-    to record (the write reads no dataset). `BadRequest` for an event that
-    cannot be analysed (422); `ApiError` 409 for a run id already recorded
-    with other operations.
-    """
-    from ..spark.events import analyse_event
-
-    ev = analyse_event(event)
-    answer: dict[str, Any] = {"runId": ev.run_id, "command": ev.command,
-                              "destination": {"namespace": ev.destination[0],
-                                              "name": ev.destination[1]}}
-    if ev.info is None:
-        return 202, {**answer, "recorded": False,
-                     "reason": "the data written reads no dataset (inline rows, range)"}
-    prior = store.run(ev.run_id)
-    if prior is not None and prior.checksum != ev.info.checksum:
-        raise ApiError(409, f"run {ev.run_id!r} is already recorded with other operations; "
-                            f"nothing was changed")
-    try:
-        new = store.record(ev.info, ev.run_id, ev.start_ms, ev.program)
-    except InvalidLineageError:
-        raced = store.run(ev.run_id)
-        if raced is not None and raced.checksum != ev.info.checksum:
-            raise ApiError(409, f"run {ev.run_id!r} is already recorded with other "
-                                f"operations; nothing was changed") from None
-        raise
-    return (201 if new else 200), {**answer, "recorded": new, "checksum": ev.info.checksum,
-                                   "program": ev.program,
-                                   "startTimeInSeconds": ev.start_ms // 1000}
 
 
 def register(app: FastAPI, store: LineageStore, check_token: Callable[[Request], None],
@@ -94,4 +61,6 @@ def register(app: FastAPI, store: LineageStore, check_token: Callable[[Request],
             raise ApiError(422, f"invalid Spark write event: {e}") from None
         except InvalidLineageError as e:
             raise ApiError(422, f"the Spark write gives no valid lineage: {e}") from None
+        if status == 409:
+            raise ApiError(409, answer["error"])
         return JSONResponse(answer, status_code=status)

@@ -23,16 +23,19 @@ of its lineage.
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import BadRequest, FllError
+from ..errors import BadRequest, FllError, InvalidLineageError
 from ..model import EndPoint, FieldLineageInfo
 from .plan import RELATION_LEAVES, PlanNode, _first_output_id, dataset_name, parse_plan, \
     write_query
 
-__all__ = ["FORMAT", "SparkWriteEvent", "parse_event", "analyse_event"]
+__all__ = ["FORMAT", "SparkWriteEvent", "parse_event", "analyse_event", "record_event",
+           "record_spool"]
 
 FORMAT = 1
 
@@ -156,3 +159,66 @@ def analyse_event(event: Any) -> SparkWriteEvent:
     info = to_operations(cap, EndPoint(*destination)) if inputs else None
     return SparkWriteEvent(ev["run_id"], ev["start_ms"], ev["program"], ev["command"],
                            destination, info, cap)
+
+
+def record_event(store: Any, event: Any) -> tuple[int, dict[str, Any]]:
+    """Record one listener event in ``store``: (HTTP-style status, answer).
+
+    201 recorded, 200 already recorded with the same operations, 202 nothing
+    to record (the write reads no dataset), 409 the run id is recorded with
+    other operations (``answer["error"]`` says so; nothing changed).
+    `BadRequest`/`InvalidLineageError` for an event that cannot be analysed;
+    a `StoreError` propagates.
+    """
+    ev = analyse_event(event)
+    answer: dict[str, Any] = {"runId": ev.run_id, "command": ev.command,
+                              "destination": {"namespace": ev.destination[0],
+                                              "name": ev.destination[1]}}
+    if ev.info is None:
+        return 202, {**answer, "recorded": False,
+                     "reason": "the data written reads no dataset (inline rows, range)"}
+    conflict = f"run {ev.run_id!r} is already recorded with other operations; nothing changed"
+    prior = store.run(ev.run_id)
+    if prior is not None and prior.checksum != ev.info.checksum:
+        return 409, {**answer, "error": conflict}
+    try:
+        new = store.record(ev.info, ev.run_id, ev.start_ms, ev.program)
+    except InvalidLineageError:
+        raced = store.run(ev.run_id)  # recorded by another request meanwhile
+        if raced is not None and raced.checksum != ev.info.checksum:
+            return 409, {**answer, "error": conflict}
+        raise
+    return (201 if new else 200), {**answer, "recorded": new, "checksum": ev.info.checksum,
+                                   "program": ev.program,
+                                   "startTimeInSeconds": ev.start_ms // 1000}
+
+
+def record_spool(store: Any, directory: str | Path) -> dict[str, Any]:
+    """Record every event the listener spooled in ``directory``, oldest first.
+
+    A recorded (or already recorded, or empty) event's file is deleted; one
+    that can never be recorded is renamed ``*.rejected`` and listed with why.
+    A `StoreError` stops the pass and leaves the remaining files in place.
+    """
+    root = Path(directory)
+    if not root.is_dir():
+        raise BadRequest(f"spool directory {root} does not exist", "--spool")
+    done: dict[str, Any] = {"recorded": 0, "unchanged": 0, "empty": 0, "rejected": []}
+    for path in sorted(root.glob("*.json")):
+        try:
+            event = json.loads(path.read_bytes())
+            status, answer = record_event(store, event)
+            if status == 409:
+                raise InvalidLineageError(answer["error"])
+        except (ValueError, FllError) as exc:
+            from ..errors import StoreError
+
+            if isinstance(exc, StoreError):
+                raise
+            path.rename(path.with_name(path.name + ".rejected"))
+            done["rejected"].append({"file": path.name, "error": str(exc).splitlines()[0]})
+            continue
+        key = {201: "recorded", 200: "unchanged", 202: "empty"}[status]
+        done[key] += 1
+        path.unlink()
+    return done
