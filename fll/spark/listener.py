@@ -150,10 +150,10 @@ def spark_conf_command(url: str, token: str | None, spool: str | None, fmt: str)
     if fmt == "args":
         click.echo(quoted(args))
     elif fmt == "lines":
-        for flag, value in zip(args[::2], args[1::2]):
+        for flag, value in zip(args[::2], args[1::2], strict=True):
             click.echo(f"{flag} {shlex.quote(value)}")
     else:
-        for flag, value in zip(args[::2], args[1::2]):
+        for flag, value in zip(args[::2], args[1::2], strict=True):
             key, _, val = (value.partition("=") if flag == "--conf" else ("spark.jars", "", value))
             click.echo(f"{key} {val}")
 
