@@ -165,6 +165,14 @@ _FLAT_EXPRESSIONS = frozenset({
 })
 
 
+#: (command, field) whose plan Spark keeps out of ``innerChildren``: a V2 write's
+#: destination relation is a plain field, not a numbered node, and ``analyzedQuery``
+#: a copy of the query kept for the write's own use
+_UNNUMBERED_PLANS = frozenset((cmd, key) for cmd in ("AppendData", "OverwriteByExpression",
+                                                     "OverwritePartitionsDynamic")
+                              for key in ("table", "analyzedQuery"))
+
+
 class _Parser:
     """Turns the pre-order JSON lists into trees and numbers plan nodes like Spark does.
 
@@ -198,6 +206,10 @@ class _Parser:
             if "class" in first and "num-children" in first:
                 if _is_expression_class(first["class"]):
                     node.exprs[key] = self.expr(value)
+                elif (node.cls, key) in _UNNUMBERED_PLANS:
+                    # not one of Spark's inner children: apply(n) never reaches it,
+                    # so it must not take a number (or shift every later node's)
+                    node.plans[key] = _Parser().plan(value)[0]
                 else:
                     node.plans[key] = self.plan(value)[0]
         elif type(first) is list:
