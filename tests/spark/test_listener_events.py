@@ -127,3 +127,42 @@ def test_a_store_failure_leaves_the_spool_in_place(store, tmp_path, monkeypatch)
     with pytest.raises(StoreError):
         record_spool(store, tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["0001-a.json"]
+
+
+def test_spark_conf_prints_the_flags_for_the_installed_spark():
+    from click.testing import CliRunner
+
+    from fll.cli import main
+    from fll.spark.listener import jar_path, spark_version
+
+    r = CliRunner().invoke(main, ["spark-conf", "--url", "http://127.0.0.1:9", "--token", "t"])
+    assert r.exit_code == 0, r.output
+    assert r.output.split() == [
+        "--jars", str(jar_path()), "--conf", f"spark.sql.queryExecutionListeners={LISTENER_CLASS}",
+        "--conf", "spark.fll.url=http://127.0.0.1:9", "--conf", "spark.fll.token=t"]
+    assert spark_version() in jar_path().name and jar_path().is_file()
+    r = CliRunner().invoke(main, ["spark-conf", "--format", "defaults", "--spool", "/s"])
+    assert r.output.splitlines()[1:] == [
+        f"spark.sql.queryExecutionListeners {LISTENER_CLASS}",
+        "spark.fll.url http://127.0.0.1:8080", "spark.fll.spool /s"]
+
+
+@pytest.mark.slow
+def test_the_jar_is_rebuilt_only_when_its_inputs_change(tmp_path, monkeypatch):
+    from fll.spark import listener
+
+    import shutil
+
+    built_jar = listener.ensure_jar()  # set-up built it: one compile below, not two
+    monkeypatch.setenv("FLL_JVM_BUILD", str(tmp_path))
+    shutil.copy2(built_jar, listener.jar_path())
+    shutil.copy2(built_jar.with_suffix(".stamp"), listener.jar_path().with_suffix(".stamp"))
+    jar = listener.jar_path()
+    built = jar.stat().st_mtime_ns
+    assert listener.ensure_jar().stat().st_mtime_ns == built  # up to date: not rebuilt
+    stamp = jar.with_suffix(".stamp")
+    stamp.write_text(stamp.read_text().replace("spark ", "spark 0.0-"))
+    assert listener.ensure_jar().stat().st_mtime_ns != built  # another Spark: rebuilt
+    import zipfile
+
+    assert "fll/spark/LineageListener.class" in zipfile.ZipFile(jar).namelist()
