@@ -29,7 +29,9 @@ from fll import EndPoint, open_store
 from fll.spark import track
 from fll.spark.listener import ensure_jar, spark_conf
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+# two Spark applications start here: about a minute on an idle 2-core machine, far
+# longer when it is shared, hence a timeout above the suite's default
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 BIN = Path(sys.executable).parent
 V2_CATALOG = {
@@ -166,8 +168,8 @@ def applications(served, spark):
          "-e", "; ".join(_sql_statements(str(src))) + ";"],
         cwd=sql_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        job_out = job.communicate(timeout=600)
-        sql_out = sql.communicate(timeout=600)
+        job_out = job.communicate(timeout=1500)
+        sql_out = sql.communicate(timeout=1500)
     finally:
         for p in (job, sql):
             if p.poll() is None:
