@@ -94,6 +94,7 @@ def _normal(info, names: dict[str, str]) -> str:
     for old, new in names.items():
         text = text.replace(json.dumps(old)[1:-1], json.dumps(new)[1:-1])
     data = json.loads(text)
+    data.pop("checksum", None)  # of the names before mapping: compared via the operations
     data["operations"] = sorted(data["operations"], key=lambda o: o["name"])
     return json.dumps(data, sort_keys=True)
 
