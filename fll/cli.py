@@ -40,6 +40,8 @@ DEFAULT_CONFIG = Path("conf") / "fll.yaml"
 _LAZY: dict[str, tuple[str, str, str]] = {
     "serve": ("fll.server.cli", "serve", "Serve the REST API and the lineage explorer page."),
     "run": ("fll.pipeline.cli", "run", "Run a pipeline spec and record its field lineage."),
+    "spark-conf": ("fll.spark.listener", "spark_conf_command",
+                   "Print the spark-submit flags that send every write to fll serve."),
 }
 
 
@@ -695,14 +697,16 @@ def _run_from_record(item: Any, where: str, run_id: str | None, start: str | Non
 
 
 @main.command()
-@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True), required=False)
+@click.option("--spool", metavar="DIR", help="Record the Spark listener's spooled events "
+              "from DIR instead (each recorded file is deleted).")
 @click.option("--run-id", help="Run id for a file that has none (overrides the file's).")
 @click.option("--start", metavar="T", help="Run start time for a file that has none.")
 @click.option("--program", help="Program (pipeline) name for the run.")
 @format_option("text", "json")
 @pass_state
-def record(state: State, file: str, run_id: str | None, start: str | None,
-           program: str | None, fmt: str) -> None:
+def record(state: State, file: str | None, spool: str | None, run_id: str | None,
+           start: str | None, program: str | None, fmt: str) -> None:
     """Record runs from FILE ('-' for stdin): JSON, a list, or JSON Lines of
 
     \b
@@ -711,7 +715,25 @@ def record(state: State, file: str, run_id: str | None, start: str | None,
 
     or OpenLineage RunEvents with columnLineage facets. All or nothing: one bad
     item stores nothing. `fll export --format json` writes this same shape.
+    With --spool DIR: the events the Spark listener could not send.
     """
+    if (file is None) == (spool is None):
+        raise BadRequest("give either FILE or --spool DIR", "FILE")
+    if spool is not None:
+        from .spark.events import record_spool
+
+        done = record_spool(state.store(create=True), spool)
+        if fmt == "json":
+            _echo_json(done)
+        for r in done["rejected"]:
+            click.echo(f"rejected {r['file']}: {r['error']}", err=True)
+        click.echo(f"recorded {done['recorded']} new run(s) from {spool}, {done['unchanged']} "
+                   f"already present, {done['empty']} without inputs, "
+                   f"{len(done['rejected'])} rejected", err=True)
+        if done["rejected"]:
+            raise SystemExit(EXIT_USAGE)
+        return
+    assert file is not None
     data = _load_json_file(file)
     items = data if isinstance(data, list) else [data]
     where = "stdin" if file == "-" else file

@@ -15,4 +15,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet --progress-bar off -e ".[dev]"
+# the JVM listener (fll spark-conf): rebuilt only when its source, Spark or the JDK changed
+if command -v javac >/dev/null; then
+  .venv/bin/python -m fll.spark.listener build
+else
+  echo "no javac: the Spark listener is not built (apt-get install openjdk-17-jdk-headless)" >&2
+fi
 echo "set-up done: .venv has fll $(.venv/bin/python -c 'import fll; print(fll.__version__)')"

@@ -31,7 +31,7 @@ from .. import openlineage as ol
 from ..openlineage import check_shape, event_run_id, event_time_ms, run_event_to_lineage
 from ..store.lineage import LineageStore
 from ..timerange import now_ms, parse_time
-from . import views
+from . import spark_ingest, views
 from .errors import ApiError, CatchAllMiddleware, install
 from .paths import RawPathMiddleware, segment
 
@@ -371,6 +371,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                               f"nothing fll keeps")
         return JSONResponse(body, status_code=201 if recorded else 202)
 
+    spark_ingest.register(app, lineage, check_token, max_body)  # the JVM listener's writes
     from .explorer import mount_explorer  # the explorer page at /, static files only
     mount_explorer(app)
     return app

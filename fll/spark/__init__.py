@@ -77,9 +77,7 @@ def capture(target: Any, spark: Any = None) -> Capture:
     leaves_start = time.perf_counter()
     leaves = _plan.resolve_leaves(analyzed)
     walk_start = time.perf_counter()
-    with _plan.gc_paused():
-        result = walk(root, leaves)
-        facet = build_facet(result)
+    result, facet = _lineage(root, leaves)
     inputs = sorted({ds for found in leaves.values() for ds in found})
     end = time.perf_counter()
     return Capture(facet, dest, inputs, result, analyzed.calls.count,
@@ -87,6 +85,15 @@ def capture(target: Any, spark: Any = None) -> Capture:
                    {"serialize": analyzed.tojson_seconds, "parse": analyzed.parse_seconds,
                     "leaves": walk_start - leaves_start, "walk": end - walk_start},
                    analyzed.tojson_chars)
+
+
+def _lineage(root: _plan.PlanNode, leaves: Mapping[int, list[tuple[str, str]]]
+             ) -> tuple[PlanLineage, dict[str, Any]]:
+    """The walk and the facet of a parsed plan whose leaves are resolved: the one step
+    a live capture and a listener event (`fll.spark.events`) share."""
+    with _plan.gc_paused():
+        result = walk(root, leaves)
+        return result, build_facet(result)
 
 
 def column_lineage(target: Any, spark: Any = None) -> dict[str, Any]:

@@ -230,8 +230,14 @@ class _Walker:
             inner = self.deps
         finally:
             self.deps = saved
-        # the subquery's own filters/joins shape only the value it yields here
-        for lineage in [c.lineage for c in cols] + [_freeze(inner)]:
+        # the subquery's own filters/joins shape only the value it yields here.
+        # Whether EXISTS holds depends only on which rows pass the subquery's
+        # WHERE (and the outer columns it is correlated on, reached through
+        # that WHERE), never on what it selects: `EXISTS (SELECT * …)` must not
+        # make every column of the table a dependency. IN (subquery) compares
+        # the selected values, so those stay.
+        values = [] if e.cls == "Exists" else [c.lineage for c in cols]
+        for lineage in values + [_freeze(inner)]:
             for src, tags in lineage.items():
                 into = acc.setdefault(src, set())
                 for c in ctx:

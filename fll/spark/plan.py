@@ -165,6 +165,14 @@ _FLAT_EXPRESSIONS = frozenset({
 })
 
 
+#: (command, field) whose plan Spark keeps out of ``innerChildren``: a V2 write's
+#: destination relation is a plain field, not a numbered node, and ``analyzedQuery``
+#: a copy of the query kept for the write's own use
+_UNNUMBERED_PLANS = frozenset((cmd, key) for cmd in ("AppendData", "OverwriteByExpression",
+                                                     "OverwritePartitionsDynamic")
+                              for key in ("table", "analyzedQuery"))
+
+
 class _Parser:
     """Turns the pre-order JSON lists into trees and numbers plan nodes like Spark does.
 
@@ -198,6 +206,10 @@ class _Parser:
             if "class" in first and "num-children" in first:
                 if _is_expression_class(first["class"]):
                     node.exprs[key] = self.expr(value)
+                elif (node.cls, key) in _UNNUMBERED_PLANS:
+                    # not one of Spark's inner children: apply(n) never reaches it,
+                    # so it must not take a number (or shift every later node's)
+                    node.plans[key] = _Parser().plan(value)[0]
                 else:
                     node.plans[key] = self.plan(value)[0]
         elif type(first) is list:
@@ -577,7 +589,29 @@ def _ctas_location(plan: AnalyzedPlan, jcmd: Any) -> str:
     return loc
 
 
-_DESTINATIONS: dict[str, Callable[[AnalyzedPlan, Any], str]] = {
+def _v2_table(plan: AnalyzedPlan, table: Any) -> str | tuple[str, str]:
+    calls = plan.calls
+    location = calls(calls(table, "properties"), "get", "location")
+    if location:
+        return str(location)
+    return ("spark", str(calls(table, "name")))
+
+
+def _v2_write(plan: AnalyzedPlan, jcmd: Any) -> str | tuple[str, str]:
+    relation = plan.calls(jcmd, "table")
+    try:
+        return _v2_table(plan, plan.calls(relation, "table"))
+    except Exception:
+        return ("spark", str(plan.calls(relation, "name")))
+
+
+def _v2_create(plan: AnalyzedPlan, jcmd: Any) -> str | tuple[str, str]:
+    # analyzed only, so the table does not exist yet: named as the statement names it
+    name = plan.calls(jcmd, "name")
+    return ("spark", str(plan.calls(plan.calls(name, "identifier"), "toString")))
+
+
+_DESTINATIONS: dict[str, Callable[[AnalyzedPlan, Any], str | tuple[str, str]]] = {
     "InsertIntoHadoopFsRelationCommand":
         lambda p, c: str(p.calls(p.calls(c, "outputPath"), "toString")),
     "CreateDataSourceTableAsSelectCommand": _ctas_location,
@@ -588,6 +622,12 @@ _DESTINATIONS: dict[str, Callable[[AnalyzedPlan, Any], str]] = {
     "InsertIntoHiveTable":
         lambda p, c: str(p.calls(p.calls(p.calls(c, "table"), "location"), "toString")),
     "CreateHiveTableAsSelectCommand": _ctas_location,
+    # DataSource V2 writes (DataFrameWriterV2, V2 catalogs)
+    "AppendData": _v2_write,
+    "OverwriteByExpression": _v2_write,
+    "OverwritePartitionsDynamic": _v2_write,
+    "CreateTableAsSelect": _v2_create,
+    "ReplaceTableAsSelect": _v2_create,
 }
 
 WRITE_COMMANDS = frozenset(_DESTINATIONS)
@@ -609,6 +649,8 @@ def destination(plan: AnalyzedPlan) -> tuple[str, str]:
     except Exception as exc:
         raise FllError(f"cannot read the destination of {plan.root.cls}: "
                        f"{_first_line(exc)}") from None
+    if isinstance(location, tuple):
+        return location
     if not location:
         raise FllError(f"{plan.root.cls} has no location to write to")
     return dataset_name(location)

@@ -1,0 +1,589 @@
+/*
+ * fll's query execution listener: sends every successful write of a Spark
+ * application to `fll serve`, which analyses it with the same Python code
+ * `fll.spark.track()` uses. Enabled with one setting, no code change:
+ *
+ *   --jars fll-spark-listener.jar
+ *   --conf spark.sql.queryExecutionListeners=fll.spark.LineageListener
+ *   --conf spark.fll.url=http://127.0.0.1:8080  [--conf spark.fll.token=T]
+ *   [--conf spark.fll.spool=/var/spool/fll]
+ *
+ * What it sends per write: the analyzed plan's JSON (TreeNode.toJSON) and what
+ * that JSON loses, read here from the live plan: each relation leaf's storage
+ * location or table name (keyed by its node number and first output exprId),
+ * and the destination's location or name. No lineage rule lives here.
+ *
+ * This class must never fail or slow the job it listens to: callbacks run on
+ * Spark's listener bus thread (after the write has finished), every failure is
+ * swallowed, sends happen on one daemon thread fed by a small bounded queue, and
+ * whatever cannot be sent (server down, wrong token, queue full, JVM exiting)
+ * is written to the spool directory, re-sent when the server answers again or
+ * by `fll record --spool DIR`. A send problem is logged once, not per event.
+ * Only the JDK and Spark's own classes are used: no extra jar to download.
+ */
+package fll.spark;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.reflect.Method;
+import java.net.HttpURLConnection;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.spark.SparkConf;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.trees.TreeNode;
+import org.apache.spark.sql.execution.QueryExecution;
+import org.apache.spark.sql.util.QueryExecutionListener;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+public final class LineageListener implements QueryExecutionListener {
+
+    /** The route of `fll serve` that analyses these events. */
+    public static final String ROUTE = "/api/v1/spark/events";
+    /** Bumped when the event's shape changes; the server refuses shapes it does not know. */
+    public static final int FORMAT = 1;
+
+    private static final Logger LOG = LoggerFactory.getLogger(LineageListener.class);
+
+    /** Write commands whose analyzed plan names what is written (V1 and V2). */
+    static final Set<String> WRITES = Set.of(
+        "InsertIntoHadoopFsRelationCommand", "CreateDataSourceTableAsSelectCommand",
+        "InsertIntoDataSourceDirCommand", "InsertIntoHiveDirCommand", "InsertIntoHiveTable",
+        "CreateHiveTableAsSelectCommand", "AppendData", "OverwriteByExpression",
+        "OverwritePartitionsDynamic", "CreateTableAsSelect", "ReplaceTableAsSelect");
+
+    /** The name Spark gives the inner write of CREATE TABLE … AS SELECT / saveAsTable. */
+    static final String NESTED_WRITE = "file source write";
+
+    /** Leaves whose dataset the plan JSON drops (the Python side keeps the same list). */
+    static final Set<String> LEAVES = Set.of(
+        "LogicalRelation", "HiveTableRelation", "DataSourceV2Relation",
+        "DataSourceV2ScanRelation", "StreamingDataSourceV2Relation");
+
+    /** One sender per (url, token, spool) in this JVM: cloned sessions share it. */
+    private static final Map<String, Sender> SENDERS = new ConcurrentHashMap<>();
+
+    private final Sender sender;
+    private final String appName;
+    private final String appId;
+
+    public LineageListener(SparkConf conf) {
+        String url = conf.get("spark.fll.url", "http://127.0.0.1:8080");
+        String token = conf.get("spark.fll.token", "");
+        String spool = conf.get("spark.fll.spool",
+            Paths.get(System.getProperty("java.io.tmpdir"), "fll-spool").toString());
+        int queue = conf.getInt("spark.fll.queueSize", 64);
+        this.appName = conf.get("spark.app.name", "spark");
+        this.appId = conf.get("spark.app.id", "");
+        this.sender = SENDERS.computeIfAbsent(url + "\n" + token + "\n" + spool,
+            k -> new Sender(url, token, Paths.get(spool), queue));
+    }
+
+    @Override
+    public void onSuccess(String funcName, QueryExecution qe, long durationNs) {
+        try {
+            LogicalPlan plan = qe.analyzed();
+            String command = plan.getClass().getSimpleName();
+            if (!WRITES.contains(command) || NESTED_WRITE.equals(funcName)) {
+                // a query, a non-writing command, or the file write a CTAS runs inside
+                // itself (reported again, whole, as the CTAS)
+                return;
+            }
+            long end = System.currentTimeMillis();
+            sender.submit(event(funcName, qe, plan, command, end - durationNs / 1_000_000L));
+        } catch (Throwable t) {
+            sender.problem("cannot describe a write for fll (" + describe(t) + ")");
+        }
+    }
+
+    @Override
+    public void onFailure(String funcName, QueryExecution qe, Exception exception) {
+        // a failed write records nothing
+    }
+
+    // -- the event ------------------------------------------------------------------
+
+    private String event(String funcName, QueryExecution qe, LogicalPlan plan, String command,
+                         long startMs) throws Exception {
+        StringBuilder out = new StringBuilder(4096);
+        out.append("{\"format\":").append(FORMAT);
+        field(out, "run_id", UUID.randomUUID().toString());
+        out.append(",\"start_ms\":").append(startMs);
+        field(out, "program", appName);
+        field(out, "app_id", appId);
+        field(out, "func", funcName);
+        field(out, "command", command);
+        field(out, "spark_version", org.apache.spark.package$.MODULE$.SPARK_VERSION());
+        out.append(",\"destination\":");
+        dataset(out, destination(qe, plan, command));
+        out.append(",\"leaves\":[");
+        List<TreeNode<?>> leaves = new ArrayList<>();
+        List<Integer> numbers = new ArrayList<>();
+        number(plan, 0, leaves, numbers);
+        for (int i = 0; i < leaves.size(); i++) {
+            if (i > 0) {
+                out.append(',');
+            }
+            TreeNode<?> leaf = leaves.get(i);
+            out.append("{\"number\":").append(numbers.get(i));
+            field(out, "class", leaf.getClass().getSimpleName());
+            out.append(",\"first_id\":").append(firstId(leaf));
+            out.append(",\"datasets\":[");
+            List<String[]> found;
+            try {
+                found = leafDatasets(leaf);
+            } catch (Throwable t) {
+                found = List.of();
+            }
+            for (int j = 0; j < found.size(); j++) {
+                if (j > 0) {
+                    out.append(',');
+                }
+                dataset(out, found.get(j));
+            }
+            out.append("]}");
+        }
+        // toJSON is valid JSON: embedded as is, not re-escaped into a string
+        out.append("],\"plan\":").append(plan.toJSON()).append('}');
+        return out.toString();
+    }
+
+    /** Numbers nodes as TreeNode.apply(n) does: the node, its inner children, its children. */
+    private static int number(TreeNode<?> node, int n, List<TreeNode<?>> leaves,
+                              List<Integer> numbers) {
+        if (LEAVES.contains(node.getClass().getSimpleName())) {
+            leaves.add(node);
+            numbers.add(n);
+        }
+        int next = n + 1;
+        scala.collection.Iterator<?> inner = node.innerChildren().iterator();
+        while (inner.hasNext()) {
+            Object o = inner.next();
+            if (o instanceof TreeNode) {
+                next = number((TreeNode<?>) o, next, leaves, numbers);
+            }
+        }
+        scala.collection.Iterator<?> kids = node.children().iterator();
+        while (kids.hasNext()) {
+            next = number((TreeNode<?>) kids.next(), next, leaves, numbers);
+        }
+        return next;
+    }
+
+    private static String firstId(TreeNode<?> leaf) {
+        try {
+            scala.collection.Iterator<?> out = ((LogicalPlan) leaf).output().iterator();
+            if (out.hasNext()) {
+                Object exprId = call(out.next(), "exprId");
+                return String.valueOf(call(exprId, "id"));
+            }
+        } catch (Throwable t) {
+            // no id: the server falls back to the node number
+        }
+        return "null";
+    }
+
+    /** {"location": ...} as {"location", loc} or a named table as {"name", name}. */
+    private static List<String[]> leafDatasets(TreeNode<?> leaf) throws Exception {
+        String cls = leaf.getClass().getSimpleName();
+        List<String[]> out = new ArrayList<>();
+        if (cls.equals("LogicalRelation")) {
+            scala.Option<?> table = (scala.Option<?>) call(leaf, "catalogTable");
+            if (table.isDefined()) {
+                out.add(location(call(table.get(), "location")));
+                return out;
+            }
+            Object relation = call(leaf, "relation");
+            Object index;
+            try {
+                index = call(relation, "location");
+            } catch (NoSuchMethodException e) {
+                out.add(new String[] {"name", relation.toString()});
+                return out;
+            }
+            scala.collection.Iterator<?> paths =
+                ((scala.collection.Iterable<?>) call(index, "rootPaths")).iterator();
+            while (paths.hasNext()) {
+                out.add(location(paths.next()));
+            }
+            return out;
+        }
+        if (cls.equals("HiveTableRelation")) {
+            out.add(location(call(call(leaf, "tableMeta"), "location")));
+            return out;
+        }
+        Object node = cls.equals("DataSourceV2ScanRelation") ? call(leaf, "relation") : leaf;
+        out.add(v2Table(call(node, "table")));
+        return out;
+    }
+
+    private static String[] v2Table(Object table) throws Exception {
+        @SuppressWarnings("unchecked")
+        Map<String, String> props = (Map<String, String>) call(table, "properties");
+        String loc = props == null ? null : props.get("location");
+        if (loc != null && !loc.isEmpty()) {
+            return new String[] {"location", loc};
+        }
+        return new String[] {"name", String.valueOf(call(table, "name"))};
+    }
+
+    private static String[] location(Object uriOrPath) {
+        return new String[] {"location", String.valueOf(uriOrPath)};
+    }
+
+    /** Where the write went; read after it ran, so a created table is in the catalog. */
+    private static String[] destination(QueryExecution qe, LogicalPlan plan, String command)
+            throws Exception {
+        switch (command) {
+            case "InsertIntoHadoopFsRelationCommand":
+                return location(call(plan, "outputPath"));
+            case "CreateDataSourceTableAsSelectCommand":
+            case "CreateHiveTableAsSelectCommand": {
+                Object table = call(plan, "table");
+                Object catalog = call(call(qe.sparkSession(), "sessionState"), "catalog");
+                Object ident = call(table, "identifier");
+                try {
+                    Method get = catalog.getClass().getMethod("getTableMetadata",
+                        ident.getClass());
+                    return location(call(get.invoke(catalog, ident), "location"));
+                } catch (Exception e) {
+                    scala.Option<?> loc = (scala.Option<?>) call(call(table, "storage"),
+                        "locationUri");
+                    if (loc.isDefined()) {
+                        return location(loc.get());
+                    }
+                    Method path = catalog.getClass().getMethod("defaultTablePath",
+                        ident.getClass());
+                    return location(path.invoke(catalog, ident));
+                }
+            }
+            case "InsertIntoDataSourceDirCommand":
+            case "InsertIntoHiveDirCommand": {
+                scala.Option<?> loc = (scala.Option<?>) call(call(plan, "storage"),
+                    "locationUri");
+                return loc.isDefined() ? location(loc.get()) : null;
+            }
+            case "InsertIntoHiveTable":
+                return location(call(call(plan, "table"), "location"));
+            case "AppendData":
+            case "OverwriteByExpression":
+            case "OverwritePartitionsDynamic": {
+                Object relation = call(plan, "table");
+                try {
+                    return v2Table(call(relation, "table"));
+                } catch (NoSuchMethodException e) {
+                    return new String[] {"name", String.valueOf(call(relation, "name"))};
+                }
+            }
+            default: {  // CreateTableAsSelect / ReplaceTableAsSelect on a V2 catalog
+                Object name = call(plan, "name");
+                String ident = String.valueOf(name);
+                try {
+                    Object catalog = call(name, "catalog");
+                    Object id = call(name, "identifier");
+                    Method load = catalog.getClass().getMethod("loadTable",
+                        Class.forName("org.apache.spark.sql.connector.catalog.Identifier"));
+                    return v2Table(load.invoke(catalog, id));
+                } catch (Exception e) {
+                    return new String[] {"name", ident};
+                }
+            }
+        }
+    }
+
+    // -- small helpers ----------------------------------------------------------------
+
+    /** A no-argument method by name: the classes differ between Spark versions. */
+    static Object call(Object target, String method) throws Exception {
+        Method m = target.getClass().getMethod(method);
+        return m.invoke(target);
+    }
+
+    private static void dataset(StringBuilder out, String[] ds) {
+        if (ds == null) {
+            out.append("null");
+            return;
+        }
+        out.append('{');
+        quote(out, ds[0]);
+        out.append(':');
+        quote(out, ds[1]);
+        out.append('}');
+    }
+
+    private static void field(StringBuilder out, String key, String value) {
+        out.append(',');
+        quote(out, key);
+        out.append(':');
+        quote(out, value);
+    }
+
+    static void quote(StringBuilder out, String s) {
+        out.append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            switch (c) {
+                case '"': out.append("\\\""); break;
+                case '\\': out.append("\\\\"); break;
+                case '\n': out.append("\\n"); break;
+                case '\r': out.append("\\r"); break;
+                case '\t': out.append("\\t"); break;
+                default:
+                    if (c < 0x20) {
+                        out.append(String.format("\\u%04x", (int) c));
+                    } else {
+                        out.append(c);
+                    }
+            }
+        }
+        out.append('"');
+    }
+
+    static String describe(Throwable t) {
+        String msg = t.getMessage();
+        String first = msg == null ? "" : msg.strip().split("\n", 2)[0];
+        return t.getClass().getSimpleName() + (first.isEmpty() ? "" : ": " + first);
+    }
+
+    // -- sending ----------------------------------------------------------------------
+
+    /**
+     * One daemon thread posting events in order. A failed post spools the event and
+     * marks the server down: later events go straight to the spool until a retry
+     * after {@code RETRY_MS} succeeds, which also re-sends what was spooled.
+     */
+    static final class Sender implements Runnable {
+        private static final long RETRY_MS = 10_000;
+        private static final int CONNECT_MS = 2_000;
+        private static final int READ_MS = 15_000;
+        /** At JVM exit: how long pending events may still be posted before being spooled. */
+        private static final long EXIT_BUDGET_MS = 3_000;
+
+        private final String endpoint;
+        private final String token;
+        private final Path spool;
+        private final ArrayBlockingQueue<String> queue;
+        private final Set<String> logged = ConcurrentHashMap.newKeySet();
+        private final Thread thread;
+        private volatile boolean closing;
+        private volatile long downUntil;
+        private volatile boolean spooled;
+
+        Sender(String url, String token, Path spool, int capacity) {
+            String base = url.endsWith("/") ? url.substring(0, url.length() - 1) : url;
+            this.endpoint = base + ROUTE;
+            this.token = token;
+            this.spool = spool;
+            this.queue = new ArrayBlockingQueue<>(Math.max(1, capacity));
+            this.spooled = true;  // events left by an earlier run are re-sent on first success
+            this.thread = new Thread(this, "fll-lineage-sender");
+            this.thread.setDaemon(true);
+            this.thread.start();
+            Runtime.getRuntime().addShutdownHook(new Thread(this::drain, "fll-lineage-exit"));
+        }
+
+        void submit(String event) {
+            if (closing || !queue.offer(event)) {
+                spool(event);  // never block the listener bus
+                if (!closing) {
+                    problem("the send queue is full; events are spooled in " + spool);
+                }
+            }
+        }
+
+        @Override
+        public void run() {
+            while (!closing) {
+                String event;
+                try {
+                    event = queue.poll(200, TimeUnit.MILLISECONDS);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                if (event == null) {
+                    if (spooled && System.currentTimeMillis() >= downUntil) {
+                        resendSpool();
+                    }
+                    continue;
+                }
+                deliver(event);
+            }
+        }
+
+        private void deliver(String event) {
+            if (System.currentTimeMillis() < downUntil) {
+                spool(event);
+                return;
+            }
+            String problem = post(event.getBytes(StandardCharsets.UTF_8));
+            if (problem == null) {
+                if (spooled) {
+                    resendSpool();
+                }
+                return;
+            }
+            spool(event);
+            down(problem);
+        }
+
+        private void down(String problem) {
+            downUntil = System.currentTimeMillis() + RETRY_MS;
+            problem(problem + "; events are spooled in " + spool
+                + " and re-sent when it answers (or: fll record --spool " + spool + ")");
+        }
+
+        /** Re-sends spooled events oldest first; stops at the first failure. */
+        private void resendSpool() {
+            List<Path> files = new ArrayList<>();
+            try (DirectoryStream<Path> dir = Files.newDirectoryStream(spool, "*.json")) {
+                for (Path p : dir) {
+                    files.add(p);
+                }
+            } catch (IOException e) {
+                spooled = false;  // no spool directory: nothing waits
+                return;
+            }
+            files.sort(null);
+            for (Path p : files) {
+                if (closing) {
+                    return;
+                }
+                byte[] body;
+                try {
+                    body = Files.readAllBytes(p);
+                } catch (IOException e) {
+                    continue;
+                }
+                String problem = post(body);
+                if (problem != null && !problem.startsWith("rejected")) {
+                    down(problem);
+                    return;
+                }
+                try {
+                    if (problem == null) {
+                        Files.deleteIfExists(p);
+                    } else {  // the server will never take this one: keep it aside
+                        Files.move(p, p.resolveSibling(p.getFileName() + ".rejected"),
+                            StandardCopyOption.REPLACE_EXISTING);
+                    }
+                } catch (IOException e) {
+                    // left for the next pass
+                }
+            }
+            spooled = false;
+        }
+
+        /** Null when the server took the event, else what went wrong (one line). */
+        private String post(byte[] body) {
+            HttpURLConnection conn = null;
+            try {
+                conn = (HttpURLConnection) URI.create(endpoint).toURL().openConnection();
+                conn.setConnectTimeout(CONNECT_MS);
+                conn.setReadTimeout(READ_MS);
+                conn.setRequestMethod("POST");
+                conn.setDoOutput(true);
+                conn.setFixedLengthStreamingMode(body.length);
+                conn.setRequestProperty("Content-Type", "application/json");
+                if (!token.isEmpty()) {
+                    conn.setRequestProperty("Authorization", "Bearer " + token);
+                }
+                try (OutputStream os = conn.getOutputStream()) {
+                    os.write(body);
+                }
+                int status = conn.getResponseCode();
+                drainQuietly(status < 400 ? conn.getInputStream() : conn.getErrorStream());
+                if (status < 300) {
+                    return null;
+                }
+                if (status == 401 || status == 403) {
+                    return "fll server " + endpoint + " refused the token (HTTP " + status
+                        + "): check spark.fll.token";
+                }
+                if (status == 400 || status == 413 || status == 422) {
+                    return "rejected by fll server " + endpoint + " (HTTP " + status + ")";
+                }
+                return "fll server " + endpoint + " answered HTTP " + status;
+            } catch (IllegalArgumentException | IOException e) {
+                return "cannot reach fll server " + endpoint + " (" + describe(e)
+                    + "): check spark.fll.url";
+            } finally {
+                if (conn != null) {
+                    conn.disconnect();
+                }
+            }
+        }
+
+        private static void drainQuietly(InputStream in) {
+            if (in == null) {
+                return;
+            }
+            try (InputStream s = in) {
+                s.readAllBytes();
+            } catch (IOException e) {
+                // the status was all we needed
+            }
+        }
+
+        private void spool(String event) {
+            try {
+                Files.createDirectories(spool);
+                String name = String.format("%013d-%s", System.currentTimeMillis(),
+                    UUID.randomUUID());
+                Path tmp = spool.resolve(name + ".tmp");
+                Files.write(tmp, event.getBytes(StandardCharsets.UTF_8));
+                Files.move(tmp, spool.resolve(name + ".json"), StandardCopyOption.ATOMIC_MOVE);
+                spooled = true;
+            } catch (IOException | RuntimeException e) {
+                problem("cannot write the fll spool " + spool + " (" + describe(e)
+                    + "); lineage events are lost");
+            }
+        }
+
+        /** Logs a problem once per kind for the life of the JVM. */
+        void problem(String message) {
+            String kind = message.replaceAll("\\(.*", "");
+            if (logged.add(kind)) {
+                LOG.warn("fll: " + message);
+            }
+        }
+
+        /** JVM exit: post what is queued within a short budget, spool the rest. */
+        private void drain() {
+            long deadline = System.currentTimeMillis() + EXIT_BUDGET_MS;
+            closing = true;
+            try {  // let an event in flight finish: killing the post would lose it
+                thread.join(EXIT_BUDGET_MS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            String event;
+            while ((event = queue.poll()) != null) {
+                long now = System.currentTimeMillis();
+                if (now < deadline && now >= downUntil) {
+                    String problem = post(event.getBytes(StandardCharsets.UTF_8));
+                    if (problem == null) {
+                        continue;
+                    }
+                    down(problem);
+                }
+                spool(event);
+            }
+        }
+    }
+}
