@@ -25,7 +25,8 @@ __all__ = ["Token", "Statement", "Param", "Signature", "Args", "split_statements
 
 @dataclass(frozen=True)
 class Token:
-    """One word of a statement. ``kind`` is ``word``, ``column`` (``:x``) or ``string``."""
+    """One word of a statement. ``kind`` is ``word``, ``column`` (``:x``), ``string``,
+    ``exp`` (Wrangler's ``exp:{…}``, value = the inside) or ``prop`` (``prop:{k=v,…}``)."""
 
     kind: str
     value: str
@@ -92,6 +93,12 @@ def split_statements(text: str) -> list[Statement]:
                 tokens.append(("string", value, line[i:j], i))
                 i = j
                 continue
+            block = _BLOCK.match(line, i)
+            if block:                                   # exp:{…} or prop:{…}
+                value, j = _read_block(line, block.end() - 1, lineno)
+                tokens.append((block.group(1), value, line[i:j], i))
+                i = j
+                continue
             j = i
             while j < n and not line[j].isspace() and line[j] != ";":
                 if line[j] in "'\"" and _closes(line, j):  # a quoted part inside a word: keep it whole
@@ -121,6 +128,30 @@ def _flush(statements: list[Statement], tokens: list[tuple[str, str, str, int]],
         statements.append(Statement(len(statements) + 1, lineno, base + 1,
                                     line[base:end].rstrip(), name_tok[2], toks))
     tokens.clear()
+
+
+_BLOCK = re.compile(r"(exp|prop)\s*:\s*\{")
+
+
+def _read_block(line: str, i: int, lineno: int) -> tuple[str, int]:
+    """The text inside the braces starting at ``line[i]`` (nested braces and quoted
+    strings allowed) and the index after the closing brace."""
+    depth = 0
+    j = i
+    while j < len(line):
+        ch = line[j]
+        if ch in "'\"" and _closes(line, j):
+            _, j = _read_quoted(line, j, lineno)
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return line[i + 1:j].strip(), j + 1
+        j += 1
+    raise RecipeError("unterminated { … } block", line=lineno, column=i + 1,
+                      expected="a closing }")
 
 
 def _closes(line: str, i: int) -> bool:
@@ -334,7 +365,8 @@ def parse_sed(text: str) -> Sed:
 
 # -- signatures -------------------------------------------------------------
 
-KINDS = ("column", "columns", "text", "regex", "int", "bool", "expr", "sed", "choice")
+KINDS = ("column", "columns", "text", "regex", "int", "bool", "expr", "sed", "choice",
+         "number", "props")
 
 
 @dataclass(frozen=True)
@@ -369,9 +401,11 @@ def parse_signature(usage: str) -> Signature:
     """Read ``name <arg:kind> [<arg:kind>]`` into a `Signature` (used when registering).
 
     Kinds: column, columns (one or more, comma separated; space separated too when
-    it is the last argument), text,
-    regex, int, bool, expr (the rest of the statement), sed, or ``a|b|c``
-    (one of these words).
+    it is the last argument), text, regex, int, number (a decimal), bool, expr (the
+    rest of the statement, or Wrangler's ``exp:{…}``), sed, props (``prop:{k=v}``),
+    or ``a|b|c`` (one of these words). An optional argument whose kind does not fit
+    the next word is skipped when a later argument fits it (as Wrangler binds
+    arguments by type).
     """
     parts = usage.split(None, 1)
     if not parts:
@@ -397,8 +431,8 @@ def parse_signature(usage: str) -> Signature:
         if kind not in KINDS:
             raise ValueError(f"unknown argument kind {kind!r} in the usage of {name!r}; "
                              f"known: {', '.join(KINDS)}")
-        if params and params[-1].kind == "expr":
-            raise ValueError(f"expr must be the last argument of {name!r}")
+        if params and params[-1].kind == "expr" and not optional:
+            raise ValueError(f"only optional arguments may follow an expr in {name!r}")
         if params and params[-1].optional and not optional:
             raise ValueError(f"a required argument follows an optional one in {name!r}")
         params.append(Param(pname.replace("-", "_"), kind, optional, choices))
@@ -440,7 +474,14 @@ def bind(stmt: Statement, sig: Signature) -> Args:
                 continue
             raise _err(stmt, f"missing argument <{p.name}> ({p.kind})", end_col, sig)
         tok = toks[ti]
-        if p.kind == "expr":
+        if p.optional and not _fits(p, tok) and any(
+                _fits(q, tok) for q in sig.params[sig.params.index(p) + 1:]):
+            values[p.name] = None
+            continue
+        if p.kind == "expr" and tok.kind == "exp":
+            values[p.name] = tok.value
+            ti += 1
+        elif p.kind == "expr":
             values[p.name] = stmt.rest(tok)
             ti = len(toks)
         elif p.kind == "columns":
@@ -478,8 +519,62 @@ def bind(stmt: Statement, sig: Signature) -> Args:
     return Args(values)
 
 
+def _fits(p: Param, tok: Token) -> bool:
+    """Whether ``tok`` can be argument ``p`` (used to skip optional arguments)."""
+    v = tok.value
+    if tok.kind in ("exp", "prop"):
+        return p.kind == ("expr" if tok.kind == "exp" else "props")
+    if p.kind in ("expr", "props"):
+        return False
+    if p.kind == "int":
+        return tok.kind == "word" and re.fullmatch(r"[+-]?\d+", v) is not None
+    if p.kind == "number":
+        return tok.kind == "word" and re.fullmatch(r"[+-]?\d+(\.\d*)?", v) is not None
+    if p.kind == "bool":
+        return v.lower() in ("true", "false")
+    if p.kind == "choice":
+        return v.lower() in (c.lower() for c in p.choices)
+    return True
+
+
+def _props(stmt: Statement, sig: Signature, p: Param, tok: Token) -> dict[str, Any]:
+    """``k=v, k2='text'`` inside ``prop:{…}``: numbers, true/false or quoted text."""
+    out: dict[str, Any] = {}
+    for part in (x.strip() for x in tok.value.split(",")):
+        if not part:
+            continue
+        key, eq, val = part.partition("=")
+        key, val = key.strip(), val.strip()
+        if not eq or not re.fullmatch(r"[A-Za-z_][\w-]*", key) or not val:
+            raise _err(stmt, f"<{p.name}>: cannot read property {part!r}; expected key=value",
+                       tok.column, sig)
+        if val[0] in "'\"" and len(val) > 1 and val[-1] == val[0]:
+            out[key] = val[1:-1]
+        elif val.lower() in ("true", "false"):
+            out[key] = val.lower() == "true"
+        elif re.fullmatch(r"[+-]?\d+", val):
+            out[key] = int(val)
+        elif re.fullmatch(r"[+-]?\d+\.\d*", val):
+            out[key] = float(val)
+        else:
+            raise _err(stmt, f"<{p.name}>: property {key!r} must be a number, true/false or "
+                       f"quoted text, got {val!r}", tok.column, sig)
+    return out
+
+
 def _convert(stmt: Statement, sig: Signature, p: Param, tok: Token) -> Any:
     v = tok.value
+    if tok.kind in ("exp", "prop") and p.kind not in ("expr", "props"):
+        raise _err(stmt, f"<{p.name}> cannot be a {tok.kind}:{{…}} block", tok.column, sig)
+    if p.kind == "props":
+        if tok.kind != "prop":
+            raise _err(stmt, f"<{p.name}> must be prop:{{key=value,…}}, got {tok.raw!r}",
+                       tok.column, sig)
+        return _props(stmt, sig, p, tok)
+    if p.kind == "number":
+        if not re.fullmatch(r"[+-]?\d+(\.\d*)?", v):
+            raise _err(stmt, f"<{p.name}> must be a number, got {tok.raw!r}", tok.column, sig)
+        return float(v) if "." in v else int(v)
     if p.kind == "column":
         if not v:
             raise _err(stmt, f"<{p.name}> must be a column name", tok.column, sig)
