@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from ..errors import RecipeError
 from . import labels as L
 from .context import StepContext, java_quote, quote
 from .parser import Args, check_regex
@@ -468,15 +469,151 @@ def filter_by_regex(step, df, a):
     return _regex_filter(step, df, a.column, a.regex, a.match == "if-matched")
 
 
+def _condition(step: StepContext, df: "DataFrame", condition: str) -> tuple["Column", list[str]]:
+    """A Spark SQL condition as a never-null boolean (null counts as false) and the
+    columns it reads."""
+    if not condition.strip():
+        raise step.error("no condition given")
+    refs = step.references(df, condition)
+    return F.coalesce(F.expr(condition).cast("boolean"), F.lit(False)), refs
+
+
+def _filter(step, df, condition: str, remove_when: bool) -> Outcome:
+    cond, refs = _condition(step, df, condition)
+    return Outcome(df.where(~cond if remove_when else cond), L.read(*refs))
+
+
 @register_directive("filter-row-if-true <condition:expr>")
 def filter_row_if_true(step, df, a):
     """Remove the rows for which a Spark SQL condition is true (null counts as false).
 
     Wrangler uses JEXL; we use Spark SQL. Labels: READ each column the condition reads.
     """
-    refs = step.references(df, a.condition)
-    return Outcome(df.where(~F.coalesce(F.expr(a.condition).cast("boolean"), F.lit(False))),
-                   L.read(*refs))
+    return _filter(step, df, a.condition, True)
+
+
+@register_directive("filter-row-if-false <condition:expr>")
+def filter_row_if_false(step, df, a):
+    """Remove the rows for which a Spark SQL condition is false (null counts as false,
+    so those rows go too). Labels: READ each column the condition reads."""
+    return _filter(step, df, a.condition, False)
+
+
+@register_directive("filter-row <condition:expr> [<remove_when:bool>]")
+def filter_row(step, df, a):
+    """Wrangler's own form of the condition filters, ``filter-row exp:{cond} true``:
+    remove the rows where the condition equals ``remove_when`` (default true).
+
+    Labels: READ each column the condition reads.
+    """
+    return _filter(step, df, a.condition, a.remove_when is not False)
+
+
+_FILTER_ON = ("condition-true", "condition-false", "empty-or-null-columns", "regex-match",
+              "regex-not-match")
+
+
+@register_directive("filter-rows-on <command:condition-true|condition-false|"
+                    "empty-or-null-columns|regex-match|regex-not-match> <rest:expr>")
+def filter_rows_on(step, df, a):
+    """The older combined filter: ``condition-true <cond>`` / ``condition-false <cond>``
+    (as filter-row-if-true / -false), ``empty-or-null-columns <c>[,<c>…]`` (as
+    filter-empty-or-null), ``regex-match <column> <regex>`` /
+    ``regex-not-match <column> <regex>`` (as filter-row-if-matched / -not-matched,
+    whole-value match). Labels: READ each column the filter reads."""
+    if a.command == "condition-true":
+        return _filter(step, df, a.rest, True)
+    if a.command == "condition-false":
+        return _filter(step, df, a.rest, False)
+    if a.command == "empty-or-null-columns":
+        cols = [c.strip().lstrip(":") for c in a.rest.split(",") if c.strip()]
+        return _empty_or_null(step, df, cols)
+    column, _, regex = a.rest.partition(" ")
+    column, regex = column.lstrip(":"), regex.strip()
+    if len(regex) > 1 and regex[0] in "'\"" and regex[-1] == regex[0]:
+        regex = regex[1:-1]
+    if not column or not regex:
+        raise step.error(f"{a.command} needs a column and a regex")
+    reason = check_regex(regex)
+    if reason:
+        raise step.error(f"bad regex {regex!r}: {reason}")
+    return _regex_filter(step, df, column, regex, a.command == "regex-match")
+
+
+def _empty_or_null(step, df, columns: list[str]) -> Outcome:
+    # Wrangler's code keeps a row as soon as one listed column holds a non-null value,
+    # and keeps rows that lack a listed column altogether.
+    present = [c for c in dict.fromkeys(columns) if c in df.columns]
+    if len(present) < len(set(columns)):
+        return Outcome(df, L.read(*present))
+    keep = F.lit(False)
+    for c in present:
+        keep = keep | step.col(c).isNotNull()
+    return Outcome(df.where(keep), L.read(*present))
+
+
+@register_directive("filter-empty-or-null <columns:columns>")
+def filter_empty_or_null(step, df, a):
+    """Remove the rows in which every listed column is null, as Wrangler's code does (its
+    name says empty too, but an empty text is a value and the row stays). A listed column
+    that is not there keeps every row. Labels: READ each listed column."""
+    return _empty_or_null(step, df, list(a.columns))
+
+
+# -- rows to the error output, and failing the run ----------------------------------
+
+ERROR_MESSAGE, ERROR_CODE = "errMsg", "errCode"
+
+
+def _to_error(step, df, a, suffix: str) -> Outcome:
+    cond, refs = _condition(step, df, a.condition)
+    for c in (ERROR_MESSAGE, ERROR_CODE):
+        if c in df.columns:
+            raise step.error(f"column {c!r} is reserved for the error output")
+    message = (a.message if a.message is not None else a.condition) + suffix
+    errors = df.where(cond).select(*[F.col(quote(c)) for c in df.columns],
+                                   F.lit(message).alias(ERROR_MESSAGE),
+                                   F.lit(1).alias(ERROR_CODE))
+    return Outcome(df.where(~cond), L.read(*refs), errors=errors,
+                   note=f"rows where {a.condition} go to the error output")
+
+
+@register_directive("send-to-error <condition:expr> [<metric:text>] [<message:text>]")
+def send_to_error(step, df, a):
+    """Send the rows for which a Spark SQL condition is true to the recipe's error output
+    (`CompiledRecipe.errors`: the row as it is at this line plus ``errMsg`` = the message,
+    or the condition, and ``errCode`` = 1); they leave the main output. Use
+    ``exp:{…}`` to give a metric name and a message after the condition. Metrics are not
+    counted (Spark has no per-directive metric). Labels: READ each column the
+    condition reads."""
+    return _to_error(step, df, a, "")
+
+
+@register_directive("send-to-error-and-continue <condition:expr> [<metric:text>] "
+                    "[<message:text>]")
+def send_to_error_and_continue(step, df, a):
+    """As `send-to-error`, with Wrangler's message form ``<message> (ecode: 1)``. Wrangler's
+    code (not its doc page) takes the row out of the main output as send-to-error does,
+    and so does fll; its dq_total/dq_failure counters are not kept.
+    Labels: READ each column the condition reads."""
+    return _to_error(step, df, a, " (ecode: 1)")
+
+
+@register_directive("fail <condition:expr>")
+def fail(step, df, a):
+    """Stop the run when a Spark SQL condition is true for any row. The check runs with
+    the job that reads the result (it stays lazy); the error names the recipe line and
+    the first failing row's values. Labels: READ each column the condition reads."""
+    cond, refs = _condition(step, df, a.condition)
+    row = F.to_json(F.struct(*[F.col(quote(c)) for c in df.columns]))
+    marker = F.concat(F.lit(f"{FAIL_MARKER}line {step.line}: fail: condition "
+                            f"'{a.condition}' is true for row "), row, F.lit(FAIL_MARKER))
+    checked = df.where(F.when(cond, F.raise_error(marker)).otherwise(F.lit(True)))
+    return Outcome(checked, L.read(*refs))
+
+
+#: Brackets the message `fail` raises inside Spark, so `run_errors` can find it again.
+FAIL_MARKER = "\u2983fll\u2984"
 
 
 @register_directive("mask-number <column:column> <pattern:text>")
@@ -557,6 +694,7 @@ _TYPES = {"int": "int", "integer": "int", "i64": "int", "short": "smallint", "i3
           "long": "bigint", "float": "float", "double": "double", "string": "string",
           "boolean": "boolean", "bool": "boolean", "bytes": "binary", "decimal": "decimal",
           "date": "date", "timestamp": "timestamp"}
+_INT_BYTES = {"byte": 1, "short": 2, "integer": 4, "long": 8}
 _ROUNDING = ("UP", "DOWN", "CEILING", "FLOOR", "HALF_UP", "HALF_DOWN", "HALF_EVEN",
              "UNNECESSARY")
 
@@ -596,8 +734,11 @@ def set_type(step, df, a):
     if kind == "boolean":
         value = (c > 0) if numeric else \
             F.when(c.isNotNull(), F.lower(c.cast("string")) == "true") if src != "boolean" else c
-    elif kind == "binary" and src in ("float", "double"):
-        raise step.error("bytes of a float or double (IEEE 754) are not supported on Spark")
+    elif kind == "binary" and src in ("float", "double", "decimal"):
+        raise step.error(f"bytes of a {src} value are not supported on Spark")
+    elif kind == "binary" and src in _INT_BYTES:   # big-endian two's complement, as Bytes.toBytes
+        digits = _INT_BYTES[src] * 2
+        value = F.unhex(F.expr(f"right(lpad(hex({quote(a.column)}), 16, '0'), {digits})"))
     elif kind == "decimal":
         value = _to_decimal(step, c, a.scale, precision, a.rounding_mode)
     else:
@@ -768,21 +909,37 @@ def generate_uuid(step, df, a):
 
 @register_directive("format-date <column:column> <format:text>")
 def format_date(step, df, a):
-    """Format a date/timestamp column as text with a Spark datetime pattern (close to
-    Java's SimpleDateFormat that Wrangler uses; Spark rejects a few letters).
-    Labels: MODIFY column."""
+    """Format a date/timestamp column as text with a datetime pattern (Java's
+    DateTimeFormatter letters as Wrangler; Spark refuses week-based letters, checked when
+    the recipe compiles). Wrangler fails on a value that is not a date; fll formats text
+    that Spark can read as a timestamp and gives null otherwise. Labels: MODIFY column."""
     step.require(df, [a.column])
-    return _modify(step, df, a.column, F.date_format(step.col(a.column), a.format))
+    step.check_datetime_pattern(a.format)
+    c = step.col(a.column)
+    if _is_string(df, a.column):
+        c = F.try_to_timestamp(c)
+    return _modify(step, df, a.column, F.date_format(c, a.format))
 
 
-@register_directive("parse-as-date <column:column> [<format:text>]")
+@register_directive("parse-as-date <column:column> [<timezone:text>]")
 def parse_as_date(step, df, a):
-    """Parse text into a timestamp. Wrangler understands natural language dates (natty)
-    and takes a time zone; Spark does not: without ``format`` Spark's default
-    timestamp parsing is used (ISO-like text), with it a Spark datetime pattern; the
-    session time zone applies. Unparseable values give null. Labels: MODIFY column."""
+    """Parse text into a timestamp. Wrangler reads natural-language dates (natty) in the
+    given time zone (default UTC); Spark has no such parser: ISO-like text is read, as
+    local time in the zone (default UTC, as Wrangler). A bad zone fails at compile time.
+    fll also takes a Spark datetime pattern instead of a zone (``'dd/MM/yyyy'``).
+    Unparseable values give null. Labels: MODIFY column."""
     step.require(df, [a.column])
     c = step.col(a.column).cast("string")
-    value = (F.try_to_timestamp(c, F.lit(a.format)) if a.format
-             else F.try_to_timestamp(c))
+    zone, pattern = "UTC", None
+    if a.timezone:
+        try:
+            zone = step.check_zone(a.timezone)
+        except RecipeError:
+            if not re.search(r"[yMdHhmsSa]", a.timezone):
+                raise
+            pattern = a.timezone   # fll's extension: a datetime pattern instead of a zone
+            step.check_datetime_pattern(pattern, parsing=True)
+    local = F.try_to_timestamp(c, F.lit(pattern)) if pattern else F.try_to_timestamp(c)
+    session_zone = step.spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    value = F.from_utc_timestamp(F.to_utc_timestamp(local, zone), session_zone)
     return _modify(step, df, a.column, value)
