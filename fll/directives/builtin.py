@@ -77,10 +77,10 @@ def copy(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     Labels: READ source, ADD destination.
     """
     step.require(df, [a.source])
-    if a.destination in df.columns and not a.force:
-        raise step.error(f"destination {a.destination!r} exists; add true to overwrite it")
     if a.source == a.destination:   # Wrangler skips the row: nothing changes
         return Outcome(df, L.read(a.source), identity=True)
+    if a.destination in df.columns and not a.force:
+        raise step.error(f"destination {a.destination!r} exists; add true to overwrite it")
     out = _replace(df, a.destination, step.col(a.source))
     return Outcome(out, L.read(a.source) + L.add(a.destination), identity=True)
 
@@ -935,7 +935,9 @@ def parse_as_date(step, df, a):
         try:
             zone = step.check_zone(a.timezone)
         except RecipeError:
-            if not re.search(r"[yMdHhmsSa]", a.timezone):
+            # a pattern is runs of one repeated letter (dd/MM/yyyy); a zone name is not
+            runs = re.findall(r"[A-Za-z]+", re.sub(r"'[^']*'", "", a.timezone))
+            if not runs or any(len(set(r)) > 1 for r in runs):
                 raise
             pattern = a.timezone   # fll's extension: a datetime pattern instead of a zone
             step.check_datetime_pattern(pattern, parsing=True)
