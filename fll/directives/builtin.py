@@ -15,7 +15,6 @@ import re
 from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
 from ..errors import RecipeError
 from . import labels as L
@@ -257,50 +256,109 @@ def parse_as_csv(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 _JSON_SAMPLE = 1000
 
 
+def _json_type(value) -> str:
+    """The Spark type of one JSON leaf; objects and arrays stay JSON text, as Wrangler
+    keeps them as JsonObject / JsonArray."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "bigint"
+    if isinstance(value, float):
+        return "double"
+    return "string"
+
+
+def _merge_type(old: str | None, new: str) -> str:
+    if old is None or old == new:
+        return new
+    if {old, new} == {"bigint", "double"}:
+        return "double"
+    return "string"
+
+
+def _json_leaves(doc: dict, depth: int, leaves: dict[tuple[str, ...], str | None],
+                 path: tuple[str, ...] = ()) -> None:
+    """Wrangler's jsonFlatten: keys in document order, objects opened down to ``depth``."""
+    for key, value in doc.items():
+        here = path + (key,)
+        if isinstance(value, dict) and len(here) < depth:
+            _json_leaves(value, depth, leaves, here)
+        elif value is None:
+            leaves.setdefault(here, None)
+        else:
+            leaves[here] = _merge_type(leaves.get(here), _json_type(value))
+
+
+def _json_schema(leaves: dict[tuple[str, ...], str | None]) -> str:
+    tree: dict = {}
+    for path, kind in leaves.items():
+        node = tree
+        for part in path[:-1]:
+            nxt = node.setdefault(part, {})
+            if not isinstance(nxt, dict):     # a key that is a leaf in one row, an object
+                break                          # in another: keep the leaf as text
+            node = nxt
+        else:
+            node.setdefault(path[-1], kind or "string")
+
+    def struct(node: dict) -> str:
+        return ", ".join(f"{quote(k)}: " + (f"STRUCT<{struct(v)}>" if isinstance(v, dict)
+                                            else v) for k, v in node.items())
+    return f"STRUCT<{struct(tree)}>"
+
+
 @register_directive("parse-as-json <column:column> [<depth:int>]")
 def parse_as_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Parse a JSON object per row into ``column_key`` columns, nested down to ``depth`` (1).
+    """Parse JSON text per row as Wrangler does: an object becomes ``column_key`` columns
+    in document key order, nested objects opened down to ``depth`` (default: all the
+    way) and deeper objects and arrays kept as JSON text; the source column is removed
+    and rows whose value is null are dropped, as in Wrangler's code. A column of arrays
+    becomes one row per element instead (the column holds the element).
 
-    The keys and types are data dependent: one job infers the schema from
-    the first 1000 non-null values with Spark's JSON reader (keys seen only
-    later are not found). Source column kept, as in Wrangler. Labels: READ
-    column, ADD all columns minus <the columns before>.
+    The keys and their types are data dependent: one job reads the first 1000 non-null
+    values (keys seen only later are not found). Malformed JSON gives nulls (Wrangler
+    sends the row to error). Labels: DROP column, ADD all columns minus <the columns
+    before> (the new columns come from the dropped one); arrays: MODIFY column.
     """
     step.require(df, [a.column])
-    depth = 1 if a.depth is None else a.depth
+    depth = 2 ** 31 - 1 if a.depth is None else a.depth
     if depth < 1:
         raise step.error("depth must be at least 1")
-    src = step.col(a.column).cast("string")
-    sample = df.select(src.alias("value")).where(src.isNotNull()).limit(_JSON_SAMPLE)
-    jdf = getattr(sample, "_jdf", None)
-    if jdf is None:
-        raise step.error("inferring a JSON schema needs a classic Spark session")
+    src = _as_text(df, a.column, step.col(a.column))
     step.action()
-    jvm = step.spark._jvm
-    if jvm is None:  # a classic session (checked above) always has one
-        raise step.error("inferring a JSON schema needs a classic Spark session")
-    jds = getattr(jdf, "as")(jvm.org.apache.spark.sql.Encoders.STRING())
-    schema = StructType.fromJson(json.loads(
-        step.spark._jsparkSession.read().json(jds).schema().json()))
-    schema = StructType([f for f in schema.fields if f.name != "_corrupt_record"])
-    parsed = F.from_json(src, schema)
-    new: list[tuple[str, "Column"]] = []
-
-    def walk(prefix: str, value: "Column", st: StructType, level: int) -> None:
-        for f in st.fields:
-            v = value.getField(f.name)
-            name = f"{prefix}_{f.name}"
-            if isinstance(f.dataType, StructType) and level < depth:
-                walk(name, v, f.dataType, level + 1)
-            else:
-                new.append((name, v))
-    walk(a.column, parsed, schema, 1)
-    for n, _ in new:
-        if n in df.columns:
+    sample = [r[0] for r in df.select(src).where(src.isNotNull()).limit(_JSON_SAMPLE).collect()]
+    docs = []
+    for text in sample:
+        try:
+            docs.append(json.loads(text))
+        except ValueError:
+            continue
+    kept = df.where(src.isNotNull())
+    if docs and all(isinstance(d, list) for d in docs):
+        value = F.explode(F.from_json(src, "ARRAY<STRING>"))
+        return Outcome(_replace(kept, a.column, value), L.modify(a.column),
+                       note="one job found arrays: one row per element")
+    leaves: dict[tuple[str, ...], str | None] = {}
+    for d in docs:
+        if isinstance(d, dict):
+            _json_leaves(d, depth, leaves)
+    names = {path: "_".join((a.column,) + path) for path in leaves}
+    before = [c for c in df.columns if c != a.column]
+    for n in names.values():
+        if n in before:
             raise step.error(f"parsed column {n!r} already exists")
-    before = list(df.columns)
-    return Outcome(_add_all(df, new), L.read(a.column) + L.add(L.all_columns_minus(*before)),
-                   note=f"one job inferred {len(schema.fields)} keys")
+    if len(set(names.values())) != len(names):
+        raise step.error("two JSON keys give the same column name")
+    parsed = F.from_json(src, _json_schema(leaves)) if leaves else None
+    new: list[tuple[str, "Column"]] = []
+    for path, name in names.items():
+        v = parsed
+        for part in path:
+            v = v.getField(part)   # type: ignore[union-attr]
+        new.append((name, v))      # type: ignore[arg-type]
+    out = kept.select([F.col(quote(c)) for c in before] + [v.alias(n) for n, v in new])
+    return Outcome(out, L.drop(a.column) + L.add(L.all_columns_minus(*before)),
+                   note=f"one job found {len(leaves)} keys")
 
 
 # -- value transformations (MODIFY) -------------------------------------------

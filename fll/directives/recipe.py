@@ -145,7 +145,10 @@ class CompiledRecipe:
             prefix = f"{stage}.{st.index}.{st.directive}" if stage else \
                 f"{st.index}.{st.directive}"
             where = f"line {st.line}: {st.text}"
-            reads = [latest[c] for c, k in st.labels.items() if k == READ]
+            # a step that adds columns and drops others consumed those (parse-as-json)
+            adds = ADD in st.labels.values()
+            reads = [latest[c] for c, k in st.labels.items()
+                     if k == READ or (adds and k == DROP)]
             read_tag = Transformation("DIRECT", "IDENTITY" if st.identity else "TRANSFORMATION",
                                       masking=st.masking)
             nxt = dict(latest)
