@@ -14,6 +14,7 @@ that a whole recipe is checked before any of it is applied.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -272,7 +273,9 @@ def _java_reason(exc: BaseException) -> str:
 def _python_check(pattern: str) -> str | None:
     translated = _NAMED_GROUP.sub(r"(?P<\1>", pattern)
     try:
-        re.compile(translated)
+        with warnings.catch_warnings():   # Java's [a&&b] looks like a future set operation
+            warnings.simplefilter("ignore", FutureWarning)
+            re.compile(translated)
         return None
     except re.error as exc:
         if "global flags not at the start" in str(exc):   # Java allows (?i) anywhere
