@@ -527,12 +527,63 @@ def filter_by_regex(step, df, a):
     return _regex_filter(step, df, a.column, a.regex, a.match == "if-matched")
 
 
+_QUOTED = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")
+
+
+def jexl_to_sql(condition: str) -> str:
+    """Rewrite the JEXL operators Wrangler's conditions use into Spark SQL, outside quoted
+    text: ``&&`` AND, ``||`` OR, ``!`` NOT, ``== null`` IS NULL, ``!= null`` IS NOT NULL,
+    ``a =~ 're'`` / ``a !~ 're'`` a whole-value (NOT) RLIKE. JEXL method calls
+    (``Age.isEmpty()``) and Wrangler's function libraries are not translated."""
+    text = _outside_quotes(condition, _jexl_ops)
+    operand = r"([\w.`]+)\s*(=~|!~)\s*('(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\")"
+
+    def match(m: "re.Match[str]") -> str:
+        test = f"{m.group(1)} RLIKE concat('^(?:', {m.group(3)}, ')$')"
+        return f"(NOT {test})" if m.group(2) == "!~" else f"({test})"
+    return re.sub(operand, match, text)
+
+
+def _outside_quotes(text: str, fn) -> str:
+    parts: list[str] = []
+    pos = 0
+    for m in _QUOTED.finditer(text):
+        parts.append(fn(text[pos:m.start()]))
+        parts.append(m.group(0))
+        pos = m.end()
+    parts.append(fn(text[pos:]))
+    return "".join(parts)
+
+
+def _null_tests(text: str) -> str:
+    return re.sub(r"(==|!=|<>|=)\s*null\b", lambda m: " IS NULL" if m.group(1) in ("==", "=")
+                  else " IS NOT NULL", text, flags=re.IGNORECASE)
+
+
+def _jexl_ops(text: str) -> str:
+    text = _null_tests(text).replace("&&", " AND ").replace("||", " OR ")
+    return re.sub(r"!(?![=~])", " NOT ", text)
+
+
 def _condition(step: StepContext, df: "DataFrame", condition: str) -> tuple["Column", list[str]]:
     """A Spark SQL condition as a never-null boolean (null counts as false) and the
-    columns it reads."""
+    columns it reads. A condition Spark cannot read is tried once more with Wrangler's
+    JEXL operators rewritten (`jexl_to_sql`)."""
     if not condition.strip():
         raise step.error("no condition given")
-    refs = step.references(df, condition)
+    # ``x == null`` is never true in SQL, but it is Wrangler's null test: always rewrite it
+    condition = _outside_quotes(condition, _null_tests)
+    try:
+        refs = step.references(df, condition)
+    except RecipeError as first:
+        translated = jexl_to_sql(condition)
+        if translated == condition:
+            raise
+        try:
+            refs = step.references(df, translated)
+        except RecipeError:
+            raise first from None
+        condition = translated
     return F.coalesce(F.expr(condition).cast("boolean"), F.lit(False)), refs
 
 
