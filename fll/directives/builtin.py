@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from pyspark.sql import functions as F
 
@@ -758,37 +758,78 @@ def mask_number(step, df, a):
 # Wrangler's algorithm names (exact spelling) that Spark computes natively.
 _HASHES = {"MD5": None, "SHA": None, "SHA-1": None, "SHA-224": 224, "SHA-256": 256,
            "SHA-384": 384, "SHA-512": 512}
-# Wrangler knows these too (Bouncy Castle); Spark has no function for them.
-_WRANGLER_ONLY_HASHES = ("BLAKE2B-160", "BLAKE2B-256", "BLAKE2B-384", "BLAKE2B-512",
-                         "GOST3411-2012-256", "GOST3411-2012-512", "GOST3411", "KECCAK-224",
+# Wrangler's other algorithms that Python's hashlib computes (through a Python UDF).
+_PY_HASHES = {"SHA3-224": ("sha3_224", None), "SHA3-256": ("sha3_256", None),
+              "SHA3-384": ("sha3_384", None), "SHA3-512": ("sha3_512", None),
+              "SHA-512/224": ("sha512_224", None), "SHA-512/256": ("sha512_256", None),
+              "BLAKE2B-160": ("blake2b", 20), "BLAKE2B-256": ("blake2b", 32),
+              "BLAKE2B-384": ("blake2b", 48), "BLAKE2B-512": ("blake2b", 64),
+              "RIPEMD160": ("ripemd160", None), "SM3": ("sm3", None), "MD4": ("md4", None)}
+
+
+def _py_hash_available(name: str) -> bool:
+    import hashlib
+    try:
+        hashlib.new(name)
+        return True
+    except (ValueError, TypeError):
+        return False
+
+
+_PY_HASHES = {k: v for k, v in _PY_HASHES.items() if _py_hash_available(v[0])}
+# Wrangler knows these too (Bouncy Castle); neither Spark nor hashlib has them.
+_WRANGLER_ONLY_HASHES = ("GOST3411-2012-256", "GOST3411-2012-512", "GOST3411", "KECCAK-224",
                          "KECCAK-256", "KECCAK-288", "KECCAK-384", "KECCAK-512", "MD2", "MD4",
-                         "RIPEMD128", "RIPEMD160", "RIPEMD256", "RIPEMD320", "SHA-512/224",
-                         "SHA-512/256", "SHA3-224", "SHA3-256", "SHA3-384", "SHA3-512",
-                         "SKEIN-1024-1024", "SKEIN-256-256", "SKEIN-512-512", "SM3", "TIGER",
-                         "WHIRLPOOL")
+                         "RIPEMD128", "RIPEMD160", "RIPEMD256", "RIPEMD320", "SKEIN-1024-1024",
+                         "SKEIN-256-256", "SKEIN-512-512", "SM3", "TIGER", "WHIRLPOOL")
 
 
 def _hash_check(value: str) -> str | None:
-    if value in _HASHES:
+    if value in _HASHES or value in _PY_HASHES:
         return None
+    known = ", ".join(list(_HASHES) + list(_PY_HASHES))
     if value in _WRANGLER_ONLY_HASHES:
-        return f"algorithm {value!r} is not available on Spark; use one of " \
-               f"{', '.join(_HASHES)}"
-    hint = f" (names are case sensitive: {value.upper()!r})" if value.upper() in _HASHES else ""
-    return f"unknown algorithm {value!r}{hint}; known: {', '.join(_HASHES)}"
+        return f"algorithm {value!r} is not available here; use one of {known}"
+    hint = f" (names are case sensitive: {value.upper()!r})" if value.upper() in _HASHES \
+        or value.upper() in _PY_HASHES else ""
+    return f"unknown algorithm {value!r}{hint}; known: {known}"
+
+
+def _py_digest(algorithm: str) -> Callable[["Column"], "Column"]:
+    import hashlib
+
+    from pyspark.sql.types import BinaryType
+    name, size = _PY_HASHES[algorithm]
+
+    def digest(value):
+        if value is None:
+            return None
+        data = bytes(value) if isinstance(value, (bytes, bytearray)) else value.encode("utf-8")
+        h = hashlib.blake2b(data, digest_size=size) if size else hashlib.new(name, data)
+        return h.digest()
+    return F.udf(digest, BinaryType())
 
 
 @register_directive("hash <column:column> <algorithm:text> [<encode:bool>]",
                     checks={"algorithm": _hash_check})
 def hash_(step, df, a):
-    """Replace values with their message digest (MD5, SHA/SHA-1, SHA-224/256/384/512;
-    Wrangler's other algorithms have no Spark function and are refused). encode=false
-    (Wrangler's default) gives the raw digest bytes (binary), encode=true lower-case hex
-    left-padded with zeros to at least 64 digits, as Wrangler formats it. Wrangler fails
-    on a null value; fll keeps null. Labels: MODIFY column (masking)."""
+    """Replace values with their message digest. MD5, SHA/SHA-1 and SHA-224/256/384/512
+    run as Spark functions; SHA3-*, SHA-512/224, SHA-512/256, BLAKE2B-* (and RIPEMD160,
+    SM3 where Python's OpenSSL has them) run as a Python UDF, slower; Wrangler's other
+    Bouncy Castle algorithms (KECCAK, GOST, SKEIN, TIGER, WHIRLPOOL…) are refused.
+    encode=false (Wrangler's default) gives the raw digest bytes (binary), encode=true
+    lower-case hex left-padded with zeros to at least 64 digits, as Wrangler formats it.
+    Wrangler fails on a null value; fll keeps null. Labels: MODIFY column (masking)."""
     step.require(df, [a.column])
     c = step.col(a.column)
     c = c if df.schema[a.column].dataType.typeName() == "binary" else c.cast("string")
+    if a.algorithm in _PY_HASHES:
+        raw = _py_digest(a.algorithm)(c)
+        hexed = F.lower(F.hex(raw))
+        # lpad would also cut a longer value: pad only the short digests
+        value = F.when(F.length(hexed) < 64, F.lpad(hexed, 64, "0")).otherwise(hexed) \
+            if a.encode else raw
+        return _modify(step, df, a.column, value, masking=True)
     bits = _HASHES[a.algorithm]
     value = F.md5(c) if a.algorithm == "MD5" else F.sha1(c) if bits is None else F.sha2(c, bits)
     if a.encode:

@@ -98,7 +98,7 @@ def test_invalid_regexes_are_refused(pattern):
     ("set-type :a varchar", "unsupported type"),
     ("filter-rows-on sometimes :a", "must be one of"),
     ("filter-by-regex matched :a 'x'", "must be one of"),
-    ("hash :a SHA3-256", "not available on Spark"),
+    ("hash :a WHIRLPOOL", "not available here"),
     ("fill-null-or-empty :a ''", "cannot be empty"),
     ("send-to-error", "missing argument <condition>"),
     ("filter-row exp:{a > 1", "unterminated"),
