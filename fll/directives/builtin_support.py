@@ -17,8 +17,8 @@ from .context import StepContext, quote
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["put", "put_all", "fail_when", "check_zone", "check_datetime_pattern",
-           "is_type", "string_of"]
+__all__ = ["put", "put_all", "fail_when", "error_rows", "check_zone", "check_datetime_pattern",
+           "is_type", "string_of", "session_zone", "FAIL_MARKER"]
 
 
 def put(df: "DataFrame", name: str, value: "Column") -> "DataFrame":
@@ -39,8 +39,9 @@ def fail_when(step: StepContext, condition: "Column", value: "Column",
               message: "Column | str") -> "Column":
     """``value``, except that a row meeting ``condition`` stops the run with one line
     naming the recipe line, the directive and ``message`` (a text or a string Column)."""
-    prefix = F.lit(f"recipe line {step.line}: {step.statement.name}: ")
-    msg = F.concat(prefix, F.lit(message) if isinstance(message, str) else message)
+    prefix = F.lit(f"{FAIL_MARKER}line {step.line}: {step.statement.name}: ")
+    msg = F.concat(prefix, F.lit(message) if isinstance(message, str) else message,
+                   F.lit(FAIL_MARKER))
     return F.when(condition, F.raise_error(msg)).otherwise(value)
 
 
@@ -75,7 +76,7 @@ def check_zone(step: StepContext, zone: str) -> str:
 
 # Spark 3+ refuses week-based letters and a few others in its datetime patterns
 # (DateTimeFormatterHelper); Java accepts them, so both rules are applied.
-_SPARK_REFUSED = set("YWuec") | set("NAn")
+_SPARK_REFUSED = set("YWwuec") | set("AnNp")
 
 
 def check_datetime_pattern(step: StepContext, pattern: str) -> str:
@@ -107,3 +108,39 @@ def java_message(exc: BaseException) -> str:
             pass
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+#: Brackets a run-time failure message inside Spark's exception text so the recipe
+#: runner can find the recipe line again (the same marker the `fail` directive uses).
+FAIL_MARKER = "\u2983fll\u2984"
+
+#: Column names of the recipe's error output (as Wrangler's error collector has them).
+ERROR_MESSAGE, ERROR_CODE = "errMsg", "errCode"
+
+
+def error_rows(step: StepContext, df: "DataFrame", bad: "Column", message: "Column | str",
+               code: int) -> tuple["DataFrame", dict]:
+    """Take the rows where ``bad`` holds out of ``df``, as Wrangler's ErrorRowException
+    sends them to the error collector.
+
+    Returns the kept rows and the keyword arguments for `Outcome`: where the engine
+    has a recipe error output (``Outcome.errors``), the rows go there with errMsg and
+    errCode; otherwise the first such row stops the run with the recipe line.
+    """
+    from dataclasses import fields
+
+    from .registry import Outcome
+
+    bad = F.coalesce(bad, F.lit(False))
+    msg = F.lit(message) if isinstance(message, str) else message
+    if "errors" in {f.name for f in fields(Outcome)}:
+        errors = df.where(bad).select(*[F.col(quote(c)) for c in df.columns],
+                                      F.concat(F.lit(f"{step.statement.name}: "), msg)
+                                      .alias(ERROR_MESSAGE),
+                                      F.lit(code).alias(ERROR_CODE))
+        return df.where(~bad), {"errors": errors}
+    return df.where(fail_when(step, bad, F.lit(True), msg)), {}
+
+
+def session_zone(step: StepContext) -> str:
+    return str(step.spark.conf.get("spark.sql.session.timeZone"))

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fll.directives import Recipe
+from pyspark.sql import functions as F
+
+from fll.directives import Recipe, quote
 from fll.errors import RecipeError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "directives"
@@ -21,11 +23,7 @@ ERRORS = yaml.safe_load((FIXTURES / "more_errors.yaml").read_text())
 
 
 def _text(value):
-    if value is None:
-        return None
-    if isinstance(value, float) and value.is_integer():
-        return str(value)
-    return str(value)
+    return None if value is None else str(value)
 
 
 def _label_text(step) -> str:
@@ -40,7 +38,9 @@ def test_directive_gives_the_rows_types_and_labels_wrangler_gives(spark, case):
     out = compiled.dataframe
 
     assert list(out.columns) == case["columns"]
-    actual = [[_text(v) for v in row] for row in out.collect()]
+    # Spark renders every value as text (timestamps in the session zone, UTC here)
+    as_text = out.select([F.col(quote(c)).cast("string") for c in out.columns])
+    actual = [list(row) for row in as_text.collect()]
     expected = [[_text(v) for v in row] for row in case["rows_out"]]
     assert actual == expected
     for column, type_name in case.get("types", {}).items():
@@ -61,3 +61,30 @@ def test_bad_recipe_or_value_fails_with_one_line_naming_the_directive(spark, cas
         assert "\n" not in text
     for word in case["says"]:
         assert word in text, f"{word!r} not in {text!r}"
+
+
+BAD_ROWS = [
+    ("parse-as-datetime :a 'yyyy-MM-dd'", "a string", [["2020-01-02"], ["02/01/2020"]],
+     "not in expected format yyyy-MM-dd", 2),
+    ("parse-as-simple-date :a 'MM/dd/yyyy'", "a string", [["01/02/2020"], ["2020-01-02"]],
+     "failed to parse '2020-01-02' with pattern 'MM/dd/yyyy'", 1),
+    ("parse-timestamp :a", "a string", [["1000"], ["12.5"]],
+     "Must be of type 'Long' or 'String' representing long", 2),
+]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("recipe,schema,rows,message,code", BAD_ROWS,
+                         ids=[r[0].split()[0] for r in BAD_ROWS])
+def test_a_value_wrangler_sends_to_the_error_collector_leaves_the_output(
+        spark, recipe, schema, rows, message, code):
+    df = spark.createDataFrame(rows, schema)
+    compiled = Recipe.parse(recipe).compile(df)
+    if getattr(compiled, "errors", None) is not None:   # the engine has an error output
+        assert compiled.dataframe.count() == 1
+        (err,) = compiled.errors.collect()
+        assert err["a"] == rows[1][0] and message in err["errMsg"] and err["errCode"] == code
+    else:                                               # no error output: the run stops
+        with pytest.raises(Exception) as info:
+            compiled.dataframe.collect()
+        assert "line 1" in str(info.value) and message in str(info.value)
