@@ -22,7 +22,7 @@ from ..model import (EndPoint, FieldLineageInfo, InputField, ReadOperation, Tran
                      TransformOperation, WriteOperation)
 from . import builtin  # noqa: F401  (registers the built-in directives)
 from .builtin import ERROR_CODE, ERROR_MESSAGE, FAIL_MARKER
-from .context import StepContext
+from .context import StepContext, quote
 from .labels import ADD, DROP, MODIFY, READ, resolve
 from .parser import Args, Statement, bind, split_statements
 from .registry import DEFAULT_REGISTRY, DirectiveSpec, Outcome, Registry
@@ -309,8 +309,8 @@ class Recipe:
             error_columns: tuple[str, ...] = ()
             if outcome.errors is not None:
                 error_columns = tuple(outcome.errors.columns)
-                errors = outcome.errors if errors is None else errors.unionByName(
-                    outcome.errors, allowMissingColumns=True)
+                errors = outcome.errors if errors is None else _union_errors(errors,
+                                                                           outcome.errors)
             out.append(StepLabels(
                 step.statement.index, step.statement.line, step.spec.name, step.statement.text,
                 resolved.labels, resolved.renames, tuple(str(d) for d in outcome.labels),
@@ -347,6 +347,23 @@ class Recipe:
         else:  # anything but a list or tuple of names is taken to be the DataFrame
             df = cast("DataFrame", input_columns)
         return self.compile(df).to_lineage(source, destination, stage, filter_dependencies)
+
+
+def _union_errors(a: "DataFrame", b: "DataFrame") -> "DataFrame":
+    """Error rows of two lines in one frame. A column whose type changed between the
+    lines (set-type, parse-timestamp…) becomes text in both, so the union holds."""
+    from pyspark.sql import functions as F
+
+    types_b = {f.name: f.dataType for f in b.schema.fields}
+    clash = [f.name for f in a.schema.fields
+             if f.name in types_b and types_b[f.name] != f.dataType]
+
+    def text(df: "DataFrame") -> "DataFrame":
+        return df.select([F.col(quote(c)).cast("string").alias(c) if c in clash
+                          else F.col(quote(c)) for c in df.columns])
+    if clash:
+        a, b = text(a), text(b)
+    return a.unionByName(b, allowMissingColumns=True)
 
 
 _SQL_FRAGMENT = re.compile(r"== SQL \(line \d+, position \d+\) ==\s*\n(.*?)\n\s*\^")
