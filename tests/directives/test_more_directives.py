@@ -88,3 +88,28 @@ def test_a_value_wrangler_sends_to_the_error_collector_leaves_the_output(
         with pytest.raises(Exception) as info:
             compiled.dataframe.collect()
         assert "line 1" in str(info.value) and message in str(info.value)
+
+
+@pytest.mark.spark
+def test_mask_shuffle_draws_the_same_random_characters_as_java(spark):
+    from fll.directives.builtin_text import mask_shuffle_value
+
+    jvm_random = spark._jvm.java.util.Random(0)
+    cons, vowels, digits = "bcdfghjklmnpqrstvwxz", "aeiouy", "0123456789"
+    text = "Root-1234 abc"
+    expected = []
+    for ch in text:
+        low = ch.lower()
+        cls = next((c for c in (cons, vowels, digits) if low in c), None)
+        if cls is None:
+            expected.append(ch)
+            continue
+        pick = cls[jvm_random.nextInt(len(cls))]
+        expected.append(pick.upper() if ch != low else pick)
+    assert mask_shuffle_value(text) == "".join(expected)
+
+    df = spark.createDataFrame([[text], [text], [None]], "a string")
+    compiled = Recipe.parse("mask-shuffle a").compile(df)
+    rows = [r["a"] for r in compiled.dataframe.collect()]
+    assert rows == ["".join(expected), "".join(expected), None]
+    assert [dict(s.labels) for s in compiled.steps] == [{"a": "MODIFY"}]
