@@ -71,6 +71,11 @@ BAD_ROWS = [
     ("parse-timestamp :a", "a string", [["1000"], ["12.5"]],
      "Must be of type 'Long' or 'String' representing long", 2),
 ]
+BAD_ROWS += [
+    ("parse-as-currency :a :b", "a string", [["$1.50"], ["1234.56"]], "unparseable number", 1),
+    ("parse-as-fixed-length :a 2,3", "a string", [["abcde"], ["abc"]],
+     "Expected at least 5 characters but found 3", 2),
+]
 
 
 @pytest.mark.spark
