@@ -71,6 +71,11 @@ BAD_ROWS = [
     ("parse-timestamp :a", "a string", [["1000"], ["12.5"]],
      "Must be of type 'Long' or 'String' representing long", 2),
 ]
+BAD_ROWS += [
+    ("parse-as-currency :a :b", "a string", [["$1.50"], ["1234.56"]], "unparseable number", 1),
+    ("parse-as-fixed-length :a 2,3", "a string", [["abcde"], ["abc"]],
+     "Expected at least 5 characters but found 3", 2),
+]
 
 
 @pytest.mark.spark
@@ -88,3 +93,28 @@ def test_a_value_wrangler_sends_to_the_error_collector_leaves_the_output(
         with pytest.raises(Exception) as info:
             compiled.dataframe.collect()
         assert "line 1" in str(info.value) and message in str(info.value)
+
+
+@pytest.mark.spark
+def test_mask_shuffle_draws_the_same_random_characters_as_java(spark):
+    from fll.directives.builtin_text import mask_shuffle_value
+
+    jvm_random = spark._jvm.java.util.Random(0)
+    cons, vowels, digits = "bcdfghjklmnpqrstvwxz", "aeiouy", "0123456789"
+    text = "Root-1234 abc"
+    expected = []
+    for ch in text:
+        low = ch.lower()
+        cls = next((c for c in (cons, vowels, digits) if low in c), None)
+        if cls is None:
+            expected.append(ch)
+            continue
+        pick = cls[jvm_random.nextInt(len(cls))]
+        expected.append(pick.upper() if ch != low else pick)
+    assert mask_shuffle_value(text) == "".join(expected)
+
+    df = spark.createDataFrame([[text], [text], [None]], "a string")
+    compiled = Recipe.parse("mask-shuffle a").compile(df)
+    rows = [r["a"] for r in compiled.dataframe.collect()]
+    assert rows == ["".join(expected), "".join(expected), None]
+    assert [dict(s.labels) for s in compiled.steps] == [{"a": "MODIFY"}]
