@@ -340,7 +340,8 @@ class Recipe:
         ``input_columns`` is the input DataFrame, or just its column names: then
         an empty all-string DataFrame stands in for it, which is enough for
         every directive whose output columns do not depend on the data
-        (parse-as-csv, parse-as-json and split-to-columns need the real data).
+        (parse-as-csv, parse-as-json, split-to-columns and extract-regex-groups need
+        the real data).
         """
         if isinstance(input_columns, (list, tuple)):
             df = _empty_frame(list(input_columns))
