@@ -7,6 +7,8 @@ Custom directives register with `register_directive`. Nothing in this
 package writes lineage to a store.
 """
 from . import labels
+from . import (builtin_datetime, builtin_encoding, builtin_parsers,  # noqa: F401  (register)
+               builtin_text)
 from .context import StepContext, quote
 from .labels import ADD, DROP, MODIFY, READ, RENAME
 from .parser import Args

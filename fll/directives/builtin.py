@@ -12,14 +12,14 @@ from __future__ import annotations
 import csv
 import json
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
+from ..errors import RecipeError
 from . import labels as L
 from .context import StepContext, java_quote, quote
-from .parser import Args
+from .parser import Args, check_regex
 from .registry import Outcome, register_directive
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,6 +41,17 @@ def _add_all(df: "DataFrame", new: list[tuple[str, "Column"]]) -> "DataFrame":
 
 def _is_string(df: "DataFrame", name: str) -> bool:
     return df.schema[name].dataType.typeName() == "string"
+
+
+def _as_text(df: "DataFrame", name: str, value: "Column") -> "Column":
+    """A column's values as text (Wrangler's toString of a value)."""
+    return value if _is_string(df, name) else value.cast("string")
+
+
+def _java_split(value: "Column", regex: str) -> "Column":
+    """Java's ``String.split(regex)``: like Spark's split, but trailing empty pieces are
+    removed (``"a,b,,"`` gives ``[a, b]``)."""
+    return F.split(F.regexp_replace(value, "(?:" + regex + ")+$", ""), regex)
 
 
 def _renamed(step: StepContext, df: "DataFrame", mapping: dict[str, str]) -> Outcome:
@@ -65,10 +76,10 @@ def copy(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     Labels: READ source, ADD destination.
     """
     step.require(df, [a.source])
+    if a.source == a.destination:   # Wrangler skips the row: nothing changes
+        return Outcome(df, L.read(a.source), identity=True)
     if a.destination in df.columns and not a.force:
         raise step.error(f"destination {a.destination!r} exists; add true to overwrite it")
-    if a.source == a.destination:
-        raise step.error("source and destination are the same column")
     out = _replace(df, a.destination, step.col(a.source))
     return Outcome(out, L.read(a.source) + L.add(a.destination), identity=True)
 
@@ -93,17 +104,17 @@ def swap(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 
 @register_directive("drop <columns:columns>")
 def drop(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Drop the listed columns (``drop a,b`` or ``drop :a :b``). Labels: DROP each."""
-    step.require(df, a.columns)
-    names = list(dict.fromkeys(a.columns))
+    """Drop the listed columns (``drop a,b`` or ``drop :a :b``); a listed column that is
+    not there is ignored, as in Wrangler. Labels: DROP each dropped column."""
+    names = [c for c in dict.fromkeys(a.columns) if c in df.columns]
     out = df.select([F.col(quote(c)) for c in df.columns if c not in names])
     return Outcome(out, L.drop(*names))
 
 
 @register_directive("keep <columns:columns>")
 def keep(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Keep only the listed columns, in their current order. Labels: DROP every other column."""
-    step.require(df, a.columns)
+    """Keep only the listed columns, in their current order (listed columns that are not
+    there are ignored, as in Wrangler). Labels: DROP every other column."""
     kept = set(a.columns)
     out = df.select([F.col(quote(c)) for c in df.columns if c in kept])
     return Outcome(out, L.drop(*[c for c in df.columns if c not in kept]))
@@ -126,23 +137,24 @@ def set_column(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 @register_directive("merge <first:column> <second:column> <destination:column> "
                     "[<delimiter:text>]")
 def merge(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Join two columns' values with ``delimiter`` (default empty) into a new column.
-
-    Spark: built with concat_ws, so a null side is skipped rather than
-    printed as "null". Labels: READ first, READ second, ADD destination.
+    """Join two columns' values with ``delimiter`` (default empty; Java escapes such as
+    ``'\\u000A'`` understood) into a new column. As in Wrangler a null value is written
+    as the text ``null``. Labels: READ first, READ second, ADD destination.
     """
     step.require(df, [a.first, a.second])
     if a.destination in (a.first, a.second):
         raise step.error("the destination must differ from the merged columns")
-    value = F.concat_ws(a.delimiter or "", step.col(a.first).cast("string"),
-                        step.col(a.second).cast("string"))
+
+    def text(c: str) -> "Column":
+        return F.coalesce(_as_text(df, c, step.col(c)), F.lit("null"))
+    value = F.concat(text(a.first), F.lit(a.delimiter or ""), text(a.second))
     return Outcome(_replace(df, a.destination, value),
                    L.read(a.first, a.second) + L.add(a.destination))
 
 
 def _max_pieces(step: StepContext, df: "DataFrame", column: str, regex: str) -> int:
     step.action()
-    row = df.select(F.max(F.size(F.split(step.col(column).cast("string"), regex)))).first()
+    row = df.select(F.max(F.size(_java_split(step.col(column).cast("string"), regex)))).first()
     return int(row[0] or 0) if row is not None else 0
 
 
@@ -150,13 +162,14 @@ def _max_pieces(step: StepContext, df: "DataFrame", column: str, regex: str) -> 
 def split_to_columns(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Split ``column`` on a regex into ``column_1`` … ``column_n`` (appended; source kept).
 
-    n is data dependent: one aggregation job computes the largest number of
-    pieces over all rows; shorter rows get nulls. Labels: READ column, ADD
-    all columns formatted column_%d.
+    Pieces are Java's ``String.split`` (trailing empty pieces dropped). n is data
+    dependent: one aggregation job computes the largest number of pieces over all
+    rows; shorter rows get nulls. Wrangler fails on a null value; fll gives nulls.
+    Labels: READ column, ADD all columns formatted column_%d.
     """
     step.require(df, [a.column])
     n = _max_pieces(step, df, a.column, a.regex)
-    parts = F.split(step.col(a.column).cast("string"), a.regex)
+    parts = _java_split(step.col(a.column).cast("string"), a.regex)
     new = [(f"{a.column}_{i}", F.try_element_at(parts, F.lit(i))) for i in range(1, n + 1)]
     return Outcome(_add_all(df, new),
                    L.read(a.column) + L.add(L.all_columns_formatted(f"{a.column}_%d")),
@@ -165,51 +178,68 @@ def split_to_columns(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 
 @register_directive("split-to-rows <column:column> <regex:regex>")
 def split_to_rows(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """One row per regex-separated piece of ``column`` (explode_outer: null stays one row).
+    """One row per regex-separated piece of ``column`` (Java's ``String.split``: trailing
+    empty pieces dropped). Wrangler fails on a null value; fll keeps the row with null.
 
     Labels: MODIFY column (other columns' values are repeated, not changed).
     """
     step.require(df, [a.column])
-    value = F.explode_outer(F.split(step.col(a.column).cast("string"), a.regex))
+    value = F.explode_outer(_java_split(step.col(a.column).cast("string"), a.regex))
     return Outcome(_replace(df, a.column, value), L.modify(a.column))
+
+
+def _csv_header(values: list[str]) -> bool:
+    """Wrangler's test that a first record is a header: every value is non-empty text
+    (not a number or boolean) and no value repeats."""
+    seen: set[str] = set()
+    for v in values:
+        t = v.strip()
+        if not t or v in seen or t.lower() in ("true", "false") or \
+                re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[LlFfDd]?", t):
+            return False
+        seen.add(v)
+    return True
 
 
 @register_directive("parse-as-csv <column:column> [<delimiter:text>] [<header:bool>]")
 def parse_as_csv(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Parse ``column`` as one CSV record per row into new columns (source kept).
 
-    Without header the columns are ``column_1`` … ``column_n``; n is the
-    largest number of delimiter-separated pieces (one aggregation job; a
-    quoted field holding the delimiter can over-count, leaving a trailing
-    all-null column). With header=true the first non-null value (one
-    ``limit(1)`` job) gives the names and every row equal to it is removed
-    (Wrangler drops only the first record). Quotes follow Spark's from_csv.
-    Labels: READ column, ADD all columns minus <the columns before>.
+    The delimiter is one character (Wrangler uses the first one given; Java
+    escapes such as ``\\t`` or ``\\u0001`` work quoted or not). Without header the
+    columns are ``column_1`` … ``column_n``; n is the largest number of fields
+    (one aggregation job that honours quotes). With header=true the first
+    non-empty value (one ``limit(1)`` job) is the header when Wrangler would take
+    it as one (every field non-empty text, not a number, no repeats): names are
+    trimmed and runs of white space become ``_``; every row equal to it is
+    removed (Wrangler drops only the first). Otherwise the columns are numbered.
+    Quotes follow Spark's from_csv. Labels: READ column, ADD all columns minus
+    <the columns before>.
     """
     step.require(df, [a.column])
-    delim = a.delimiter if a.delimiter is not None else ","
+    delim = (a.delimiter if a.delimiter is not None else ",")[:1]
     if not delim:
         raise step.error("the delimiter is empty")
-    src = step.col(a.column).cast("string")
+    src = _as_text(df, a.column, step.col(a.column))
+    names: list[str] = []
+    note = ""
     if a.header:
         step.action()
-        first = df.select(src).where(src.isNotNull()).limit(1).collect()
-        if not first:
-            raise step.error("header=true but the column has no value to read a header from")
-        header_line = first[0][0]
-        names = next(csv.reader([header_line], delimiter=delim[0] if len(delim) == 1 else ","))
-        names = [n.strip() for n in names]
-        if len(delim) > 1:
-            names = [n.strip() for n in header_line.split(delim)]
-        df = df.where(src.isNull() | (src != F.lit(header_line)))
-        note = "one job read the header"
-    else:
-        pieces = _max_pieces(step, df, a.column, java_quote(delim))
+        first = df.select(src).where(src.isNotNull() & (src != "")).limit(1).collect()
+        if first:
+            header_line = first[0][0]
+            fields = next(csv.reader([header_line], delimiter=delim), [])
+            if _csv_header(fields):
+                names = [re.sub(r"\s+", "_", n.strip()) for n in fields]
+                df = df.where(src.isNull() | (src != F.lit(header_line)))
+                note = "one job read the header"
+    if not names:
+        # split only on delimiters outside double quotes, so "x,y" counts as one field
+        outside = java_quote(delim) + '(?=(?:[^"]*"[^"]*")*[^"]*$)'
+        pieces = _max_pieces(step, df, a.column, outside)
         names = [f"{a.column}_{i}" for i in range(1, pieces + 1)]
-        note = f"one job counted {pieces} fields"
+        note = (note + "; " if note else "") + f"one job counted {pieces} fields"
     for n in names:
-        if not n:
-            raise step.error("the header has an empty column name")
         if n in df.columns:
             raise step.error(f"parsed column {n!r} already exists")
     if len(set(names)) != len(names):
@@ -226,50 +256,109 @@ def parse_as_csv(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 _JSON_SAMPLE = 1000
 
 
+def _json_type(value) -> str:
+    """The Spark type of one JSON leaf; objects and arrays stay JSON text, as Wrangler
+    keeps them as JsonObject / JsonArray."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "bigint"
+    if isinstance(value, float):
+        return "double"
+    return "string"
+
+
+def _merge_type(old: str | None, new: str) -> str:
+    if old is None or old == new:
+        return new
+    if {old, new} == {"bigint", "double"}:
+        return "double"
+    return "string"
+
+
+def _json_leaves(doc: dict, depth: int, leaves: dict[tuple[str, ...], str | None],
+                 path: tuple[str, ...] = ()) -> None:
+    """Wrangler's jsonFlatten: keys in document order, objects opened down to ``depth``."""
+    for key, value in doc.items():
+        here = path + (key,)
+        if isinstance(value, dict) and len(here) < depth:
+            _json_leaves(value, depth, leaves, here)
+        elif value is None:
+            leaves.setdefault(here, None)
+        else:
+            leaves[here] = _merge_type(leaves.get(here), _json_type(value))
+
+
+def _json_schema(leaves: dict[tuple[str, ...], str | None]) -> str:
+    tree: dict = {}
+    for path, kind in leaves.items():
+        node = tree
+        for part in path[:-1]:
+            nxt = node.setdefault(part, {})
+            if not isinstance(nxt, dict):     # a key that is a leaf in one row, an object
+                break                          # in another: keep the leaf as text
+            node = nxt
+        else:
+            node.setdefault(path[-1], kind or "string")
+
+    def struct(node: dict) -> str:
+        return ", ".join(f"{quote(k)}: " + (f"STRUCT<{struct(v)}>" if isinstance(v, dict)
+                                            else v) for k, v in node.items())
+    return f"STRUCT<{struct(tree)}>"
+
+
 @register_directive("parse-as-json <column:column> [<depth:int>]")
 def parse_as_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Parse a JSON object per row into ``column_key`` columns, nested down to ``depth`` (1).
+    """Parse JSON text per row as Wrangler does: an object becomes ``column_key`` columns
+    in document key order, nested objects opened down to ``depth`` (default: all the
+    way) and deeper objects and arrays kept as JSON text; the source column is removed
+    and rows whose value is null are dropped, as in Wrangler's code. A column of arrays
+    becomes one row per element instead (the column holds the element).
 
-    The keys and types are data dependent: one job infers the schema from
-    the first 1000 non-null values with Spark's JSON reader (keys seen only
-    later are not found). Source column kept, as in Wrangler. Labels: READ
-    column, ADD all columns minus <the columns before>.
+    The keys and their types are data dependent: one job reads the first 1000 non-null
+    values (keys seen only later are not found). Malformed JSON gives nulls (Wrangler
+    sends the row to error). Labels: DROP column, ADD all columns minus <the columns
+    before> (the new columns come from the dropped one); arrays: MODIFY column.
     """
     step.require(df, [a.column])
-    depth = 1 if a.depth is None else a.depth
+    depth = 2 ** 31 - 1 if a.depth is None else a.depth
     if depth < 1:
         raise step.error("depth must be at least 1")
-    src = step.col(a.column).cast("string")
-    sample = df.select(src.alias("value")).where(src.isNotNull()).limit(_JSON_SAMPLE)
-    jdf = getattr(sample, "_jdf", None)
-    if jdf is None:
-        raise step.error("inferring a JSON schema needs a classic Spark session")
+    src = _as_text(df, a.column, step.col(a.column))
     step.action()
-    jvm = step.spark._jvm
-    if jvm is None:  # a classic session (checked above) always has one
-        raise step.error("inferring a JSON schema needs a classic Spark session")
-    jds = getattr(jdf, "as")(jvm.org.apache.spark.sql.Encoders.STRING())
-    schema = StructType.fromJson(json.loads(
-        step.spark._jsparkSession.read().json(jds).schema().json()))
-    schema = StructType([f for f in schema.fields if f.name != "_corrupt_record"])
-    parsed = F.from_json(src, schema)
-    new: list[tuple[str, "Column"]] = []
-
-    def walk(prefix: str, value: "Column", st: StructType, level: int) -> None:
-        for f in st.fields:
-            v = value.getField(f.name)
-            name = f"{prefix}_{f.name}"
-            if isinstance(f.dataType, StructType) and level < depth:
-                walk(name, v, f.dataType, level + 1)
-            else:
-                new.append((name, v))
-    walk(a.column, parsed, schema, 1)
-    for n, _ in new:
-        if n in df.columns:
+    sample = [r[0] for r in df.select(src).where(src.isNotNull()).limit(_JSON_SAMPLE).collect()]
+    docs = []
+    for text in sample:
+        try:
+            docs.append(json.loads(text))
+        except ValueError:
+            continue
+    kept = df.where(src.isNotNull())
+    if docs and all(isinstance(d, list) for d in docs):
+        value = F.explode(F.from_json(src, "ARRAY<STRING>"))
+        return Outcome(_replace(kept, a.column, value), L.modify(a.column),
+                       note="one job found arrays: one row per element")
+    leaves: dict[tuple[str, ...], str | None] = {}
+    for d in docs:
+        if isinstance(d, dict):
+            _json_leaves(d, depth, leaves)
+    names = {path: "_".join((a.column,) + path) for path in leaves}
+    before = [c for c in df.columns if c != a.column]
+    for n in names.values():
+        if n in before:
             raise step.error(f"parsed column {n!r} already exists")
-    before = list(df.columns)
-    return Outcome(_add_all(df, new), L.read(a.column) + L.add(L.all_columns_minus(*before)),
-                   note=f"one job inferred {len(schema.fields)} keys")
+    if len(set(names.values())) != len(names):
+        raise step.error("two JSON keys give the same column name")
+    parsed = F.from_json(src, _json_schema(leaves)) if leaves else None
+    new: list[tuple[str, "Column"]] = []
+    for path, name in names.items():
+        v = parsed
+        for part in path:
+            v = v.getField(part)   # type: ignore[union-attr]
+        new.append((name, v))      # type: ignore[arg-type]
+    out = kept.select([F.col(quote(c)) for c in before] + [v.alias(n) for n, v in new])
+    return Outcome(out, L.drop(a.column) + L.add(L.all_columns_minus(*before)),
+                   note=f"one job found {len(leaves)} keys")
 
 
 # -- value transformations (MODIFY) -------------------------------------------
@@ -279,43 +368,81 @@ def _modify(step: StepContext, df: "DataFrame", column: str, value: "Column",
     return Outcome(_replace(df, column, value), L.modify(column), masking=masking)
 
 
+def _string_only(df: "DataFrame", column: str, value: "Column", original: "Column") -> "Column":
+    """Wrangler changes only String values; other types pass through unchanged."""
+    return value if _is_string(df, column) else original
+
+
 @register_directive("lowercase <column:column>")
 def lowercase(step, df, a):
-    """Lower-case the values of ``column``. Labels: MODIFY column."""
+    """Lower-case the text values of ``column`` (other types unchanged). Labels: MODIFY."""
     step.require(df, [a.column])
-    return _modify(step, df, a.column, F.lower(step.col(a.column)))
+    c = step.col(a.column)
+    return _modify(step, df, a.column, _string_only(df, a.column, F.lower(c), c))
 
 
 @register_directive("uppercase <column:column>")
 def uppercase(step, df, a):
-    """Upper-case the values of ``column``. Labels: MODIFY column."""
+    """Upper-case the text values of ``column`` (other types unchanged). Labels: MODIFY."""
     step.require(df, [a.column])
-    return _modify(step, df, a.column, F.upper(step.col(a.column)))
+    c = step.col(a.column)
+    return _modify(step, df, a.column, _string_only(df, a.column, F.upper(c), c))
+
+
+# Wrangler's Trimmer: the Unicode white space set, Java's trim() characters and NEL.
+_WHITESPACE = ("\\t\\n\\x0B\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{180E}\\x{2000}-\\x{200A}"
+               "\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}")
+
+
+def _trimmed(step, df, column: str, left: bool, right: bool) -> Outcome:
+    step.require(df, [column])
+    c = step.col(column)
+    pattern = "|".join(([f"^[{_WHITESPACE}]+"] if left else []) +
+                       ([f"[{_WHITESPACE}]+$"] if right else []))
+    return _modify(step, df, column, _string_only(df, column, F.regexp_replace(c, pattern, ""), c))
 
 
 @register_directive("trim <column:column>")
 def trim(step, df, a):
-    """Remove leading and trailing spaces. Spark's trim removes spaces only (not tabs).
+    """Remove leading and trailing white space as Wrangler does: space, tab, line breaks,
+    form feed, no-break and the other Unicode spaces. Labels: MODIFY column."""
+    return _trimmed(step, df, a.column, True, True)
 
-    Labels: MODIFY column.
-    """
-    step.require(df, [a.column])
-    return _modify(step, df, a.column, F.trim(step.col(a.column)))
+
+@register_directive("ltrim <column:column>")
+def ltrim(step, df, a):
+    """Remove leading white space (the set `trim` removes). Labels: MODIFY column."""
+    return _trimmed(step, df, a.column, True, False)
+
+
+@register_directive("rtrim <column:column>")
+def rtrim(step, df, a):
+    """Remove trailing white space (the set `trim` removes). Labels: MODIFY column."""
+    return _trimmed(step, df, a.column, False, True)
 
 
 @register_directive("titlecase <column:column>")
 def titlecase(step, df, a):
-    """Title-case each word (Spark initcap: first letter up, the rest lower, words split
-    on white space). Labels: MODIFY column."""
+    """Title-case each word (Spark initcap: first letter up, the rest lower). Wrangler's
+    capitalizeFully splits words on any white space; initcap splits on spaces only, so a
+    word after a tab or line break stays lower case. Labels: MODIFY column."""
     step.require(df, [a.column])
-    return _modify(step, df, a.column, F.initcap(step.col(a.column)))
+    c = step.col(a.column)
+    return _modify(step, df, a.column, _string_only(df, a.column, F.initcap(c), c))
 
 
-@register_directive("fill-null-or-empty <column:column> <value:text>")
+def _not_empty(value: str) -> str | None:
+    return "the fill value cannot be empty" if value == "" else None
+
+
+@register_directive("fill-null-or-empty <column:column> <value:text>",
+                    checks={"value": _not_empty})
 def fill_null_or_empty(step, df, a):
     """Replace null (and, for strings, empty) values with ``value``, cast to the column's
-    type (a value that does not cast gives null). Labels: MODIFY column."""
-    step.require(df, [a.column])
+    type (a value that does not cast gives null). A column that is not there is added
+    holding ``value``, as in Wrangler. Labels: MODIFY column (ADD when added)."""
+    if a.column not in df.columns:
+        return Outcome(_replace(df, a.column, F.lit(a.value)), L.add(a.column))
     c = step.col(a.column)
     is_string = _is_string(df, a.column)
     empty = c.isNull() | (c == F.lit("")) if is_string else c.isNull()
@@ -352,16 +479,117 @@ def find_and_replace(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     return Outcome(out, L.modify(*dict.fromkeys(a.columns)))
 
 
+def _whole_match(c: "Column", regex: str) -> "Column":
+    """Java's ``Matcher.matches()``: the regex must match the whole value."""
+    return c.rlike("\\A(?:" + regex + ")\\z")
+
+
+def _regex_filter(step, df, column: str, regex: str, remove_matching: bool) -> Outcome:
+    step.require(df, [column])
+    c = _as_text(df, column, step.col(column))
+    hit = _whole_match(c, regex)
+    keep = c.isNull() | (~hit if remove_matching else hit)
+    return Outcome(df.where(keep), L.read(column))
+
+
 @register_directive("filter-row-if-matched <column:column> <regex:regex>")
 def filter_row_if_matched(step, df, a):
-    """Remove the rows whose ``column`` matches ``regex`` (found anywhere in the value, as
-    Spark's rlike; anchor with ^…$ for whole values). Null values never match and stay.
+    """Remove the rows whose ``column`` matches ``regex`` as a whole (Java's
+    ``Matcher.matches()``, as Wrangler: ``'^drop'`` does not remove ``drop-me``, ``'drop.*'``
+    does). Wrangler fails on a null value; fll keeps the row.
 
     Labels: READ column — it decides which rows every other column keeps.
     """
+    return _regex_filter(step, df, a.column, a.regex, True)
+
+
+@register_directive("filter-row-if-not-matched <column:column> <regex:regex>")
+def filter_row_if_not_matched(step, df, a):
+    """Remove the rows whose ``column`` does not match ``regex`` as a whole (nulls kept).
+
+    Labels: READ column.
+    """
+    return _regex_filter(step, df, a.column, a.regex, False)
+
+
+@register_directive("filter-by-regex <match:if-matched|if-not-matched> <column:column> "
+                    "<regex:text>")
+def filter_by_regex(step, df, a):
+    """Wrangler's own name for the two regex filters: ``if-matched`` removes the rows
+    whose value matches as a whole, ``if-not-matched`` those that do not. An empty regex
+    or ``null`` keeps every row, as in Wrangler. Labels: READ column."""
     step.require(df, [a.column])
-    c = step.col(a.column).cast("string")
-    return Outcome(df.where(c.isNull() | ~c.rlike(a.regex)), L.read(a.column))
+    if a.regex == "" or a.regex.lower() == "null":
+        return Outcome(df, L.read(a.column))
+    reason = check_regex(a.regex)
+    if reason:
+        raise step.error(f"bad regex {a.regex!r}: {reason}")
+    return _regex_filter(step, df, a.column, a.regex, a.match == "if-matched")
+
+
+_QUOTED = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")
+
+
+def jexl_to_sql(condition: str) -> str:
+    """Rewrite the JEXL operators Wrangler's conditions use into Spark SQL, outside quoted
+    text: ``&&`` AND, ``||`` OR, ``!`` NOT, ``== null`` IS NULL, ``!= null`` IS NOT NULL,
+    ``a =~ 're'`` / ``a !~ 're'`` a whole-value (NOT) RLIKE. JEXL method calls
+    (``Age.isEmpty()``) and Wrangler's function libraries are not translated."""
+    text = _outside_quotes(condition, _jexl_ops)
+    operand = r"([\w.`]+)\s*(=~|!~)\s*('(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\")"
+
+    def match(m: "re.Match[str]") -> str:
+        test = f"{m.group(1)} RLIKE concat('^(?:', {m.group(3)}, ')$')"
+        return f"(NOT {test})" if m.group(2) == "!~" else f"({test})"
+    return re.sub(operand, match, text)
+
+
+def _outside_quotes(text: str, fn) -> str:
+    parts: list[str] = []
+    pos = 0
+    for m in _QUOTED.finditer(text):
+        parts.append(fn(text[pos:m.start()]))
+        parts.append(m.group(0))
+        pos = m.end()
+    parts.append(fn(text[pos:]))
+    return "".join(parts)
+
+
+def _null_tests(text: str) -> str:
+    return re.sub(r"(==|!=|<>|=)\s*null\b", lambda m: " IS NULL" if m.group(1) in ("==", "=")
+                  else " IS NOT NULL", text, flags=re.IGNORECASE)
+
+
+def _jexl_ops(text: str) -> str:
+    text = _null_tests(text).replace("&&", " AND ").replace("||", " OR ")
+    return re.sub(r"!(?![=~])", " NOT ", text)
+
+
+def _condition(step: StepContext, df: "DataFrame", condition: str) -> tuple["Column", list[str]]:
+    """A Spark SQL condition as a never-null boolean (null counts as false) and the
+    columns it reads. A condition Spark cannot read is tried once more with Wrangler's
+    JEXL operators rewritten (`jexl_to_sql`)."""
+    if not condition.strip():
+        raise step.error("no condition given")
+    # ``x == null`` is never true in SQL, but it is Wrangler's null test: always rewrite it
+    condition = _outside_quotes(condition, _null_tests)
+    try:
+        refs = step.references(df, condition)
+    except RecipeError as first:
+        translated = jexl_to_sql(condition)
+        if translated == condition:
+            raise
+        try:
+            refs = step.references(df, translated)
+        except RecipeError:
+            raise first from None
+        condition = translated
+    return F.coalesce(F.expr(condition).cast("boolean"), F.lit(False)), refs
+
+
+def _filter(step, df, condition: str, remove_when: bool) -> Outcome:
+    cond, refs = _condition(step, df, condition)
+    return Outcome(df.where(~cond if remove_when else cond), L.read(*refs))
 
 
 @register_directive("filter-row-if-true <condition:expr>")
@@ -370,74 +598,347 @@ def filter_row_if_true(step, df, a):
 
     Wrangler uses JEXL; we use Spark SQL. Labels: READ each column the condition reads.
     """
-    refs = step.references(df, a.condition)
-    return Outcome(df.where(~F.coalesce(F.expr(a.condition).cast("boolean"), F.lit(False))),
-                   L.read(*refs))
+    return _filter(step, df, a.condition, True)
+
+
+@register_directive("filter-row-if-false <condition:expr>")
+def filter_row_if_false(step, df, a):
+    """Remove the rows for which a Spark SQL condition is false (null counts as false,
+    so those rows go too). Labels: READ each column the condition reads."""
+    return _filter(step, df, a.condition, False)
+
+
+@register_directive("filter-row <condition:expr> [<remove_when:bool>]")
+def filter_row(step, df, a):
+    """Wrangler's own form of the condition filters, ``filter-row exp:{cond} true``:
+    remove the rows where the condition equals ``remove_when`` (default true).
+
+    Labels: READ each column the condition reads.
+    """
+    return _filter(step, df, a.condition, a.remove_when is not False)
+
+
+_FILTER_ON = ("condition-true", "condition-false", "empty-or-null-columns", "regex-match",
+              "regex-not-match")
+
+
+@register_directive("filter-rows-on <command:condition-true|condition-false|"
+                    "empty-or-null-columns|regex-match|regex-not-match> <rest:expr>")
+def filter_rows_on(step, df, a):
+    """The older combined filter: ``condition-true <cond>`` / ``condition-false <cond>``
+    (as filter-row-if-true / -false), ``empty-or-null-columns <c>[,<c>…]`` (as
+    filter-empty-or-null), ``regex-match <column> <regex>`` /
+    ``regex-not-match <column> <regex>`` (as filter-row-if-matched / -not-matched,
+    whole-value match). Labels: READ each column the filter reads."""
+    if a.command == "condition-true":
+        return _filter(step, df, a.rest, True)
+    if a.command == "condition-false":
+        return _filter(step, df, a.rest, False)
+    if a.command == "empty-or-null-columns":
+        cols = [c.strip().lstrip(":") for c in a.rest.split(",") if c.strip()]
+        return _empty_or_null(step, df, cols)
+    column, _, regex = a.rest.partition(" ")
+    column, regex = column.lstrip(":"), regex.strip()
+    if len(regex) > 1 and regex[0] in "'\"" and regex[-1] == regex[0]:
+        regex = regex[1:-1]
+    if not column or not regex:
+        raise step.error(f"{a.command} needs a column and a regex")
+    reason = check_regex(regex)
+    if reason:
+        raise step.error(f"bad regex {regex!r}: {reason}")
+    return _regex_filter(step, df, column, regex, a.command == "regex-match")
+
+
+def _empty_or_null(step, df, columns: list[str]) -> Outcome:
+    # Wrangler's code keeps a row as soon as one listed column holds a non-null value,
+    # and keeps rows that lack a listed column altogether.
+    present = [c for c in dict.fromkeys(columns) if c in df.columns]
+    if len(present) < len(set(columns)):
+        return Outcome(df, L.read(*present))
+    keep = F.lit(False)
+    for c in present:
+        keep = keep | step.col(c).isNotNull()
+    return Outcome(df.where(keep), L.read(*present))
+
+
+@register_directive("filter-empty-or-null <columns:columns>")
+def filter_empty_or_null(step, df, a):
+    """Remove the rows in which every listed column is null, as Wrangler's code does (its
+    name says empty too, but an empty text is a value and the row stays). A listed column
+    that is not there keeps every row. Labels: READ each listed column."""
+    return _empty_or_null(step, df, list(a.columns))
+
+
+# -- rows to the error output, and failing the run ----------------------------------
+
+ERROR_MESSAGE, ERROR_CODE = "errMsg", "errCode"
+
+
+def _to_error(step, df, a, suffix: str) -> Outcome:
+    cond, refs = _condition(step, df, a.condition)
+    for c in (ERROR_MESSAGE, ERROR_CODE):
+        if c in df.columns:
+            raise step.error(f"column {c!r} is reserved for the error output")
+    message = (a.message if a.message is not None else a.condition) + suffix
+    errors = df.where(cond).select(*[F.col(quote(c)) for c in df.columns],
+                                   F.lit(message).alias(ERROR_MESSAGE),
+                                   F.lit(1).alias(ERROR_CODE))
+    return Outcome(df.where(~cond), L.read(*refs), errors=errors,
+                   note=f"rows where {a.condition} go to the error output")
+
+
+@register_directive("send-to-error <condition:expr> [<metric:text>] [<message:text>]")
+def send_to_error(step, df, a):
+    """Send the rows for which a Spark SQL condition is true to the recipe's error output
+    (`CompiledRecipe.errors`: the row as it is at this line plus ``errMsg`` = the message,
+    or the condition, and ``errCode`` = 1); they leave the main output. Use
+    ``exp:{…}`` to give a metric name and a message after the condition. Metrics are not
+    counted (Spark has no per-directive metric). Labels: READ each column the
+    condition reads."""
+    return _to_error(step, df, a, "")
+
+
+@register_directive("send-to-error-and-continue <condition:expr> [<metric:text>] "
+                    "[<message:text>]")
+def send_to_error_and_continue(step, df, a):
+    """As `send-to-error`, with Wrangler's message form ``<message> (ecode: 1)``. Wrangler's
+    code (not its doc page) takes the row out of the main output as send-to-error does,
+    and so does fll; its dq_total/dq_failure counters are not kept.
+    Labels: READ each column the condition reads."""
+    return _to_error(step, df, a, " (ecode: 1)")
+
+
+@register_directive("fail <condition:expr>")
+def fail(step, df, a):
+    """Stop the run when a Spark SQL condition is true for any row. The check runs with
+    the job that reads the result (it stays lazy); the error names the recipe line and
+    the first failing row's values. Labels: READ each column the condition reads."""
+    cond, refs = _condition(step, df, a.condition)
+    row = F.to_json(F.struct(*[F.col(quote(c)) for c in df.columns]))
+    marker = F.concat(F.lit(f"{FAIL_MARKER}line {step.line}: fail: condition "
+                            f"'{a.condition}' is true for row "), row, F.lit(FAIL_MARKER))
+    checked = df.where(F.when(cond, F.raise_error(marker)).otherwise(F.lit(True)))
+    return Outcome(checked, L.read(*refs))
+
+
+#: Brackets the message `fail` raises inside Spark, so `run_errors` can find it again.
+FAIL_MARKER = "\u2983fll\u2984"
 
 
 @register_directive("mask-number <column:column> <pattern:text>")
 def mask_number(step, df, a):
-    """Mask by position: where ``pattern`` has ``#`` the value's character at that
-    position is kept, any other pattern character replaces it. The result is as long
-    as the pattern (the value's extra characters are dropped). Labels: MODIFY column.
+    """Mask a value with a pattern, as Wrangler walks it: ``#`` copies the value's next
+    character, ``x``/``X`` writes ``x`` over it, any other pattern character is written
+    and skips the value's next character only when they are equal (``xxx-xx-####`` on
+    ``123-45-6789`` and on ``123456789`` both give ``xxx-xx-6789``). Non-text values are
+    masked as text; null stays null. Labels: MODIFY column.
     """
     step.require(df, [a.column])
-    c = step.col(a.column).cast("string")
-    parts = [F.substring(c, i + 1, 1) if ch == "#" else F.lit(ch)
-             for i, ch in enumerate(a.pattern)]
-    value = F.when(c.isNull(), F.lit(None)).otherwise(F.concat(*parts) if parts else F.lit(""))
+    v = _as_text(df, a.column, step.col(a.column))
+    if not a.pattern:
+        return _modify(step, df, a.column, F.when(v.isNotNull(), F.lit("")), masking=True)
+    chars = F.array(*[F.lit(ch) for ch in a.pattern])
+    n = F.length(v)
+
+    def walk(acc: "Column", m: "Column") -> "Column":
+        i, out = acc["i"], acc["o"]
+        here = F.substring(v, i, 1)
+        hashed = F.when(i > n, acc).otherwise(F.struct((i + 1).alias("i"),
+                                                       F.concat(out, here).alias("o")))
+        crossed = F.struct((i + 1).alias("i"), F.concat(out, F.lit("x")).alias("o"))
+        literal = F.struct(F.when((i <= n) & (here == m), i + 1).otherwise(i).alias("i"),
+                           F.concat(out, m).alias("o"))
+        return F.when(m == "#", hashed).when((m == "x") | (m == "X"), crossed) \
+            .otherwise(literal)
+    start = F.struct(F.lit(1).alias("i"), F.lit("").alias("o"))
+    value = F.when(v.isNotNull(), F.aggregate(chars, start, walk, lambda acc: acc["o"]))
     return _modify(step, df, a.column, value, masking=True)
 
 
-_HASHES = {"MD5": None, "SHA": None, "SHA-1": None, "SHA1": None, "SHA-224": 224,
-           "SHA-256": 256, "SHA-384": 384, "SHA-512": 512}
+# Wrangler's algorithm names (exact spelling) that Spark computes natively.
+_HASHES = {"MD5": None, "SHA": None, "SHA-1": None, "SHA-224": 224, "SHA-256": 256,
+           "SHA-384": 384, "SHA-512": 512}
+# Wrangler's other algorithms that Python's hashlib computes (through a Python UDF).
+_PY_HASHES = {"SHA3-224": ("sha3_224", None), "SHA3-256": ("sha3_256", None),
+              "SHA3-384": ("sha3_384", None), "SHA3-512": ("sha3_512", None),
+              "SHA-512/224": ("sha512_224", None), "SHA-512/256": ("sha512_256", None),
+              "BLAKE2B-160": ("blake2b", 20), "BLAKE2B-256": ("blake2b", 32),
+              "BLAKE2B-384": ("blake2b", 48), "BLAKE2B-512": ("blake2b", 64),
+              "RIPEMD160": ("ripemd160", None), "SM3": ("sm3", None), "MD4": ("md4", None)}
+
+
+def _py_hash_available(name: str) -> bool:
+    import hashlib
+    try:
+        hashlib.new(name)
+        return True
+    except (ValueError, TypeError):
+        return False
+
+
+_PY_HASHES = {k: v for k, v in _PY_HASHES.items() if _py_hash_available(v[0])}
+# Wrangler knows these too (Bouncy Castle); neither Spark nor hashlib has them.
+_WRANGLER_ONLY_HASHES = ("GOST3411-2012-256", "GOST3411-2012-512", "GOST3411", "KECCAK-224",
+                         "KECCAK-256", "KECCAK-288", "KECCAK-384", "KECCAK-512", "MD2", "MD4",
+                         "RIPEMD128", "RIPEMD160", "RIPEMD256", "RIPEMD320", "SKEIN-1024-1024",
+                         "SKEIN-256-256", "SKEIN-512-512", "SM3", "TIGER", "WHIRLPOOL")
 
 
 def _hash_check(value: str) -> str | None:
-    if value.upper() not in _HASHES:
-        return f"unknown algorithm {value!r}; known: MD5, SHA-1, SHA-224, SHA-256, SHA-384, " \
-               f"SHA-512"
-    return None
+    if value in _HASHES or value in _PY_HASHES:
+        return None
+    known = ", ".join(list(_HASHES) + list(_PY_HASHES))
+    if value in _WRANGLER_ONLY_HASHES:
+        return f"algorithm {value!r} is not available here; use one of {known}"
+    hint = f" (names are case sensitive: {value.upper()!r})" if value.upper() in _HASHES \
+        or value.upper() in _PY_HASHES else ""
+    return f"unknown algorithm {value!r}{hint}; known: {known}"
+
+
+def _py_digest(algorithm: str) -> Callable[["Column"], "Column"]:
+    import hashlib
+
+    from pyspark.sql.types import BinaryType
+    name, size = _PY_HASHES[algorithm]
+
+    def digest(value):
+        if value is None:
+            return None
+        data = bytes(value) if isinstance(value, (bytes, bytearray)) else value.encode("utf-8")
+        h = hashlib.blake2b(data, digest_size=size) if size else hashlib.new(name, data)
+        return h.digest()
+    return F.udf(digest, BinaryType())
 
 
 @register_directive("hash <column:column> <algorithm:text> [<encode:bool>]",
                     checks={"algorithm": _hash_check})
 def hash_(step, df, a):
-    """Replace values with their message digest. Spark offers MD5, SHA-1 and SHA-2
-    (224/256/384/512), not Wrangler's other algorithms. encode=true (the default) gives a
-    hex string, false the raw bytes (binary). Labels: MODIFY column (masking)."""
+    """Replace values with their message digest. MD5, SHA/SHA-1 and SHA-224/256/384/512
+    run as Spark functions; SHA3-*, SHA-512/224, SHA-512/256, BLAKE2B-* (and RIPEMD160,
+    SM3 where Python's OpenSSL has them) run as a Python UDF, slower; Wrangler's other
+    Bouncy Castle algorithms (KECCAK, GOST, SKEIN, TIGER, WHIRLPOOL…) are refused.
+    encode=false (Wrangler's default) gives the raw digest bytes (binary), encode=true
+    lower-case hex left-padded with zeros to at least 64 digits, as Wrangler formats it.
+    Wrangler fails on a null value; fll keeps null. Labels: MODIFY column (masking)."""
     step.require(df, [a.column])
-    algo = a.algorithm.upper()
-    c = step.col(a.column).cast("string")
-    bits = _HASHES[algo]
-    value = F.md5(c) if algo == "MD5" else F.sha1(c) if bits is None else F.sha2(c, bits)
-    if a.encode is False:
+    c = step.col(a.column)
+    c = c if df.schema[a.column].dataType.typeName() == "binary" else c.cast("string")
+    if a.algorithm in _PY_HASHES:
+        raw = _py_digest(a.algorithm)(c)
+        hexed = F.lower(F.hex(raw))
+        # lpad would also cut a longer value: pad only the short digests
+        value = F.when(F.length(hexed) < 64, F.lpad(hexed, 64, "0")).otherwise(hexed) \
+            if a.encode else raw
+        return _modify(step, df, a.column, value, masking=True)
+    bits = _HASHES[a.algorithm]
+    value = F.md5(c) if a.algorithm == "MD5" else F.sha1(c) if bits is None else F.sha2(c, bits)
+    if a.encode:
+        value = F.lpad(value, 64, "0") if (bits or 0) < 256 else value
+    else:
         value = F.unhex(value)
     return _modify(step, df, a.column, value, masking=True)
 
 
-_TYPES = {"int": "int", "integer": "int", "long": "bigint", "short": "smallint",
-          "float": "float", "double": "double", "string": "string", "boolean": "boolean",
-          "bool": "boolean", "bytes": "binary", "decimal": "decimal(38,18)",
+# Wrangler's type names (ColumnConverter) and the Spark type each becomes.
+_TYPES = {"int": "int", "integer": "int", "i64": "int", "short": "smallint", "i32": "smallint",
+          "long": "bigint", "float": "float", "double": "double", "string": "string",
+          "boolean": "boolean", "bool": "boolean", "bytes": "binary", "decimal": "decimal",
           "date": "date", "timestamp": "timestamp"}
+_INT_BYTES = {"byte": 1, "short": 2, "integer": 4, "long": 8}
+_ROUNDING = ("UP", "DOWN", "CEILING", "FLOOR", "HALF_UP", "HALF_DOWN", "HALF_EVEN",
+             "UNNECESSARY")
 
 
-@register_directive("set-type <column:column> <type:text>")
+def _type_check(value: str) -> str | None:
+    if value.lower() in _TYPES:
+        return None
+    return f"unsupported type {value!r}; supported: int, short, long, float, double, " \
+           f"decimal, boolean, string, bytes (and date, timestamp)"
+
+
+def _rounding_check(value: str) -> str | None:
+    return None if value in _ROUNDING else \
+        f"{value!r} is not a Java rounding mode; known: {', '.join(_ROUNDING)}"
+
+
+@register_directive("set-type <column:column> <type:text> [<scale:int>] "
+                    "[<rounding_mode:text>] [<precision:props>]",
+                    checks={"type": _type_check, "rounding_mode": _rounding_check})
 def set_type(step, df, a):
-    """Convert ``column`` to ``type`` (int, long, short, float, double, string, boolean,
-    bytes, decimal, date, timestamp, or any Spark SQL type such as decimal(10,2)).
-
-    Spark: uses try_cast, so a value that does not convert becomes null instead of
+    """Convert ``column`` to int, short, long, float, double, decimal, boolean, string or
+    bytes (plus date and timestamp), with Wrangler's conversions: boolean of a number is
+    ``value > 0`` and of text ``value equals 'true'`` ignoring case; bytes of text are its
+    UTF-8 bytes and of an integer its big-endian bytes; decimal takes an optional scale,
+    a Java rounding mode (default HALF_EVEN once a scale or precision is given) and
+    ``prop:{precision=p}``. Spark: a value that does not convert becomes null instead of
     failing the record. Labels: MODIFY column.
     """
     step.require(df, [a.column])
-    dtype = _TYPES.get(a.type.lower(), a.type)
-    try:
-        value = F.expr(f"try_cast({quote(a.column)} AS {dtype})")
-        out = _replace(df, a.column, value)
-    except Exception as exc:
-        raise step.error(f"unknown type {a.type!r}: {str(exc).splitlines()[0]}") from None
-    return Outcome(out, L.modify(a.column))
+    kind = _TYPES[a.type.lower()]
+    c = step.col(a.column)
+    src = df.schema[a.column].dataType.typeName()
+    numeric = src in ("byte", "short", "integer", "long", "float", "double", "decimal")
+    precision = (a.precision or {}).get("precision")
+    if kind != "decimal" and (a.scale is not None or a.rounding_mode or a.precision):
+        raise step.error("scale, rounding mode and precision apply to decimal only")
+    if kind == "boolean":
+        value = (c > 0) if numeric else \
+            F.when(c.isNotNull(), F.lower(c.cast("string")) == "true") if src != "boolean" else c
+    elif kind == "binary" and src in ("float", "double", "decimal"):
+        raise step.error(f"bytes of a {src} value are not supported on Spark")
+    elif kind == "binary" and src in _INT_BYTES:   # big-endian two's complement, as Bytes.toBytes
+        digits = _INT_BYTES[src] * 2
+        value = F.unhex(F.expr(f"right(lpad(hex({quote(a.column)}), 16, '0'), {digits})"))
+    elif kind == "decimal":
+        value = _to_decimal(step, c, a.scale, precision, a.rounding_mode)
+    else:
+        value = F.expr(f"try_cast({quote(a.column)} AS {kind})")
+    return Outcome(_replace(df, a.column, value), L.modify(a.column))
+
+
+def _to_decimal(step, c: "Column", scale, precision, mode) -> "Column":
+    if precision is not None and (not isinstance(precision, int) or precision < 1):
+        raise step.error("precision cannot be less than 1")
+    if precision is not None and precision > 38:
+        raise step.error("Spark decimals hold at most 38 digits (precision 38)")
+    if scale is None and precision is None and mode:
+        raise step.error("'rounding-mode' can only be specified when a 'scale' or "
+                         "'precision' is set")
+    if scale is not None and not 0 <= scale <= 38:
+        raise step.error("scale must be between 0 and 38")
+    p = precision if precision is not None else 38
+    s = scale if scale is not None else min(18, p - 1 if p > 1 else 0)
+    if s >= p and precision is not None:
+        raise step.error(f"scale {s} needs a precision above it, got {p}")
+    exact = c.cast("string").cast(f"decimal(38,{min(s + 10, 38)})")
+    mode = mode or "HALF_EVEN"
+    rounded = _round(exact, s, mode)
+    if mode == "UNNECESSARY":
+        rounded = F.when(rounded == exact, rounded).otherwise(F.raise_error(F.lit(
+            "set-type: rounding necessary (rounding mode UNNECESSARY)")))
+    return rounded.cast(f"decimal({p},{s})")
+
+
+def _round(x: "Column", s: int, mode: str) -> "Column":
+    """Round decimal ``x`` to ``s`` places with a Java RoundingMode."""
+    if mode == "HALF_UP":
+        return F.round(x, s)
+    if mode == "HALF_EVEN":
+        return F.bround(x, s)
+    if mode in ("UNNECESSARY",):
+        return F.bround(x, s)
+    unit = F.lit(10 ** s).cast("decimal(38,0)")
+    a = F.abs(x) * unit
+    if mode == "FLOOR":
+        return F.floor(x * unit) / unit
+    if mode == "CEILING":
+        return F.ceil(x * unit) / unit
+    if mode == "DOWN":
+        return F.signum(x).cast("int") * F.floor(a) / unit
+    if mode == "UP":
+        return F.signum(x).cast("int") * F.ceil(a) / unit
+    # HALF_DOWN: away from zero only when strictly above the half
+    return F.signum(x).cast("int") * F.ceil(a - F.lit(0.5).cast("decimal(2,1)")) / unit
 
 
 # -- column names (RENAME) ---------------------------------------------------
@@ -461,18 +962,20 @@ def columns_replace(step, df, a):
     return _renamed(step, df, mapping)
 
 
-@register_directive("change-column-case <case:lower|upper>")
+@register_directive("change-column-case [<case:lower|upper|lowercase|uppercase>]")
 def change_column_case(step, df, a):
-    """Change every column name to lower or upper case. Labels: RENAME each changed name."""
-    f = str.lower if a.case == "lower" else str.upper
+    """Change every column name to lower (the default, as in Wrangler) or upper case.
+
+    Labels: RENAME each changed name.
+    """
+    f = str.upper if a.case in ("upper", "uppercase") else str.lower
     return _renamed(step, df, {c: f(c) for c in df.columns})
 
 
 def cleanse_name(name: str) -> str:
-    """Our cleansing rule: trim, lower-case, each run of characters other than a-z, 0-9
-    and _ becomes one _, and a leading digit gets a _ prefix."""
-    out = re.sub(r"[^a-z0-9_]+", "_", name.strip().lower())
-    return ("_" + out) if out[:1].isdigit() else (out or "_")
+    """Wrangler's cleansing rule: trim, lower-case, then every character other than
+    a-z, 0-9 and _ becomes _ (one _ per character: ``"a  b"`` gives ``a__b``)."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", name.strip().lower())
 
 
 @register_directive("cleanse-column-names")
@@ -483,25 +986,26 @@ def cleanse_column_names(step, df, a):
 
 @register_directive("set-headers <columns:columns>")
 def set_headers(step, df, a):
-    """Rename columns by position (the first k columns for k names).
+    """Rename columns by position (the first k columns for k names; names are trimmed
+    and names beyond the last column are ignored, as in Wrangler).
 
     Labels: RENAME each changed name.
     """
-    if len(a.columns) > len(df.columns):
-        raise step.error(f"{len(a.columns)} names for {len(df.columns)} columns")
-    return _renamed(step, df, dict(zip(df.columns, a.columns, strict=False)))
+    names = [n.strip() for n in a.columns]
+    return _renamed(step, df, dict(zip(df.columns, names, strict=False)))
 
 
 # -- parsing and generating (READ + ADD) -------------------------------------
 
 @register_directive("extract-regex-groups <column:column> <regex:regex>")
 def extract_regex_groups(step, df, a):
-    """Put each capture group of the first match into ``column_1_1`` … ``column_1_g``.
+    """For every match of ``regex`` in ``column`` (Java ``Matcher.find()`` in turn), put
+    each capture group into ``column_<match>_<group>``, as Wrangler does.
 
-    Wrangler names columns column_<match>_<group> for every match; Spark gives
-    a fixed set of columns, so only the first match is extracted (no match:
-    nulls). The group count is read from the regex by Java. Labels: READ
-    column, ADD all columns formatted column_%d_%d.
+    The number of matches is data dependent: one aggregation job finds the
+    largest over all rows; rows with fewer matches get nulls in the extra
+    columns. A group that took no part in a match is empty text (Spark), not
+    null (Wrangler). Labels: READ column, ADD all columns formatted column_%d_%d.
     """
     step.require(df, [a.column])
     try:
@@ -509,27 +1013,39 @@ def extract_regex_groups(step, df, a):
                      .matcher("").groupCount())
     except Exception as exc:
         raise step.error(f"bad regex {a.regex!r}: {str(exc).splitlines()[0]}") from None
-    if groups == 0:
-        raise step.error("the regex has no capture group")
-    c = step.col(a.column).cast("string")
-    new = [(f"{a.column}_1_{g}", F.when(c.rlike(a.regex), F.regexp_extract(c, a.regex, g)))
-           for g in range(1, groups + 1)]
+    c = _as_text(df, a.column, step.col(a.column))
+    if groups == 0:   # Wrangler adds no column for a regex without groups
+        return Outcome(df, L.read(a.column))
+    step.action()
+    row = df.select(F.max(F.size(F.regexp_extract_all(c, F.lit(a.regex), 0)))).first()
+    matches = int(row[0] or 0) if row is not None else 0
+    found = [F.regexp_extract_all(c, F.lit(a.regex), g) for g in range(1, groups + 1)]
+    new = [(f"{a.column}_{m}_{g}", F.try_element_at(found[g - 1], F.lit(m)))
+           for m in range(1, matches + 1) for g in range(1, groups + 1)]
     return Outcome(_add_all(df, new),
-                   L.read(a.column) + L.add(L.all_columns_formatted(f"{a.column}_%d_%d")))
+                   L.read(a.column) + L.add(L.all_columns_formatted(f"{a.column}_%d_%d")),
+                   note=f"one job counted {matches} matches")
 
 
-_EMAIL = r"^([^@\s]+)@([^@\s]+\.[^@\s]+)$"
+# Wrangler: the address is between the last '<' and the last '>' when there is a '<';
+# the account is everything before the last '@', the domain everything after it.
+_BRACKETED = r"(?s)^.*<(.*)>[^>]*$"
+_AT = r"(?s)^(.*)@([^@]*)$"
 
 
 @register_directive("split-email <column:column>")
 def split_email(step, df, a):
-    """Split an email address into ``column_account`` and ``column_domain`` (null when
-    the value is not an address). Labels: READ column, ADD both."""
+    """Split an email address into ``column_account`` and ``column_domain`` as Wrangler
+    does: ``Name <addr@host>`` uses the part in angle brackets, the split is at the last
+    ``@``, and a value without ``@`` (or an unclosed ``<``) gives nulls. Wrangler fails
+    on a value that is not text; fll splits its text form. Labels: READ column, ADD both."""
     step.require(df, [a.column])
-    c = F.trim(step.col(a.column).cast("string"))
-    ok = c.rlike(_EMAIL)
-    new = [(f"{a.column}_account", F.when(ok, F.regexp_extract(c, _EMAIL, 1))),
-           (f"{a.column}_domain", F.when(ok, F.regexp_extract(c, _EMAIL, 2)))]
+    c = _as_text(df, a.column, step.col(a.column))
+    has_lt = F.instr(c, "<") > 0
+    address = F.when(~has_lt, c).when(c.rlike(_BRACKETED), F.regexp_extract(c, _BRACKETED, 1))
+    ok = address.rlike(_AT)
+    new = [(f"{a.column}_account", F.when(ok, F.regexp_extract(address, _AT, 1))),
+           (f"{a.column}_domain", F.when(ok, F.regexp_extract(address, _AT, 2)))]
     return Outcome(_add_all(df, new),
                    L.read(a.column) + L.add(f"{a.column}_account", f"{a.column}_domain"))
 
@@ -543,21 +1059,39 @@ def generate_uuid(step, df, a):
 
 @register_directive("format-date <column:column> <format:text>")
 def format_date(step, df, a):
-    """Format a date/timestamp column as text with a Spark datetime pattern (close to
-    Java's SimpleDateFormat that Wrangler uses; Spark rejects a few letters).
-    Labels: MODIFY column."""
+    """Format a date/timestamp column as text with a datetime pattern (Java's
+    DateTimeFormatter letters as Wrangler; Spark refuses week-based letters, checked when
+    the recipe compiles). Wrangler fails on a value that is not a date; fll formats text
+    that Spark can read as a timestamp and gives null otherwise. Labels: MODIFY column."""
     step.require(df, [a.column])
-    return _modify(step, df, a.column, F.date_format(step.col(a.column), a.format))
+    step.check_datetime_pattern(a.format)
+    c = step.col(a.column)
+    if _is_string(df, a.column):
+        c = F.try_to_timestamp(c)
+    return _modify(step, df, a.column, F.date_format(c, a.format))
 
 
-@register_directive("parse-as-date <column:column> [<format:text>]")
+@register_directive("parse-as-date <column:column> [<timezone:text>]")
 def parse_as_date(step, df, a):
-    """Parse text into a timestamp. Wrangler understands natural language dates (natty)
-    and takes a time zone; Spark does not: without ``format`` Spark's default
-    timestamp parsing is used (ISO-like text), with it a Spark datetime pattern; the
-    session time zone applies. Unparseable values give null. Labels: MODIFY column."""
+    """Parse text into a timestamp. Wrangler reads natural-language dates (natty) in the
+    given time zone (default UTC); Spark has no such parser: ISO-like text is read, as
+    local time in the zone (default UTC, as Wrangler). A bad zone fails at compile time.
+    fll also takes a Spark datetime pattern instead of a zone (``'dd/MM/yyyy'``).
+    Unparseable values give null. Labels: MODIFY column."""
     step.require(df, [a.column])
     c = step.col(a.column).cast("string")
-    value = (F.try_to_timestamp(c, F.lit(a.format)) if a.format
-             else F.try_to_timestamp(c))
+    zone, pattern = "UTC", None
+    if a.timezone:
+        try:
+            zone = step.check_zone(a.timezone)
+        except RecipeError:
+            # a pattern is runs of one repeated letter (dd/MM/yyyy); a zone name is not
+            runs = re.findall(r"[A-Za-z]+", re.sub(r"'[^']*'", "", a.timezone))
+            if not runs or any(len(set(r)) > 1 for r in runs):
+                raise
+            pattern = a.timezone   # fll's extension: a datetime pattern instead of a zone
+            step.check_datetime_pattern(pattern, parsing=True)
+    local = F.try_to_timestamp(c, F.lit(pattern)) if pattern else F.try_to_timestamp(c)
+    session_zone = step.spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    value = F.from_utc_timestamp(F.to_utc_timestamp(local, zone), session_zone)
     return _modify(step, df, a.column, value)

@@ -7,6 +7,7 @@ may analyze a plan but must never run a Spark job.
 """
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import RecipeError
@@ -92,9 +93,54 @@ class StepContext:
         # Spark resolves names case-insensitively by default: report the real column name
         return [c for c in df.columns if c in names or c.lower() in lower]
 
+    def check_datetime_pattern(self, pattern: str, parsing: bool = False) -> None:
+        """Raise a RecipeError naming the line if Spark refuses a datetime pattern.
+
+        Asks Spark's own TimestampFormatter in the JVM (no job runs), so a pattern
+        fails here, at compile time, exactly when it would fail in a job. Spark's
+        patterns are close to Java's DateTimeFormatter that Wrangler uses, but it
+        refuses week-based letters (Y, w, u, e, c) and a few others (A, n, N, p).
+        """
+        jvm = getattr(self.spark, "_jvm", None)
+        if jvm is None:
+            return   # Spark Connect: the job will report it
+        try:
+            zone = jvm.java.time.ZoneId.of("UTC")
+            fmt = jvm.org.apache.spark.sql.catalyst.util.TimestampFormatter.apply(
+                pattern, zone, parsing)
+            fmt.validatePatternString(True)
+            if not parsing:
+                fmt.format(0)
+        except Exception as exc:
+            text = _first_line(exc)
+            if "INCONSISTENT_BEHAVIOR_CROSS_VERSION" in text:
+                text = "Spark refuses week-based and some Java-only pattern letters " \
+                       "(Y, w, u, e, c; E only for formatting)"
+            else:
+                text = _ERROR_CLASS.sub("", text).split(" SQLSTATE")[0]
+            raise self.error(f"Spark cannot use the datetime pattern {pattern!r}: "
+                             f"{text}") from None
+
+    def check_zone(self, zone: str) -> str:
+        """The zone id if Java knows it (``UTC``, ``US/Eastern``, ``+05:00``, short ids such
+        as ``PST``), else a RecipeError naming the line."""
+        jvm = getattr(self.spark, "_jvm", None)
+        if jvm is not None:
+            try:
+                zid = jvm.java.time.ZoneId.of(zone, jvm.java.time.ZoneId.SHORT_IDS)
+                return str(zid.getId())
+            except Exception:
+                raise self.error(f"unknown time zone {zone!r}; use a region such as "
+                                 f"'America/New_York', 'UTC' or an offset like '+05:00'"
+                                 ) from None
+        return zone
+
     def action(self) -> None:
         """Count one data-dependent action (the engine reports it per step)."""
         self.actions += 1
+
+
+_ERROR_CLASS = re.compile(r"^\[[A-Z_.]+\]\s*")
 
 
 def _first_line(exc: BaseException) -> str:

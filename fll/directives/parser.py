@@ -14,6 +14,7 @@ that a whole recipe is checked before any of it is applied.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -25,7 +26,8 @@ __all__ = ["Token", "Statement", "Param", "Signature", "Args", "split_statements
 
 @dataclass(frozen=True)
 class Token:
-    """One word of a statement. ``kind`` is ``word``, ``column`` (``:x``) or ``string``."""
+    """One word of a statement. ``kind`` is ``word``, ``column`` (``:x``), ``string``,
+    ``exp`` (Wrangler's ``exp:{…}``, value = the inside) or ``prop`` (``prop:{k=v,…}``)."""
 
     kind: str
     value: str
@@ -92,9 +94,15 @@ def split_statements(text: str) -> list[Statement]:
                 tokens.append(("string", value, line[i:j], i))
                 i = j
                 continue
+            block = _BLOCK.match(line, i)
+            if block:                                   # exp:{…} or prop:{…}
+                value, j = _read_block(line, block.end() - 1, lineno)
+                tokens.append((block.group(1), value, line[i:j], i))
+                i = j
+                continue
             j = i
             while j < n and not line[j].isspace() and line[j] != ";":
-                if line[j] in "'\"":                       # a quote inside a word: keep it whole
+                if line[j] in "'\"" and _closes(line, j):  # a quoted part inside a word: keep it whole
                     _, j = _read_quoted(line, j, lineno)
                     continue
                 j += 1
@@ -123,6 +131,46 @@ def _flush(statements: list[Statement], tokens: list[tuple[str, str, str, int]],
     tokens.clear()
 
 
+_BLOCK = re.compile(r"(exp|prop)\s*:\s*\{")
+
+
+def _read_block(line: str, i: int, lineno: int) -> tuple[str, int]:
+    """The text inside the braces starting at ``line[i]`` (nested braces and quoted
+    strings allowed) and the index after the closing brace."""
+    depth = 0
+    j = i
+    while j < len(line):
+        ch = line[j]
+        if ch in "'\"" and _closes(line, j):
+            _, j = _read_quoted(line, j, lineno)
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return line[i + 1:j].strip(), j + 1
+        j += 1
+    raise RecipeError("unterminated { … } block", line=lineno, column=i + 1,
+                      expected="a closing }")
+
+
+def _closes(line: str, i: int) -> bool:
+    """Whether the quote at ``line[i]`` has a closing quote on the line. A lone quote
+    inside a word (``s/"//g``, ``it's``) is then a plain character, as Wrangler's
+    space-separated (version 1) syntax reads it."""
+    quote = line[i]
+    j = i + 1
+    while j < len(line):
+        if line[j] == "\\" and j + 1 < len(line) and line[j + 1] == quote:
+            j += 2
+            continue
+        if line[j] == quote:
+            return True
+        j += 1
+    return False
+
+
 def _read_quoted(line: str, i: int, lineno: int, offset: int = 0) -> tuple[str, int]:
     quote = line[i]
     out: list[str] = []
@@ -141,23 +189,97 @@ def _read_quoted(line: str, i: int, lineno: int, offset: int = 0) -> tuple[str, 
                       column=offset + i + 1, expected=f"a closing {quote}")
 
 
+_JAVA_ESCAPE = re.compile(r"\\(u+[0-9a-fA-F]{4}|[0-3][0-7]{2}|[0-7]{1,2}|[btnfr\"'\\])")
+_SIMPLE_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "'": "'",
+                   "\\": "\\"}
+
+
+def _java_escape(m: "re.Match[str]") -> str:
+    body = m.group(1)
+    if body[0] == "u":
+        return chr(int(body.lstrip("u"), 16))
+    if body[0].isdigit():
+        return chr(int(body, 8))
+    return _SIMPLE_ESCAPES[body]
+
+
 def unescape_text(value: str) -> str:
-    """Decode ``\\t``, ``\\n``, ``\\r`` and ``\\\\`` in a text argument; other backslashes stay."""
-    return re.sub(r"\\([tnr\\])", lambda m: {"t": "\t", "n": "\n", "r": "\r",
-                                              "\\": "\\"}[m.group(1)], value)
+    """Decode Java escapes in a text argument, as Wrangler's directives do with
+    ``StringEscapeUtils.unescapeJava``: ``\\t \\n \\r \\b \\f \\' \\" \\\\``,
+    ``\\uXXXX`` and octal ``\\0``–``\\377``. Any other backslash is kept as written."""
+    if "\\" not in value:
+        return value
+    return _JAVA_ESCAPE.sub(_java_escape, value)
 
 
-# Java-only regex syntax Python's `re` rejects; such patterns are left to Spark to check.
-_JAVA_ONLY = ("\\p{", "\\P{", "\\Q", "\\h", "\\H", "\\R", "\\X", "\\z", "\\G", "\\V", "\\v",
-              "++", "*+", "?+", "[[", "&&")
+# Java-only regex syntax Python's `re` rejects; such patterns are left to Spark to check
+# when no JVM is at hand.
+_JAVA_ONLY = ("\\p{", "\\P{", "\\Q", "\\h", "\\H", "\\R", "\\X", "\\G", "\\V", "\\v",
+              "[[", "&&", "\\u", "\\0", "\\c", "\\e")
+_NAMED_GROUP = re.compile(r"\(\?<([A-Za-z][A-Za-z0-9]*)>")
+_REGEX_CACHE: dict[str, str | None] = {}
+
+
+def _java_pattern_class() -> Any:
+    """``java.util.regex.Pattern`` of the active Spark session's JVM, or None.
+
+    Never imports or starts Spark: only a session the caller already has is used.
+    """
+    import sys
+    sql = sys.modules.get("pyspark.sql")
+    if sql is None:
+        return None
+    try:
+        session = sql.SparkSession.getActiveSession()
+        jvm = getattr(session, "_jvm", None) if session is not None else None
+        return jvm.java.util.regex.Pattern if jvm is not None else None
+    except Exception:  # a stopped or Connect session: fall back to the local check
+        return None
 
 
 def check_regex(pattern: str) -> str | None:
-    """None if ``pattern`` looks like a valid (Java) regex, else the reason it is not."""
+    """None if ``pattern`` is a valid Java regex, else the reason it is not.
+
+    With an active Spark session the JVM itself compiles the pattern
+    (``java.util.regex.Pattern.compile``), so the rules are Java's exactly.
+    Without one (a recipe checked before Spark starts) Python's ``re`` checks
+    it after translating the Java syntax it spells differently (named groups
+    ``(?<name>…)``, inline flags mid-pattern); constructs only Java has are
+    then accepted and left to Spark to check when the recipe runs.
+    """
+    if pattern in _REGEX_CACHE:
+        return _REGEX_CACHE[pattern]
+    java = _java_pattern_class()
+    if java is not None:
+        try:
+            java.compile(pattern)
+            reason = None
+        except Exception as exc:  # py4j wraps PatternSyntaxException
+            reason = _java_reason(exc)
+    else:
+        reason = _python_check(pattern)
+    if len(_REGEX_CACHE) < 4096:
+        _REGEX_CACHE[pattern] = reason
+    return reason
+
+
+def _java_reason(exc: BaseException) -> str:
+    java_exc = getattr(exc, "java_exception", None)
+    text = str(java_exc.getDescription()) if java_exc is not None and hasattr(
+        java_exc, "getDescription") else str(exc)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+def _python_check(pattern: str) -> str | None:
+    translated = _NAMED_GROUP.sub(r"(?P<\1>", pattern)
     try:
-        re.compile(pattern)
+        with warnings.catch_warnings():   # Java's [a&&b] looks like a future set operation
+            warnings.simplefilter("ignore", FutureWarning)
+            re.compile(translated)
         return None
     except re.error as exc:
+        if "global flags not at the start" in str(exc):   # Java allows (?i) anywhere
+            return None
         if any(s in pattern for s in _JAVA_ONLY):
             return None
         return str(exc)
@@ -167,7 +289,8 @@ def check_regex(pattern: str) -> str | None:
 
 @dataclass(frozen=True)
 class Sed:
-    """A ``s/pattern/replacement/flags`` expression (Java replacement syntax: ``$1``)."""
+    """A ``s/pattern/replacement/flags`` expression; ``replacement`` is in Java syntax
+    (``$1`` for a group, ``$0`` for the whole match)."""
 
     pattern: str
     replacement: str
@@ -175,8 +298,28 @@ class Sed:
     ignore_case: bool
 
 
+def _sed_replacement(text: str) -> str:
+    """A sed replacement in Java syntax: ``\\1`` and ``$1`` name group 1, ``&`` the
+    whole match, ``\\&`` a literal ``&``; any other backslash escapes one character."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            out.append("$" + nxt if nxt.isdigit() else "\\" + nxt)
+            i += 2
+            continue
+        out.append("$0" if ch == "&" else ch)
+        i += 1
+    return "".join(out)
+
+
 def parse_sed(text: str) -> Sed:
-    """Parse ``s/old/new/g``; the character after ``s`` is the delimiter. Raises ValueError."""
+    """Parse ``s/old/new/flags``; the character after ``s`` is the delimiter and a
+    backslash escapes it. Flags: ``g`` (every match) and ``i``/``I`` (ignore case).
+    Raises ValueError naming what is wrong."""
+    text = text.strip()
     if len(text) < 4 or text[0] != "s":
         raise ValueError("a sed expression starts with s and a delimiter, like s/old/new/g")
     delim = text[1]
@@ -188,7 +331,12 @@ def parse_sed(text: str) -> Sed:
     while i < len(text):
         ch = text[i]
         if ch == "\\" and i + 1 < len(text) and text[i + 1] == delim:
-            cur.append(delim)
+            cur.append(delim if delim not in "\\^$.|?*+()[]{}" or len(parts) == 1
+                       else "\\" + delim)
+            i += 2
+            continue
+        if ch == "\\" and i + 1 < len(text):
+            cur.append(text[i:i + 2])
             i += 2
             continue
         if ch == delim:
@@ -203,20 +351,25 @@ def parse_sed(text: str) -> Sed:
     if len(parts) < 2:
         raise ValueError(f"a sed expression needs three {delim!r}: s{delim}old{delim}new{delim}")
     flags = text[i:]
-    bad = set(flags) - set("gi")
+    if any(ch.isdigit() for ch in flags):
+        raise ValueError(f"sed occurrence numbers ({flags!r}) are not supported; use g or "
+                         f"no flag (the first match)")
+    bad = set(flags) - set("giI")
     if bad:
-        raise ValueError(f"unknown sed flag(s) {''.join(sorted(bad))!r}; known: g, i")
+        raise ValueError(f"unknown sed flag(s) {''.join(sorted(bad))!r}; known: g, i, I")
     if not parts[0]:
         raise ValueError("the sed pattern is empty")
     reason = check_regex(parts[0])
     if reason:
         raise ValueError(f"bad regex {parts[0]!r}: {reason}")
-    return Sed(parts[0], parts[1], "g" in flags, "i" in flags)
+    return Sed(parts[0], _sed_replacement(parts[1]), "g" in flags,
+               "i" in flags or "I" in flags)
 
 
 # -- signatures -------------------------------------------------------------
 
-KINDS = ("column", "columns", "text", "regex", "int", "bool", "expr", "sed", "choice")
+KINDS = ("column", "columns", "text", "regex", "int", "bool", "expr", "sed", "choice",
+         "number", "props")
 
 
 @dataclass(frozen=True)
@@ -251,9 +404,11 @@ def parse_signature(usage: str) -> Signature:
     """Read ``name <arg:kind> [<arg:kind>]`` into a `Signature` (used when registering).
 
     Kinds: column, columns (one or more, comma separated; space separated too when
-    it is the last argument), text,
-    regex, int, bool, expr (the rest of the statement), sed, or ``a|b|c``
-    (one of these words).
+    it is the last argument), text, regex, int, number (a decimal), bool, expr (the
+    rest of the statement, or Wrangler's ``exp:{…}``), sed, props (``prop:{k=v}``),
+    or ``a|b|c`` (one of these words). An optional argument whose kind does not fit
+    the next word is skipped when a later argument fits it (as Wrangler binds
+    arguments by type).
     """
     parts = usage.split(None, 1)
     if not parts:
@@ -279,8 +434,8 @@ def parse_signature(usage: str) -> Signature:
         if kind not in KINDS:
             raise ValueError(f"unknown argument kind {kind!r} in the usage of {name!r}; "
                              f"known: {', '.join(KINDS)}")
-        if params and params[-1].kind == "expr":
-            raise ValueError(f"expr must be the last argument of {name!r}")
+        if params and params[-1].kind == "expr" and not optional:
+            raise ValueError(f"only optional arguments may follow an expr in {name!r}")
         if params and params[-1].optional and not optional:
             raise ValueError(f"a required argument follows an optional one in {name!r}")
         params.append(Param(pname.replace("-", "_"), kind, optional, choices))
@@ -322,7 +477,14 @@ def bind(stmt: Statement, sig: Signature) -> Args:
                 continue
             raise _err(stmt, f"missing argument <{p.name}> ({p.kind})", end_col, sig)
         tok = toks[ti]
-        if p.kind == "expr":
+        if p.optional and not _fits(p, tok) and any(
+                _fits(q, tok) for q in sig.params[sig.params.index(p) + 1:]):
+            values[p.name] = None
+            continue
+        if p.kind == "expr" and tok.kind == "exp":
+            values[p.name] = tok.value
+            ti += 1
+        elif p.kind == "expr":
             values[p.name] = stmt.rest(tok)
             ti = len(toks)
         elif p.kind == "columns":
@@ -341,6 +503,13 @@ def bind(stmt: Statement, sig: Signature) -> Args:
                 raise _err(stmt, f"<{p.name}> needs at least one column name", tok.column, sig)
             values[p.name] = tuple(names)
             ti = len(toks) if last else ti + 1
+        elif (p.kind in ("text", "regex", "sed") and p is sig.params[-1]
+              and tok.kind == "word" and ti + 1 < len(toks)):
+            # Wrangler's space-separated syntax: an unquoted last argument is the rest of
+            # the line (``fill-null-or-empty :c not available``, ``format-date :d MM dd``)
+            rest = Token("word", stmt.rest(tok), stmt.rest(tok), tok.column, tok.offset)
+            values[p.name] = _convert(stmt, sig, p, rest)
+            ti = len(toks)
         else:
             values[p.name] = _convert(stmt, sig, p, tok)
             ti += 1
@@ -353,14 +522,68 @@ def bind(stmt: Statement, sig: Signature) -> Args:
     return Args(values)
 
 
+def _fits(p: Param, tok: Token) -> bool:
+    """Whether ``tok`` can be argument ``p`` (used to skip optional arguments)."""
+    v = tok.value
+    if tok.kind in ("exp", "prop"):
+        return p.kind == ("expr" if tok.kind == "exp" else "props")
+    if p.kind in ("expr", "props"):
+        return False
+    if p.kind == "int":
+        return tok.kind == "word" and re.fullmatch(r"[+-]?\d+", v) is not None
+    if p.kind == "number":
+        return tok.kind == "word" and re.fullmatch(r"[+-]?\d+(\.\d*)?", v) is not None
+    if p.kind == "bool":
+        return v.lower() in ("true", "false")
+    if p.kind == "choice":
+        return v.lower() in (c.lower() for c in p.choices)
+    return True
+
+
+def _props(stmt: Statement, sig: Signature, p: Param, tok: Token) -> dict[str, Any]:
+    """``k=v, k2='text'`` inside ``prop:{…}``: numbers, true/false or quoted text."""
+    out: dict[str, Any] = {}
+    for part in (x.strip() for x in tok.value.split(",")):
+        if not part:
+            continue
+        key, eq, val = part.partition("=")
+        key, val = key.strip(), val.strip()
+        if not eq or not re.fullmatch(r"[A-Za-z_][\w-]*", key) or not val:
+            raise _err(stmt, f"<{p.name}>: cannot read property {part!r}; expected key=value",
+                       tok.column, sig)
+        if val[0] in "'\"" and len(val) > 1 and val[-1] == val[0]:
+            out[key] = val[1:-1]
+        elif val.lower() in ("true", "false"):
+            out[key] = val.lower() == "true"
+        elif re.fullmatch(r"[+-]?\d+", val):
+            out[key] = int(val)
+        elif re.fullmatch(r"[+-]?\d+\.\d*", val):
+            out[key] = float(val)
+        else:
+            raise _err(stmt, f"<{p.name}>: property {key!r} must be a number, true/false or "
+                       f"quoted text, got {val!r}", tok.column, sig)
+    return out
+
+
 def _convert(stmt: Statement, sig: Signature, p: Param, tok: Token) -> Any:
     v = tok.value
+    if tok.kind in ("exp", "prop") and p.kind not in ("expr", "props"):
+        raise _err(stmt, f"<{p.name}> cannot be a {tok.kind}:{{…}} block", tok.column, sig)
+    if p.kind == "props":
+        if tok.kind != "prop":
+            raise _err(stmt, f"<{p.name}> must be prop:{{key=value,…}}, got {tok.raw!r}",
+                       tok.column, sig)
+        return _props(stmt, sig, p, tok)
+    if p.kind == "number":
+        if not re.fullmatch(r"[+-]?\d+(\.\d*)?", v):
+            raise _err(stmt, f"<{p.name}> must be a number, got {tok.raw!r}", tok.column, sig)
+        return float(v) if "." in v else int(v)
     if p.kind == "column":
         if not v:
             raise _err(stmt, f"<{p.name}> must be a column name", tok.column, sig)
         return v
     if p.kind == "text":
-        return unescape_text(v) if tok.kind == "string" else v
+        return unescape_text(v)
     if p.kind == "regex":
         reason = check_regex(v)
         if reason:

@@ -13,6 +13,7 @@ a store: callers decide where the operations go.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Sequence, Union, cast
 
@@ -20,7 +21,8 @@ from ..errors import RecipeError
 from ..model import (EndPoint, FieldLineageInfo, InputField, ReadOperation, Transformation,
                      TransformOperation, WriteOperation)
 from . import builtin  # noqa: F401  (registers the built-in directives)
-from .context import StepContext
+from .builtin import ERROR_CODE, ERROR_MESSAGE, FAIL_MARKER
+from .context import StepContext, quote
 from .labels import ADD, DROP, MODIFY, READ, resolve
 from .parser import Args, Statement, bind, split_statements
 from .registry import DEFAULT_REGISTRY, DirectiveSpec, Outcome, Registry
@@ -28,7 +30,8 @@ from .registry import DEFAULT_REGISTRY, DirectiveSpec, Outcome, Registry
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["Recipe", "ParsedStep", "StepLabels", "CompiledRecipe", "FieldOperations"]
+__all__ = ["Recipe", "ParsedStep", "StepLabels", "CompiledRecipe", "FieldOperations",
+           "run_error"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,8 @@ class StepLabels:
     masking: bool = False
     actions: int = 0
     note: str = ""
+    #: columns of the rows this step sends to the error output (empty: none)
+    error_columns: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         body = " ".join(f"{c}={k}" for c, k in self.labels.items()) or "(no columns)"
@@ -78,6 +83,10 @@ class FieldOperations:
 
     operations: tuple[TransformOperation, ...]
     outputs: Mapping[str, InputField]
+    #: the error output's columns → their producers; ``error_operations`` are the extra
+    #: transforms they need (only to be recorded when the error output is written)
+    error_outputs: Mapping[str, InputField] = field(default_factory=dict)
+    error_operations: tuple[TransformOperation, ...] = ()
 
 
 InputsSpec = Union[str, Mapping[str, InputField]]
@@ -87,11 +96,19 @@ class CompiledRecipe:
     """A recipe applied to one DataFrame: the lazy result plus every step's labels."""
 
     def __init__(self, dataframe: "DataFrame", steps: Sequence[StepLabels],
-                 input_columns: Sequence[str]):
+                 input_columns: Sequence[str], errors: "DataFrame | None" = None):
         self.dataframe = dataframe
         self.steps = tuple(steps)
         self.input_columns = tuple(input_columns)
         self.output_columns = tuple(dataframe.columns)
+        #: rows sent to the error output by send-to-error* (None: the recipe sends none)
+        self.errors = errors
+
+    def run_error(self, exc: BaseException) -> RecipeError:
+        """A failure of a Spark job that ran this recipe, as one line naming the recipe
+        line and directive when it can be found (`fail`, or the failing expression of
+        an expression directive), without Java internals."""
+        return run_error(exc, self.steps)
 
     @property
     def actions(self) -> int:
@@ -122,11 +139,16 @@ class CompiledRecipe:
             if missing:
                 raise RecipeError(f"no input field given for column(s) {missing}")
         ops: list[TransformOperation] = []
+        err_ops: list[TransformOperation] = []
+        err_sources: dict[str, list[InputField]] = {}
         for st in self.steps:
             prefix = f"{stage}.{st.index}.{st.directive}" if stage else \
                 f"{st.index}.{st.directive}"
             where = f"line {st.line}: {st.text}"
-            reads = [latest[c] for c, k in st.labels.items() if k == READ]
+            # a step that adds columns and drops others consumed those (parse-as-json)
+            adds = ADD in st.labels.values()
+            reads = [latest[c] for c, k in st.labels.items()
+                     if k == READ or (adds and k == DROP)]
             read_tag = Transformation("DIRECT", "IDENTITY" if st.identity else "TRANSFORMATION",
                                       masking=st.masking)
             nxt = dict(latest)
@@ -169,9 +191,29 @@ class CompiledRecipe:
                         f"{prefix}.{col}", f"FILTER rows of {col} ({where})", reads + [own],
                         (col,), tags))
                     nxt[col] = InputField(f"{prefix}.{col}", col)
+            if st.error_columns:
+                for col in st.error_columns:
+                    if col in (ERROR_MESSAGE, ERROR_CODE):
+                        err_ops.append(TransformOperation(
+                            f"{prefix}.{col}", f"ADD {col} of the error output ({where})",
+                            reads, (col,), {r: (read_tag,) for r in reads}))
+                        err_sources.setdefault(col, []).append(InputField(f"{prefix}.{col}",
+                                                                          col))
+                    else:
+                        err_sources.setdefault(col, []).append(latest[col])
             latest = nxt
         outputs = {c: latest[c] for c in self.output_columns}
-        return FieldOperations(tuple(ops), outputs)
+        err_out: dict[str, InputField] = {}
+        for col, srcs in err_sources.items():
+            if len(srcs) == 1:
+                err_out[col] = srcs[0]
+            else:   # several send-to-error lines feed one error column
+                name = f"{stage}.errors.{col}" if stage else f"errors.{col}"
+                err_ops.append(TransformOperation(
+                    name, f"UNION {col} of the error output", tuple(srcs), (col,),
+                    {s: (Transformation("DIRECT", "IDENTITY"),) for s in srcs}))
+                err_out[col] = InputField(name, col)
+        return FieldOperations(tuple(ops), outputs, err_out, tuple(err_ops))
 
     def to_lineage(self, source: EndPoint, destination: EndPoint, stage: str = "recipe",
                    filter_dependencies: bool = False) -> FieldLineageInfo:
@@ -246,6 +288,7 @@ class Recipe:
         if len(set(input_columns)) != len(input_columns):
             raise RecipeError(f"the input has duplicate column names: {input_columns}")
         out: list[StepLabels] = []
+        errors: "DataFrame | None" = None
         for step in self.steps:
             ctx = StepContext(step.statement, spark, step.spec.usage)
             before = list(df.columns)
@@ -263,11 +306,17 @@ class Recipe:
             df = outcome.df
             after = list(df.columns)
             resolved = resolve(outcome.labels, before, after, ctx.where())
+            error_columns: tuple[str, ...] = ()
+            if outcome.errors is not None:
+                error_columns = tuple(outcome.errors.columns)
+                errors = outcome.errors if errors is None else _union_errors(errors,
+                                                                           outcome.errors)
             out.append(StepLabels(
                 step.statement.index, step.statement.line, step.spec.name, step.statement.text,
                 resolved.labels, resolved.renames, tuple(str(d) for d in outcome.labels),
-                tuple(after), outcome.identity, outcome.masking, ctx.actions, outcome.note))
-        return CompiledRecipe(df, out, input_columns)
+                tuple(after), outcome.identity, outcome.masking, ctx.actions, outcome.note,
+                error_columns))
+        return CompiledRecipe(df, out, input_columns, errors)
 
     def apply(self, df: "DataFrame") -> "DataFrame":
         """The recipe as one lazy DataFrame (see `compile` for labels)."""
@@ -291,13 +340,66 @@ class Recipe:
         ``input_columns`` is the input DataFrame, or just its column names: then
         an empty all-string DataFrame stands in for it, which is enough for
         every directive whose output columns do not depend on the data
-        (parse-as-csv, parse-as-json and split-to-columns need the real data).
+        (parse-as-csv, parse-as-json, split-to-columns and extract-regex-groups need
+        the real data).
         """
         if isinstance(input_columns, (list, tuple)):
             df = _empty_frame(list(input_columns))
         else:  # anything but a list or tuple of names is taken to be the DataFrame
             df = cast("DataFrame", input_columns)
         return self.compile(df).to_lineage(source, destination, stage, filter_dependencies)
+
+
+def _union_errors(a: "DataFrame", b: "DataFrame") -> "DataFrame":
+    """Error rows of two lines in one frame. A column whose type changed between the
+    lines (set-type, parse-timestamp…) becomes text in both, so the union holds."""
+    from pyspark.sql import functions as F
+
+    types_b = {f.name: f.dataType for f in b.schema.fields}
+    clash = [f.name for f in a.schema.fields
+             if f.name in types_b and types_b[f.name] != f.dataType]
+
+    def text(df: "DataFrame") -> "DataFrame":
+        return df.select([F.col(quote(c)).cast("string").alias(c) if c in clash
+                          else F.col(quote(c)) for c in df.columns])
+    if clash:
+        a, b = text(a), text(b)
+    return a.unionByName(b, allowMissingColumns=True)
+
+
+_SQL_FRAGMENT = re.compile(r"== SQL \(line \d+, position \d+\) ==\s*\n(.*?)\n\s*\^")
+_ERROR_CLASS = re.compile(r"^\[([A-Z_.]+)\]\s*")
+
+
+def run_error(exc: BaseException, steps: Sequence[StepLabels] = ()) -> RecipeError:
+    """Turn a failure of a Spark job running a recipe into a one-line `RecipeError`.
+
+    `fail` raises a message bracketed by `FAIL_MARKER`, which names its line. Spark
+    quotes the SQL fragment that failed (``== SQL … ==``): the step whose text holds
+    it is named. Otherwise the first line of Spark's message, without its error class
+    boilerplate and JVM stack, is kept.
+    """
+    text = str(exc)
+    if FAIL_MARKER in text:
+        inner = text.split(FAIL_MARKER)[1]
+        m = re.match(r"line (\d+): (.*)", inner, re.DOTALL)
+        if m:
+            line = int(m.group(1))
+            directive = next((s.text for s in steps if s.line == line), None)
+            return RecipeError(m.group(2).strip(), line=line, directive=directive)
+        return RecipeError(inner.strip())
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    first = re.sub(r"\s*SQLSTATE: \w+\s*$", "", first)
+    clean = _ERROR_CLASS.sub("", first)
+    clean = re.sub(r"\s*(If necessary set|Use `try_|To return NULL instead).*$", "", clean)
+    frag = _SQL_FRAGMENT.search(text)
+    if frag:
+        fragment = frag.group(1).strip()
+        for st in steps:
+            if fragment and fragment in st.text:
+                return RecipeError(f"{st.directive}: failed at run time: {clean}",
+                                   line=st.line, directive=st.text)
+    return RecipeError(f"the recipe failed at run time: {clean}")
 
 
 def _empty_frame(columns: list[str]) -> "DataFrame":

@@ -32,6 +32,8 @@ class Outcome:
     DIRECT/IDENTITY instead of DIRECT/TRANSFORMATION in lineage.
     ``masking``: values pass through a hash or mask (OpenLineage ``masking``).
     ``note``: a human remark, e.g. which data-dependent action was run.
+    ``errors``: rows this step sends to the recipe's error output (send-to-error):
+    the step's input columns plus ``errMsg`` and ``errCode``.
     """
 
     df: "DataFrame"
@@ -39,6 +41,7 @@ class Outcome:
     identity: bool = False
     masking: bool = False
     note: str = ""
+    errors: "DataFrame | None" = None
 
 
 DirectiveFn = Callable[["StepContext", "DataFrame", Args], Outcome]

@@ -162,8 +162,11 @@ def run_pipeline(spec_or_path: PipelineSpec | Mapping[str, Any] | str | os.PathL
             except FllError as e:
                 raise _stage_error(st.name, e) from e
             except Exception as e:
+                # a recipe line (fail, a failing expression) may be why the job failed
+                why = next((w for w in (getattr(p, "explain_failure", lambda _e: None)(e)
+                                        for p in plugins.values()) if w), None)
                 raise PipelineError(f"stage {st.name!r} ({st.plugin}) failed while writing: "
-                                    f"{_first_line(e)}") from e
+                                    f"{why or _first_line(e)}") from e
             for op in contexts[st.name].operations:
                 if hasattr(op, "sink"):
                     endpoints[st.name] = op.sink

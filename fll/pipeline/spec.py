@@ -16,7 +16,10 @@ from typing import Any, Mapping
 from ..errors import PipelineError
 from .api import Plugin, PropertyError, plugin_class
 
-__all__ = ["SpecError", "StageSpec", "PipelineSpec", "load_spec", "parse_spec"]
+__all__ = ["SpecError", "StageSpec", "PipelineSpec", "load_spec", "parse_spec", "ERROR_PORT"]
+
+#: The port of a stage that sends rows to an error output (``{"from", "to", "port"}``).
+ERROR_PORT = "errors"
 
 
 class SpecError(PipelineError):
@@ -157,24 +160,55 @@ def parse_spec(data: Any, base_dir: str | None = None, path: str | None = None) 
     conns = data.get("connections", [])
     if not isinstance(conns, list):
         raise SpecError("must be a list of {from, to}", property="connections")
+    error_ports: dict[str, list[str]] = {}
     for i, c in enumerate(conns):
+        port = None
         if isinstance(c, (list, tuple)) and len(c) == 2:
             src, dst = c
-        elif isinstance(c, Mapping) and set(c) == {"from", "to"}:
-            src, dst = c["from"], c["to"]
+        elif isinstance(c, Mapping) and set(c) in ({"from", "to"}, {"from", "to", "port"}):
+            src, dst, port = c["from"], c["to"], c.get("port")
         else:
-            raise SpecError(f"connection #{i + 1} must be {{\"from\": stage, \"to\": stage}}, "
-                            f"got {c!r}", property="connections")
+            raise SpecError(f"connection #{i + 1} must be {{\"from\": stage, \"to\": stage}} "
+                            f"(and optionally \"port\": \"errors\"), got {c!r}",
+                            property="connections")
         for end in (src, dst):
             if end not in declared:
                 raise SpecError(f"connection #{i + 1} names unknown stage {end!r} (stages: "
                                 f"{', '.join(map(repr, declared))})", property="connections")
         if src == dst:
             raise SpecError("is connected to itself", stage=src, property="connections")
+        if port is not None:
+            if port != ERROR_PORT:
+                raise SpecError(f"connection #{i + 1}: unknown port {port!r}; the only port "
+                                f"is {ERROR_PORT!r}", stage=src, property="connections")
+            if getattr(declared[src][1], "error_plugin", None) is None:
+                raise SpecError(f"plugin {declared[src][0]!r} has no {ERROR_PORT!r} port",
+                                stage=src, property="connections")
+            if dst in error_ports.setdefault(src, []):
+                raise SpecError(f"is connected to {dst!r} twice", stage=src,
+                                property="connections")
+            error_ports[src].append(dst)
+            continue
         if dst in outputs[src]:
             raise SpecError(f"is connected to {dst!r} twice", stage=src, property="connections")
         outputs[src].append(dst)
         inputs[dst].append(src)
+    # A stage's error port is a stage of its own, "<stage>.errors": it reads what the stage
+    # reads and outputs the rows the stage sent to its error output.
+    for src, dsts in error_ports.items():
+        err = f"{src}.{ERROR_PORT}"
+        if err in declared:
+            raise SpecError(f"the stage name {err!r} is taken; it names the {ERROR_PORT!r} "
+                            f"port of stage {src!r}", stage=err)
+        _, cls, props = declared[src]
+        err_cls = cls.error_plugin  # type: ignore[attr-defined]
+        declared[err] = (err_cls.plugin_name, err_cls, dict(props))
+        inputs[err] = list(inputs[src])
+        outputs[err] = list(dsts)
+        for up in inputs[src]:
+            outputs[up].append(err)
+        for dst in dsts:
+            inputs[dst].append(err)
 
     order = _toposort(list(declared), outputs, inputs)
     stages: list[StageSpec] = []

@@ -1,6 +1,8 @@
 """Every directive on a real (shared) Spark session, driven by fixture files.
 
 cases.yaml: recipe, input rows, expected rows, labels and incoming summary.
+wrangler_cases.yaml: Wrangler's documented and tested behaviour, the same way (labels and
+incoming optional), plus refused recipes (error) and error-output rows (errors_out).
 labels.txt: one line per case — input columns | recipe | labels per step.
 """
 from __future__ import annotations
@@ -10,11 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fll import EndPoint
+from fll import EndPoint, RecipeError
 from fll.directives import Recipe
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "directives"
-CASES = yaml.safe_load((FIXTURES / "cases.yaml").read_text())
+CASES = (yaml.safe_load((FIXTURES / "cases.yaml").read_text()) +
+         yaml.safe_load((FIXTURES / "wrangler_cases.yaml").read_text()))
 SRC, DST = EndPoint("ns", "src"), EndPoint("ns", "dst")
 
 
@@ -43,6 +46,12 @@ def _rows_match(actual: list[list], expected: list[list]) -> bool:
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_directive_case_gives_the_expected_rows_labels_and_lineage(spark, case):
     df = spark.createDataFrame(case["rows"], case["schema"])
+    if "error" in case:
+        with pytest.raises(RecipeError) as info:
+            Recipe.parse(case["recipe"]).compile(df)
+        assert case["error"] in str(info.value)
+        assert info.value.line is not None and info.value.expected
+        return
     compiled = Recipe.parse(case["recipe"]).compile(df)
 
     assert list(compiled.dataframe.columns) == case["columns"]
@@ -50,8 +59,18 @@ def test_directive_case_gives_the_expected_rows_labels_and_lineage(spark, case):
     expected = [[_text(v) for v in row] for row in case["rows_out"]]
     assert _rows_match(actual, expected), f"rows {actual} != {expected}"
 
-    assert [_label_text(s) for s in compiled.steps] == case["labels"]
+    if "errors_out" in case:
+        assert compiled.errors is not None
+        got = [[_text(v) for v in row] for row in compiled.errors.collect()]
+        want = [[_text(v) for v in row] for row in case["errors_out"]]
+        assert _rows_match(got, want), f"error rows {got} != {want}"
+    else:
+        assert compiled.errors is None
 
+    if "labels" in case:
+        assert [_label_text(s) for s in compiled.steps] == case["labels"]
+    if "incoming" not in case:
+        return
     incoming = compiled.to_lineage(SRC, DST).incoming_summary()
     got = {f.field: sorted(s.field for s in srcs) for f, srcs in incoming.items() if srcs}
     want = {k: sorted(v) for k, v in case["incoming"].items()}

@@ -130,7 +130,7 @@ def test_applying_lazily_definable_directives_runs_no_spark_job(spark):
         copy name n2; uppercase n2; lowercase name; trim name; titlecase n2
         set-column len length(name) + 1
         merge name mail m ' '
-        split-email mail; extract-regex-groups mail '(\\w+)@'
+        split-email mail
         find-and-replace m 's/a/b/g'; mask-number n '#x'; hash n2 MD5
         set-type n int; fill-null-or-empty mail 'none'
         filter-row-if-true len > 100; filter-row-if-matched name '^zz'
@@ -153,8 +153,9 @@ def test_applying_lazily_definable_directives_runs_no_spark_job(spark):
 
 def test_data_dependent_directives_run_exactly_one_action_each(spark):
     df = spark.createDataFrame([("a,b", "1,2", '{"k": 1}')], "c string, d string, j string")
-    compiled = Recipe.parse("split-to-columns c ,; parse-as-csv d; parse-as-json j").compile(df)
-    assert [s.actions for s in compiled.steps] == [1, 1, 1]
+    compiled = Recipe.parse("split-to-columns c ,; parse-as-csv d; parse-as-json j; "
+                            "extract-regex-groups c '(\\w)'").compile(df)
+    assert [s.actions for s in compiled.steps] == [1, 1, 1, 1]
 
 
 # -- shorthands (the seed's three examples) --------------------------------------

@@ -13,11 +13,15 @@ import os
 from typing import TYPE_CHECKING, Any, cast
 
 from ...errors import PipelineError, RecipeError
-from ..api import (FieldTransformOperation, OperationField, Property, PropertyError,
+from ...model import Transformation
+from ..api import (FieldRef, FieldTransformOperation, OperationField, Property, PropertyError,
                    StageContext, StageField, Transform, register)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
+
+    from ...directives.recipe import CompiledRecipe, FieldOperations
+    from ...model import InputField
 
 # the origin standing for "this stage's input" while the engine builds operations
 _INPUT = "\x00stage-input"
@@ -71,7 +75,7 @@ class Wrangler(Transform):
         except RecipeError as e:
             raise PropertyError(prop, str(e)) from e
 
-    def transform(self, ctx: StageContext, df: "DataFrame") -> "DataFrame":
+    def _compile(self, ctx: StageContext, df: "DataFrame") -> "tuple[CompiledRecipe, str]":
         from ...directives import Recipe
 
         try:
@@ -83,17 +87,101 @@ class Wrangler(Transform):
             compiled = Recipe.parse(text).compile(df)
         except RecipeError as e:
             raise PipelineError(f"stage {ctx.stage!r}, property {prop!r}: {e}") from e
+        self.compiled, self.stage = compiled, ctx.stage
+        return compiled, prop
+
+    def explain_failure(self, exc: BaseException) -> str | None:
+        """A failed job's error as one line naming the recipe line, when this stage's
+        recipe caused it (`fail`, a failing expression); None when it cannot tell."""
+        compiled = getattr(self, "compiled", None)
+        if compiled is None:
+            return None
+        err = compiled.run_error(exc)
+        return f"stage {self.stage!r}, recipe {err}" if err.line is not None else None
+
+    def _field_operations(self, compiled: "CompiledRecipe", df: "DataFrame") -> "FieldOperations":
         from ...model import InputField
 
-        fo = compiled.field_operations(
+        return compiled.field_operations(
             "", {c: InputField(_INPUT, c) for c in df.columns},
             filter_dependencies=self.config["filterDependencies"])
-        ops = []
-        for op in fo.operations:
-            refs = [StageField(i.name) if i.origin == _INPUT else OperationField(i.origin, i.name)
-                    for i in op.inputs]
-            tags = {i.name: t for i, t in op.transformations.items()}
-            ops.append(FieldTransformOperation(op.name, op.description, tuple(refs),
-                                               op.outputs, tags))
-        ctx.record(ops)
+
+    def transform(self, ctx: StageContext, df: "DataFrame") -> "DataFrame":
+        compiled, _ = self._compile(ctx, df)
+        ctx.record(_stage_ops(self._field_operations(compiled, df).operations))
         return compiled.dataframe
+
+
+def _ref(field: "InputField") -> "FieldRef":
+    return StageField(field.name) if field.origin == _INPUT else \
+        OperationField(field.origin, field.name)
+
+
+def _stage_ops(operations) -> list[FieldTransformOperation]:
+    ops = []
+    for op in operations:
+        tags = {i.name: t for i, t in op.transformations.items()}
+        ops.append(FieldTransformOperation(op.name, op.description,
+                                           tuple(_ref(i) for i in op.inputs), op.outputs, tags))
+    return ops
+
+
+#: the column naming the stage that sent a row to the error output (CDAP's errStage)
+ERROR_STAGE = "errStage"
+
+
+@register
+class WranglerErrors(Wrangler):
+    """The ``errors`` port of a wrangler stage: the rows its recipe's send-to-error lines
+    took out, with ``errMsg``, ``errCode`` and ``errStage``.
+
+    A spec never names this plugin: a connection ``{"from": "w", "to": "sink", "port":
+    "errors"}`` creates the stage ``w.errors`` with w's properties and inputs. It runs
+    the same recipe over the same input and records the same field operations, plus
+    one identity per error column from the step that sent it, so the error sink's
+    lineage is exact.
+    """
+
+    plugin_name = "wrangler-errors"
+
+    @classmethod
+    def validate(cls, config, inputs) -> None:
+        from ...directives import Recipe
+
+        super().validate(config, inputs)
+        if config.get("recipe") is None:
+            return   # a recipe file is read at run time
+        text, prop = _recipe_text(config, None)
+        recipe = Recipe.parse(text)
+        if not any(s.spec.name.startswith("send-to-error") for s in recipe.steps):
+            raise PropertyError(prop, "the recipe has no send-to-error line, so the "
+                                "'errors' port would never receive a row")
+
+    def transform(self, ctx: StageContext, df: "DataFrame") -> "DataFrame":
+        from pyspark.sql import functions as F
+
+        compiled, prop = self._compile(ctx, df)
+        if compiled.errors is None:
+            raise PipelineError(f"stage {ctx.stage!r}, property {prop!r}: the recipe has no "
+                                f"send-to-error line, so the 'errors' port would never "
+                                f"receive a row")
+        fo = self._field_operations(compiled, df)
+        ops = _stage_ops(fo.operations + fo.error_operations)
+        origin = ctx.stage.rsplit(".", 1)[0]
+        columns = list(compiled.errors.columns)
+        if ERROR_STAGE in columns:
+            raise PipelineError(f"stage {ctx.stage!r}: column {ERROR_STAGE!r} is reserved "
+                                f"for the error output")
+        for col in columns:
+            ops.append(FieldTransformOperation(
+                f"error-output.{col}", f"error output field {col}",
+                (_ref(fo.error_outputs[col]),), (col,), {col: (Transformation("DIRECT", "IDENTITY"),)}))
+        msg = fo.error_outputs["errMsg"]
+        ops.append(FieldTransformOperation(
+            f"error-output.{ERROR_STAGE}", f"the stage {origin!r} that sent the row",
+            (_ref(msg),), (ERROR_STAGE,), {msg.name: (Transformation("INDIRECT", "FILTER"),)}))
+        ctx.record(ops)
+        return compiled.errors.withColumn(ERROR_STAGE, F.lit(origin))
+
+
+Wrangler.error_plugin = WranglerErrors  # type: ignore[attr-defined]

@@ -1,0 +1,274 @@
+"""Date and time directives: parse-as-datetime, format-datetime, current-datetime,
+datetime-to-timestamp, timestamp-to-datetime, parse-as-simple-date, parse-timestamp,
+format-unix-timestamp and diff-date.
+
+Wrangler has two kinds of time values and so does Spark: a *datetime* (Java
+LocalDateTime, no zone) is Spark's TIMESTAMP_NTZ, a *timestamp* (Java
+ZonedDateTime) is Spark's TIMESTAMP, an instant shown in the session time zone
+(the zone a ZonedDateTime carries is not kept per value). Patterns are Java
+DateTimeFormatter patterns checked before anything runs, by the JVM and by
+Spark's own rules. A value Wrangler sends to the error collector goes to the
+recipe's error output (or, without one, stops the run naming the line).
+This module must never run a Spark action.
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+
+from . import labels as L
+from .builtin_support import (check_datetime_pattern, check_zone, error_rows, put, session_zone,
+                              string_of)
+from .context import StepContext
+from .parser import Args
+from .registry import Outcome, register_directive
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame
+
+
+def _type(df: "DataFrame", column: str) -> str:
+    return df.schema[column].dataType.typeName()
+
+
+def _zone_letters(pattern: str) -> list[str]:
+    """Pattern letters that need a zone or offset (outside quoted text)."""
+    return sorted(set(re.sub(r"'[^']*'", "", pattern)) & set("VzOXxZ"))
+
+
+def _instant_in(value: "Column", zone: str) -> "Column":
+    """The instant at which the wall time ``value`` (TIMESTAMP_NTZ) is read in ``zone``.
+
+    make_timestamp builds it from the fields in that zone, so the session time zone
+    never enters (a cast would read the wall time in the session zone).
+    """
+    return F.make_timestamp(F.year(value), F.month(value), F.dayofmonth(value),
+                            F.hour(value), F.minute(value),
+                            F.date_part(F.lit("SECOND"), value),
+                            F.lit(zone))
+
+
+def _ntz_parse(text: "Column", pattern: str) -> tuple["Column", "Column"]:
+    """(parsed TIMESTAMP_NTZ, row is bad) for ``text`` read with ``pattern``.
+
+    to_timestamp_ntz fails the job on a bad value under ANSI, so it is only
+    evaluated where try_to_timestamp (same pattern, same parser) succeeded.
+    """
+    ok = F.try_to_timestamp(text, F.lit(pattern)).isNotNull()
+    value = F.when(ok, F.to_timestamp_ntz(text, F.lit(pattern)))
+    return value, text.isNotNull() & ~ok
+
+
+@register_directive("parse-as-datetime <column:column> <format:text>")
+def parse_as_datetime(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Parse text with a DateTimeFormatter pattern into a datetime (TIMESTAMP_NTZ).
+
+    A zone or offset in the text is read and ignored, as LocalDateTime.parse does.
+    A value that does not fit the pattern goes to the error output (errCode 2);
+    nulls and values already datetime stay. Spark refuses to *parse* a few
+    patterns Java accepts (e.g. a day-of-week name ``EEE``): the run then stops
+    with Spark's reason. Labels: MODIFY column.
+    """
+    step.require(df, [a.column])
+    check_datetime_pattern(step, a.format)
+    if _type(df, a.column) == "timestamp_ntz":
+        return Outcome(df, L.modify(a.column))
+    text = step.col(a.column).cast("string")
+    value, bad = _ntz_parse(text, a.format)
+    kept, extra = error_rows(step, df, bad, F.concat(
+        F.lit("value "), string_of(text), F.lit(f" for column {a.column} is not in expected "
+                                                  f"format {a.format}")), 2)
+    return Outcome(put(kept, a.column, value), L.modify(a.column), **extra)
+
+
+@register_directive("format-datetime <column:column> <format:text>")
+def format_datetime(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Format a datetime (TIMESTAMP_NTZ) column as text with a DateTimeFormatter pattern.
+
+    A pattern needing a zone (``XXX``, ``z``, ``VV``…) cannot format a datetime: Java
+    fails every row, fll refuses the recipe. A column of another type is refused
+    (Wrangler sends each of its rows to the error collector). Nulls stay null.
+    Labels: MODIFY column.
+    """
+    step.require(df, [a.column])
+    check_datetime_pattern(step, a.format)
+    zone = _zone_letters(a.format)
+    if zone:
+        raise step.error(f"datetime format {a.format!r} needs a zone ({''.join(zone)}), "
+                         f"and a datetime has none")
+    if _type(df, a.column) != "timestamp_ntz":
+        raise step.error(f"column {a.column!r} has type {_type(df, a.column)}; it should be a "
+                         f"datetime (parse it first with parse-as-datetime)")
+    value = F.date_format(step.col(a.column), a.format)
+    return Outcome(put(df, a.column, value), L.modify(a.column))
+
+
+@register_directive("current-datetime <column:column> [<zone:text>]")
+def current_datetime(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Set ``column`` to the current datetime (TIMESTAMP_NTZ) in ``zone`` (default UTC).
+
+    Spark takes one current time per query, so every row gets the same value
+    (Wrangler reads the clock per row). Labels: ADD column (old values not read).
+    """
+    zone = check_zone(step, a.zone or "UTC")
+    now = F.convert_timezone(F.lit(session_zone(step)), F.lit(zone),
+                             F.current_timestamp().cast("timestamp_ntz"))
+    return Outcome(put(df, a.column, now), L.add(a.column))
+
+
+@register_directive("datetime-to-timestamp <column:column> [<zone:text>]")
+def datetime_to_timestamp(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Read a datetime (TIMESTAMP_NTZ) as wall time in ``zone`` (default UTC) and turn it
+    into a timestamp (TIMESTAMP).
+
+    The zone is used for the conversion but not kept: Spark shows timestamps in the
+    session time zone. A column of another type is refused (Wrangler sends each row
+    to the error collector). Labels: MODIFY column.
+    """
+    step.require(df, [a.column])
+    zone = check_zone(step, a.zone or "UTC")
+    kind = _type(df, a.column)
+    if kind != "timestamp_ntz":
+        raise step.error(f"column {a.column!r} has type {kind}; it should be a datetime")
+    return Outcome(put(df, a.column, _instant_in(step.col(a.column), zone)), L.modify(a.column))
+
+
+@register_directive("timestamp-to-datetime <column:column>")
+def timestamp_to_datetime(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Turn a timestamp (TIMESTAMP) into a datetime (TIMESTAMP_NTZ): its wall time.
+
+    Wrangler takes the wall time in the zone the value carries; a Spark timestamp
+    carries none, so the session time zone is used. A datetime column stays as it is;
+    other types are refused. Labels: MODIFY column.
+    """
+    step.require(df, [a.column])
+    kind = _type(df, a.column)
+    if kind == "timestamp_ntz":
+        return Outcome(df, L.modify(a.column))
+    if kind != "timestamp":
+        raise step.error(f"column {a.column!r} has type {kind}; it should be a timestamp")
+    return Outcome(put(df, a.column, step.col(a.column).cast("timestamp_ntz")),
+                   L.modify(a.column))
+
+
+@register_directive("parse-as-simple-date <column:column> <format:text>")
+def parse_as_simple_date(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Parse text with a date pattern into a timestamp; text without a zone is read in UTC.
+
+    Wrangler uses SimpleDateFormat; Spark has only DateTimeFormatter patterns, which
+    agree on the common letters (y M d H h m s S a z Z X E G) but not on all:
+    ``MMMMM`` is a one-letter month and day-of-week names cannot be parsed, so such
+    patterns are refused or stop the run. A value that does not fit goes to the
+    error output (errCode 1); nulls and timestamps stay. Labels: MODIFY column.
+    """
+    step.require(df, [a.column])
+    check_datetime_pattern(step, a.format)
+    kind = _type(df, a.column)
+    if kind in ("timestamp", "date"):
+        return Outcome(df, L.modify(a.column))
+    if kind != "string":
+        raise step.error(f"column {a.column!r} has type {kind}; it should be of type string")
+    text = step.col(a.column)
+    if _zone_letters(a.format):
+        value = F.try_to_timestamp(text, F.lit(a.format))
+        bad = text.isNotNull() & value.isNull()
+    else:
+        local, bad = _ntz_parse(text, a.format)
+        value = _instant_in(local, "UTC")
+    kept, extra = error_rows(step, df, bad, F.concat(
+        F.lit("failed to parse '"), string_of(text), F.lit(f"' with pattern '{a.format}'")), 1)
+    return Outcome(put(kept, a.column, value), L.modify(a.column), **extra)
+
+
+_UNITS = {"seconds": F.timestamp_seconds, "milliseconds": F.timestamp_millis,
+          "microseconds": F.timestamp_micros}
+
+
+def _unit_check(value: str) -> str | None:
+    if value.lower() in _UNITS:
+        return None
+    return (f"time unit {value!r} is not supported; supported time units are "
+            f"{', '.join(u.upper() for u in _UNITS)}")
+
+
+@register_directive("parse-timestamp <column:column> [<timeunit:text>]",
+                    checks={"timeunit": _unit_check})
+def parse_timestamp(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Read a count of seconds, milliseconds (default) or microseconds since the epoch
+    (a long, or text holding one) as a timestamp.
+
+    Text that is not a whole number goes to the error output (errCode 2); nulls and
+    timestamps stay. Wrangler takes only Long or String values; fll also takes the
+    narrower integer types. Labels: MODIFY column.
+    """
+    step.require(df, [a.column])
+    kind = _type(df, a.column)
+    if kind == "timestamp":
+        return Outcome(df, L.modify(a.column))
+    if kind not in ("string", "long", "integer", "short", "byte"):
+        raise step.error(f"column {a.column!r} has type {kind}; it should be a long or a "
+                         f"string holding one")
+    convert = _UNITS[(a.timeunit or "milliseconds").lower()]
+    src = step.col(a.column)
+    number = src.try_cast("bigint") if kind == "string" else src.cast("bigint")
+    bad = src.isNotNull() & number.isNull()
+    if kind == "string":   # Long.parseLong: an optional sign and digits, nothing else
+        bad = src.isNotNull() & (number.isNull() | ~src.rlike(r"^[+-]?[0-9]+$"))
+    kept, extra = error_rows(step, df, bad, F.lit(
+        f"invalid value for column '{a.column}'. Must be of type 'Long' or 'String' "
+        f"representing long."), 2)
+    return Outcome(put(kept, a.column, convert(number)), L.modify(a.column), **extra)
+
+
+@register_directive("format-unix-timestamp <column:column> <pattern:text>")
+def format_unix_timestamp(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Format a UNIX timestamp (seconds since the epoch) as text with a date pattern,
+    in the session time zone.
+
+    Wrangler documents this directive but has no implementation; this follows its
+    documentation. Text holding a number is read as one; nulls stay null.
+    Labels: MODIFY column.
+    """
+    step.require(df, [a.column])
+    check_datetime_pattern(step, a.pattern)
+    kind = _type(df, a.column)
+    if kind not in ("string", "long", "integer", "short", "byte", "double", "float", "decimal"):
+        raise step.error(f"column {a.column!r} has type {kind}; it should hold a number of "
+                         f"seconds")
+    src = step.col(a.column)
+    seconds = src.try_cast("bigint") if kind == "string" else src.cast("bigint")
+    value = F.date_format(F.timestamp_seconds(seconds), a.pattern)
+    return Outcome(put(df, a.column, value), L.modify(a.column))
+
+
+def _diff_side(step: StepContext, df: "DataFrame", name: str) -> "Column":
+    if name.lower() == "now":
+        return F.current_timestamp()
+    step.require(df, [name])
+    kind = _type(df, name)
+    if kind not in ("timestamp", "date"):
+        raise step.error(f"column {name!r} has type {kind}; parse it first (parse-as-date, "
+                         f"parse-as-simple-date or parse-timestamp)")
+    return step.col(name).cast("timestamp")
+
+
+@register_directive("diff-date <column1:column> <column2:column> <destination:column>")
+def diff_date(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Set ``destination`` to ``column1`` minus ``column2`` in milliseconds (a long).
+
+    ``now`` (any case) stands for the current time, the same for every row. A null
+    side gives null. The documentation's example shows 17280000 for two days; the
+    code, and fll, give 172800000. Wrangler silently gives null for values that are
+    not parsed dates; fll refuses such columns before running.
+    Labels: READ column1, READ column2, ADD destination (MODIFY when it is one of them).
+    """
+    first, second = _diff_side(step, df, a.column1), _diff_side(step, df, a.column2)
+    # Instant.toEpochMilli floors each side before Wrangler subtracts
+    millis = F.unix_millis(first) - F.unix_millis(second)
+    reads = [c for c in dict.fromkeys([a.column1, a.column2])
+             if c.lower() != "now" and c != a.destination]
+    target = (L.modify(a.destination) if a.destination in (a.column1, a.column2)
+              else L.add(a.destination))
+    return Outcome(put(df, a.destination, millis), L.read(*reads) + target)

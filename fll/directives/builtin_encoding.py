@@ -1,0 +1,313 @@
+"""Directives that encode, cut and write values: cut-character, encode, decode,
+url-encode, url-decode, split-url, write-as-csv, write-as-json-map, write-as-json-object.
+
+Each follows CDAP Wrangler's implementation (io.cdap.directives.transformation
+and .writer); where Spark makes fll differ, the directive's docstring says so.
+Everything is a lazy Spark SQL expression except base32, which Spark has no
+built-in for. This module must never run a Spark action.
+"""
+from __future__ import annotations
+
+import base64
+import re
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
+
+from . import labels as L
+from .builtin_support import fail_when, put, put_all, string_of
+from .context import StepContext
+from .parser import Args
+from .registry import Outcome, register_directive
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame
+
+_INT_MAX = 2147483647
+
+
+def _require_string(step: StepContext, df: "DataFrame", column: str) -> None:
+    step.require(df, [column])
+    kind = df.schema[column].dataType.typeName()
+    if kind != "string":
+        raise step.error(f"column {column!r} has type {kind}; it should be of type string")
+
+
+# -- cut-character -----------------------------------------------------------
+
+_RANGE = re.compile(r"(\d+)?(-)?(\d+)?")
+
+
+def parse_ranges(text: str) -> list[tuple[int, int | None]]:
+    """UNIX ``cut -c`` ranges (``1-3,5,7-``, ``-3``) as sorted disjoint 1-based
+    (start, end-or-None) pairs; raises ValueError naming the bad piece."""
+    spans: list[tuple[int, int | None]] = []
+    for piece in text.split(","):
+        piece = piece.strip()
+        m = _RANGE.fullmatch(piece)
+        if not piece or not m or (m.group(2) is None and m.group(3) is not None) or \
+                (m.group(1) is None and m.group(3) is None):
+            raise ValueError(f"cannot read the range {piece!r}; use N, N-M, -M or N- "
+                             f"separated by commas")
+        start = int(m.group(1)) if m.group(1) else 1
+        end = None if m.group(2) and not m.group(3) else int(m.group(3) or m.group(1))
+        if start < 1:
+            raise ValueError(f"range {piece!r}: positions start at 1")
+        if end is not None and end < start:
+            raise ValueError(f"range {piece!r} is decreasing")
+        spans.append((start, end))
+    spans.sort(key=lambda s: s[0])
+    merged: list[tuple[int, int | None]] = []
+    for start, end in spans:
+        if merged:
+            last_start, last_end = merged[-1]
+            if last_end is None or start <= last_end + 1:
+                new_end = None if last_end is None or end is None else max(last_end, end)
+                merged[-1] = (last_start, new_end)
+                continue
+        merged.append((start, end))
+    return merged
+
+
+def _ranges_check(value: str) -> str | None:
+    try:
+        parse_ranges(value)
+        return None
+    except ValueError as exc:
+        return str(exc)
+
+
+@register_directive("cut-character <source:column> <destination:column> <ranges:text>",
+                    checks={"ranges": _ranges_check})
+def cut_character(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Keep the characters of ``source`` at the UNIX ``cut -c`` positions ``ranges``
+    (``1-3``, ``5-``, ``-3``, ``1,2,3-5``) into ``destination`` (set or appended).
+
+    As in Wrangler a null value stops the run, and a non-string source is refused.
+    Labels: READ source, ADD destination.
+    """
+    _require_string(step, df, a.source)
+    src = step.col(a.source)
+    pieces = [F.substring(src, start, (end - start + 1) if end is not None else _INT_MAX)
+              for start, end in parse_ranges(a.ranges)]
+    value = pieces[0] if len(pieces) == 1 else F.concat(*pieces)
+    value = fail_when(step, src.isNull(), value,
+                      f"column {a.source!r} has a null value; it should be a non-null string")
+    if a.source == a.destination:
+        return Outcome(put(df, a.destination, value), L.modify(a.source))
+    return Outcome(put(df, a.destination, value), L.read(a.source) + L.add(a.destination))
+
+
+# -- encode / decode ---------------------------------------------------------
+
+@F.udf(StringType())
+def _base32_encode(value):
+    return None if value is None else base64.b32encode(bytes(value)).decode("ascii")
+
+
+@F.udf(StringType())
+def _base32_decode(value):
+    if value is None:
+        return None
+    data = bytes(value).strip().upper()
+    try:
+        # commons-codec decodes leniently: missing padding is accepted
+        return base64.b32decode(data + b"=" * (-len(data) % 8)).decode("utf-8", "replace")
+    except ValueError:
+        return None
+
+
+def _bytes_of(step: StepContext, df: "DataFrame", column: str) -> "Column":
+    step.require(df, [column])
+    kind = df.schema[column].dataType.typeName()
+    if kind not in ("string", "binary"):
+        raise step.error(f"column {column!r} has type {kind}; it should be string or binary")
+    return step.col(column).cast("binary")
+
+
+_METHODS = "base64|base32|hex"
+
+
+@register_directive(f"encode <method:{_METHODS}> <column:column>")
+def encode(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Encode ``column`` (text as UTF-8, or binary) with base64, base32 or hex into a
+    new column ``<column>_encode_<method>``; nulls stay null.
+
+    base64 and hex are Spark built-ins (hex lower case, as commons-codec writes it);
+    base32 has no Spark built-in and runs as a Python UDF.
+    Labels: READ column, ADD <column>_encode_<method>.
+    """
+    raw = _bytes_of(step, df, a.column)
+    if a.method == "base64":
+        value = F.base64(raw)
+    elif a.method == "hex":
+        value = F.lower(F.hex(raw))
+    else:
+        value = _base32_encode(raw)
+    out = f"{a.column}_encode_{a.method}"
+    return Outcome(put(df, out, value), L.read(a.column) + L.add(out))
+
+
+@register_directive(f"decode <method:{_METHODS}> <column:column>")
+def decode(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Decode ``column`` from base64, base32 or hex into ``<column>_decode_<method>``
+    (the bytes read as UTF-8 text); nulls stay null.
+
+    As in Wrangler a value that is not valid hex stops the run; base64 and base32
+    are decoded leniently (Spark's unbase64 like commons-codec skips bad characters).
+    base32 runs as a Python UDF (no Spark built-in).
+    Labels: READ column, ADD <column>_decode_<method>.
+    """
+    raw = _bytes_of(step, df, a.column)
+    src = step.col(a.column)
+    if a.method == "base64":
+        value = F.unbase64(raw.cast("string")).cast("string")
+    elif a.method == "hex":
+        text = raw.cast("string")
+        decoded = F.unhex(text)
+        value = fail_when(step, src.isNotNull() & (decoded.isNull() | (F.length(text) % 2 == 1)),
+                          decoded.cast("string"),
+                          F.concat(F.lit("failed to decode hex value "), string_of(text)))
+    else:
+        value = _base32_decode(raw)
+    out = f"{a.column}_decode_{a.method}"
+    return Outcome(put(df, out, value), L.read(a.column) + L.add(out))
+
+
+# -- url-encode / url-decode -------------------------------------------------
+
+@register_directive("url-encode <column:column>")
+def url_encode(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """URL-encode ``column`` in place as Java's URLEncoder does (UTF-8, space as ``+``).
+
+    As in Wrangler a null value stops the run. Labels: MODIFY column.
+    """
+    _require_string(step, df, a.column)
+    src = step.col(a.column)
+    value = fail_when(step, src.isNull(), F.url_encode(src),
+                      f"column {a.column!r} has a null value; it should be a non-null string")
+    return Outcome(put(df, a.column, value), L.modify(a.column))
+
+
+@register_directive("url-decode <column:column>")
+def url_decode(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """URL-decode ``column`` in place as Java's URLDecoder does (``+`` is a space).
+
+    As in Wrangler a null value, or a malformed ``%`` escape, stops the run.
+    Labels: MODIFY column.
+    """
+    _require_string(step, df, a.column)
+    src = step.col(a.column)
+    decoded = F.try_url_decode(src)
+    value = fail_when(step, src.isNull(), decoded,
+                      f"column {a.column!r} has a null value; it should be a non-null string")
+    value = fail_when(step, src.isNotNull() & decoded.isNull(), value,
+                      F.concat(F.lit("malformed url escape in "), string_of(src)))
+    return Outcome(put(df, a.column, value), L.modify(a.column))
+
+
+# -- split-url ---------------------------------------------------------------
+
+_URL_PARTS = ("protocol", "authority", "host", "port", "path", "filename", "query")
+
+
+@register_directive("split-url <column:column>")
+def split_url(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Split a URL into ``<column>_protocol``, ``_authority``, ``_host``, ``_port``
+    (int, -1 when absent), ``_path``, ``_filename`` (path and query) and ``_query``.
+
+    A null URL gives nulls. Wrangler uses java.net.URL, Spark's parse_url uses
+    java.net.URI: both refuse text without a scheme, which stops the run as in
+    Wrangler; URI is stricter on a few characters (e.g. a space), which also stop it.
+    Labels: READ column, ADD the seven part columns.
+    """
+    _require_string(step, df, a.column)
+    src = step.col(a.column)
+
+    def part(name: str) -> "Column":
+        return F.try_parse_url(src, F.lit(name))
+
+    authority = part("AUTHORITY")
+    port_text = F.regexp_extract(authority, r":(\d+)$", 1)
+    port = F.when(authority.isNull(), F.lit(None)).when(
+        port_text == "", F.lit(-1)).otherwise(port_text.cast("int"))
+    path = F.coalesce(part("PATH"), F.lit(""))
+    query = part("QUERY")
+    filename = F.when(query.isNull(), path).otherwise(F.concat(path, F.lit("?"), query))
+    values = {"protocol": part("PROTOCOL"), "authority": authority, "host": part("HOST"),
+              "port": port, "path": path, "filename": filename, "query": query}
+    protocol = values["protocol"]
+    new: list[tuple[str, "Column"]] = []
+    for name in _URL_PARTS:
+        guarded = fail_when(step, src.isNotNull() & protocol.isNull(), values[name],
+                            F.concat(F.lit("malformed url "), string_of(src),
+                                     F.lit(f" in column {a.column!r}")))
+        new.append((f"{a.column}_{name}",
+                    F.when(src.isNull(), F.lit(None)).otherwise(guarded)))
+    names = [n for n, _ in new]
+    return Outcome(put_all(df, new), L.read(a.column) + L.add(*names))
+
+
+# -- writers -----------------------------------------------------------------
+
+def _flat(df: "DataFrame", step: StepContext) -> list["Column"]:
+    """Every column, complex ones as JSON text (CSV has no nesting)."""
+    out = []
+    for f in df.schema.fields:
+        c = step.col(f.name)
+        if f.dataType.typeName() in ("struct", "array", "map"):
+            c = F.to_json(c)
+        out.append(c.alias(f.name))
+    return out
+
+
+def _writer_labels(df: "DataFrame", column: str) -> list[L.Decl]:
+    if column in df.columns:
+        return L.read(L.all_columns_minus(column)) + L.modify(column)
+    return L.read(L.all_columns_minus(column)) + L.add(column)
+
+
+@register_directive("write-as-csv <column:column>")
+def write_as_csv(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Write every column of the row as one CSV record (comma, ``"`` quoting when
+    needed, null as empty) into ``column``.
+
+    Wrangler appends a second column of the same name when it exists; a DataFrame
+    cannot hold two, so fll replaces it (its old value is part of the record).
+    Values are written as Spark prints them (a double 1.8 as ``1.8``).
+    Labels: READ all columns minus column, ADD column (MODIFY when it existed).
+    """
+    if not df.columns:
+        raise step.error("there is no column to write")
+    value = F.to_csv(F.struct(*_flat(df, step)))
+    return Outcome(put(df, a.column, value), _writer_labels(df, a.column))
+
+
+@register_directive("write-as-json-map <column:column>")
+def write_as_json_map(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Write every column of the row as one JSON object into ``column``; null values
+    are left out (as Gson does) and nested values stay nested.
+
+    Keys come in column order (Wrangler's HashMap order is unspecified).
+    Labels: READ all columns minus column, ADD column (MODIFY when it existed).
+    """
+    if not df.columns:
+        raise step.error("there is no column to write")
+    value = F.to_json(F.struct(*[step.col(c).alias(c) for c in df.columns]))
+    return Outcome(put(df, a.column, value), _writer_labels(df, a.column))
+
+
+@register_directive("write-as-json-object <column:column> <columns:columns>")
+def write_as_json_object(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Gather ``columns`` into one JSON object held in ``column`` (a Spark struct, so a
+    later write-as-json-map nests it as Wrangler does); ``columns`` are kept.
+
+    Labels: READ each of columns, ADD column (MODIFY when it is one of them).
+    """
+    step.require(df, a.columns)
+    names = list(dict.fromkeys(a.columns))
+    value = F.struct(*[step.col(c).alias(c) for c in names])
+    reads = [c for c in names if c != a.column]
+    target = L.modify(a.column) if a.column in names else L.add(a.column)
+    return Outcome(put(df, a.column, value), L.read(*reads) + target)

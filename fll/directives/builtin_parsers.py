@@ -1,0 +1,308 @@
+"""Parsing directives: flatten, json-path, xpath, xpath-array, parse-as-fixed-length,
+parse-as-currency and format-as-currency.
+
+Each follows CDAP Wrangler's implementation (io.cdap.directives.row, .parser,
+.currency) or, for the XPath pair that Wrangler documents but no longer ships,
+its documentation; where Spark makes fll differ the docstring says so. Paths and
+locales are checked through the session's JVM before anything runs. Everything
+is a lazy Spark SQL expression: this module must never run a Spark action.
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+
+from . import labels as L
+from .builtin_support import error_rows, fail_when, java_message, put, put_all, string_of
+from .context import StepContext, java_quote, quote
+from .parser import Args
+from .registry import Outcome, register_directive
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame
+
+
+def _require_string(step: StepContext, df: "DataFrame", column: str) -> None:
+    step.require(df, [column])
+    kind = df.schema[column].dataType.typeName()
+    if kind != "string":
+        raise step.error(f"column {column!r} has type {kind}; it should be of type string")
+
+
+# -- flatten -------------------------------------------------------------------
+
+_POS = "__fll_flatten_pos"
+
+
+@register_directive("flatten <columns:columns>")
+def flatten(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """One row per array position across the listed columns: row k holds element k of
+    each array column (null past its end) and repeats every other value.
+
+    The number of rows is the longest array among them (a null or non-array value
+    counts as one); when every array is empty one row with nulls remains, as in
+    Wrangler. Labels: MODIFY each listed column (the rest are repeated, not changed).
+    """
+    step.require(df, a.columns)
+    names = list(dict.fromkeys(a.columns))
+    arrays = [c for c in names if df.schema[c].dataType.typeName() == "array"]
+    if not arrays:    # nothing to spread: every value counts as one row
+        return Outcome(df, L.modify(*names))
+    sizes = [F.when(step.col(c).isNull(), F.lit(1)).otherwise(F.size(step.col(c)))
+             for c in arrays]
+    longest = sizes[0] if len(sizes) == 1 else F.greatest(*sizes)
+    positions = F.sequence(F.lit(0), F.greatest(longest, F.lit(1)) - 1)
+    exploded = df.select("*", F.explode(positions).alias(_POS))
+    new = [(c, F.get(step.col(c), F.col(_POS))) for c in arrays]
+    out = put_all(exploded, new).drop(_POS)
+    return Outcome(out, L.modify(*names))
+
+
+# -- json-path -----------------------------------------------------------------
+
+def _json_path_check(path: str) -> str | None:
+    if not path.startswith("$"):
+        return "a JSON path starts with $"
+    if ".." in path or "?(" in path or "[?" in path:
+        return ("deep scans (..) and filters (?()) are not available: Spark's "
+                "get_json_object reads plain paths such as $.a.b[0]")
+    return None
+
+
+@register_directive("json-path <source:column> <destination:column> <path:text>",
+                    checks={"path": _json_path_check})
+def json_path(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Read the value at a JSON path (``$.a.b[0]``, ``$.a[*].b``) of the JSON text in
+    ``source`` into ``destination`` (set or appended); no match gives null.
+
+    Wrangler uses Jayway JsonPath and gives typed values; Spark's get_json_object gives
+    text (objects and arrays as JSON text) and has no deep scan or filters, which are
+    refused. As Wrangler's code does, a row whose source is null is dropped.
+    Labels: READ source, ADD destination (MODIFY when they are the same column).
+    """
+    step.require(df, [a.source])
+    kind = df.schema[a.source].dataType.typeName()
+    src = step.col(a.source)
+    text = src if kind == "string" else F.to_json(src) if kind in ("struct", "array", "map") \
+        else None
+    if text is None:
+        raise step.error(f"column {a.source!r} has type {kind}; it should be JSON text, "
+                         f"an object or an array")
+    kept = df.where(src.isNotNull())
+    value = F.get_json_object(text, a.path)
+    if a.source == a.destination:
+        return Outcome(put(kept, a.destination, value), L.modify(a.source))
+    return Outcome(put(kept, a.destination, value), L.read(a.source) + L.add(a.destination))
+
+
+# -- xpath / xpath-array -------------------------------------------------------
+
+def _check_xpath(step: StepContext, path: str) -> None:
+    jvm = getattr(step.spark, "_jvm", None)
+    if jvm is None:
+        return
+    try:
+        jvm.javax.xml.xpath.XPathFactory.newInstance().newXPath().compile(path)
+    except Exception as exc:
+        raise step.error(f"bad XPath {path!r}: {java_message(exc) or 'cannot compile it'}") \
+            from None
+
+
+def _xpath_common(step: StepContext, df: "DataFrame", a: Args) -> "Column":
+    _require_string(step, df, a.column)
+    _check_xpath(step, a.xpath)
+    return step.col(a.column)
+
+
+def _xpath_labels(a: Args) -> list[L.Decl]:
+    if a.column == a.destination:
+        return L.modify(a.column)
+    return L.read(a.column) + L.add(a.destination)
+
+
+@register_directive("xpath <column:column> <destination:column> <xpath:text>")
+def xpath(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """The string value of the first node an XPath selects in the XML text of ``column``,
+    into ``destination``; null when nothing matches or the value is null.
+
+    Wrangler documents this directive (on a parse-as-xml VTD navigator) but no longer
+    ships it; fll builds it from the documentation on Spark's xpath functions, reading
+    the XML text directly. Invalid XML stops the run. Labels: READ column, ADD destination.
+    """
+    src = _xpath_common(step, df, a)
+    value = F.when(F.xpath_boolean(src, F.lit(a.xpath)), F.xpath_string(src, F.lit(a.xpath)))
+    return Outcome(put(df, a.destination, value), _xpath_labels(a))
+
+
+@register_directive("xpath-array <column:column> <destination:column> <xpath:text>")
+def xpath_array(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """All the values an XPath selects in the XML text of ``column``, as a JSON array
+    text in ``destination``; null when nothing matches.
+
+    Built from Wrangler's documentation (no implementation ships). Spark's xpath gives
+    the values of text and attribute nodes; an element node has no value there, so
+    select its text (``/a/b/text()``). Labels: READ column, ADD destination.
+    """
+    src = _xpath_common(step, df, a)
+    found = F.xpath(src, F.lit(a.xpath))
+    value = F.when(F.size(found) > 0, F.to_json(found))
+    return Outcome(put(df, a.destination, value), _xpath_labels(a))
+
+
+# -- parse-as-fixed-length -----------------------------------------------------
+
+def _widths(text: str) -> list[int]:
+    pieces = [p.strip() for p in text.split(",")]
+    if not pieces or any(not re.fullmatch(r"\d+", p) or int(p) < 1 for p in pieces):
+        raise ValueError(f"widths must be positive whole numbers separated by commas, "
+                         f"got {text!r}")
+    return [int(p) for p in pieces]
+
+
+def _widths_check(value: str) -> str | None:
+    try:
+        _widths(value)
+        return None
+    except ValueError as exc:
+        return str(exc)
+
+
+_REC = "__fll_fixed_record"
+
+
+@register_directive("parse-as-fixed-length <column:column> <widths:text> [<padding:text>]",
+                    checks={"widths": _widths_check})
+def parse_as_fixed_length(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Cut ``column`` into fields of the given widths (``2,3,4``) as ``column_1`` …
+    ``column_n`` (source kept); a value holding several whole records gives one row per
+    record and a partial record at the end is ignored, as in Wrangler.
+
+    ``padding`` is a regular expression removed from every field (Wrangler's
+    replaceAll). A value shorter than one record goes to the error output (errCode 2);
+    a null value stops the run. Labels: READ column, ADD column_1 … column_n.
+    """
+    _require_string(step, df, a.column)
+    widths = _widths(a.widths)
+    record = sum(widths)
+    src = step.col(a.column)
+    short = F.length(src) < F.lit(record)
+    kept, extra = error_rows(step, df, src.isNotNull() & short, F.concat(
+        F.lit(f"column '{a.column}' contains a value with fewer characters than the specified "
+              f"length of row. Expected at least {record} characters but found "),
+        F.length(src).cast("string"), F.lit(" characters.")), 2)
+    count = F.floor(F.length(src) / F.lit(record)).cast("int")
+    guarded = fail_when(step, src.isNull(), count,
+                        f"column {a.column!r} has a null value; it should be a non-null string")
+    exploded = kept.select("*", F.explode(F.sequence(F.lit(0), guarded - 1)).alias(_REC))
+    new: list[tuple[str, "Column"]] = []
+    start = 1
+    for i, width in enumerate(widths, start=1):
+        name = f"{a.column}_{i}"
+        if name in df.columns:
+            raise step.error(f"parsed column {name!r} already exists")
+        field = F.expr(f"substring({quote(a.column)}, {_REC} * {record} + {start}, {width})")
+        if a.padding:
+            field = F.regexp_replace(field, a.padding, "")
+        new.append((name, field))
+        start += width
+    out = put_all(exploded, new).drop(_REC)
+    return Outcome(out, L.read(a.column) + L.add(*[n for n, _ in new]), **extra)
+
+
+# -- currency ------------------------------------------------------------------
+
+def _currency_format(step: StepContext, locale: str):
+    """Java's currency NumberFormat for a Wrangler locale name (``en_US``, ``de_DE``)."""
+    if not re.fullmatch(r"[a-zA-Z]{2,3}(_[a-zA-Z]{2}|_\d{3})?(_\w+)?", locale):
+        raise step.error(f"locale {locale!r} is invalid; expected a name like en_US")
+    jvm = getattr(step.spark, "_jvm", None)
+    if jvm is None:
+        raise step.error("currency formats need a classic Spark session (its JVM)")
+    parts = locale.split("_")
+    loc = jvm.java.util.Locale(*parts[:3])
+    if not str(loc.getISO3Language() if parts[0] else ""):
+        raise step.error(f"locale {locale!r} is invalid")
+    return jvm.java.text.NumberFormat.getCurrencyInstance(loc)
+
+
+def _symbols(fmt) -> dict[str, str]:
+    sym = fmt.getDecimalFormatSymbols()
+    return {"pos_prefix": str(fmt.getPositivePrefix()), "pos_suffix": str(fmt.getPositiveSuffix()),
+            "neg_prefix": str(fmt.getNegativePrefix()), "neg_suffix": str(fmt.getNegativeSuffix()),
+            "group": str(sym.getMonetaryGroupingSeparator() if hasattr(sym, "getMonetaryGroupingSeparator")
+                         else sym.getGroupingSeparator()),
+            "decimal": str(sym.getMonetaryDecimalSeparator()),
+            "digits": str(fmt.getMaximumFractionDigits())}
+
+
+def _currency_labels(a: Args) -> list[L.Decl]:
+    if a.source == a.destination:
+        return L.modify(a.source)
+    return L.read(a.source) + L.add(a.destination)
+
+
+@register_directive("parse-as-currency <source:column> <destination:column> [<locale:text>]")
+def parse_as_currency(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Read money text written in ``locale``'s currency format (default en_US:
+    ``$1,234.56``, ``-$1.56``) as a double into ``destination``.
+
+    The locale's symbols and separators come from Java's NumberFormat (through the
+    session's JVM); the value must carry the currency sign as Java requires. Text that
+    does not fit goes to the error output (errCode 1); null, blank and non-text values
+    are skipped (destination left null). Labels: READ source, ADD destination.
+    """
+    step.require(df, [a.source])
+    s = _symbols(_currency_format(step, a.locale or "en_US"))
+    kind = df.schema[a.source].dataType.typeName()
+    src = step.col(a.source) if kind == "string" else F.lit(None).cast("string")
+    # Java's parser takes a whitespace-insensitive sign, so no-break and plain spaces match
+    def lit(text: str) -> str:
+        return java_quote(text).replace("\\Q\u00a0", "\\Q").replace("\u00a0", "\\E\\s?\\Q") \
+            if text else ""
+    number = rf"([0-9{java_quote(s['group'])}]+(?:{java_quote(s['decimal'])}[0-9]+)?)"
+    pos = "^" + lit(s["pos_prefix"]) + number + lit(s["pos_suffix"]) + "$"
+    neg = "^" + lit(s["neg_prefix"]) + number + lit(s["neg_suffix"]) + "$"
+    text = F.trim(src)
+
+    def as_double(pattern: str) -> "Column":
+        digits = F.regexp_extract(text, pattern, 1)
+        plain = F.replace(F.replace(digits, F.lit(s["group"]), F.lit("")), F.lit(s["decimal"]),
+                          F.lit("."))
+        return F.when(text.rlike(pattern), plain.try_cast("double"))
+
+    value = F.coalesce(as_double(pos), -as_double(neg))
+    skip = src.isNull() | (text == "")
+    kept, extra = error_rows(step, df, ~skip & value.isNull(), F.concat(
+        F.lit("unparseable number: \""), string_of(src), F.lit("\"")), 1)
+    value = F.when(~skip, value)
+    if a.destination in df.columns and a.destination != a.source:
+        value = F.coalesce(value, step.col(a.destination))   # Wrangler leaves it as it was
+    return Outcome(put(kept, a.destination, value), _currency_labels(a), **extra)
+
+
+@register_directive("format-as-currency <source:column> <destination:column> [<locale:text>]")
+def format_as_currency(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Write a double as money text in ``locale``'s currency format (default en_US:
+    ``$1,234.57``) into ``destination``, rounding half-even to the currency's digits.
+    Spark rounds the double's decimal text, Java its exact binary value, so a rare tie
+    (1.015) can differ by one unit in the last digit.
+
+    Wrangler formats only Double values and skips the rest; fll refuses a column that
+    is not a double, since every row would be skipped. Labels: READ source, ADD
+    destination.
+    """
+    step.require(df, [a.source])
+    kind = df.schema[a.source].dataType.typeName()
+    if kind != "double":
+        raise step.error(f"column {a.source!r} has type {kind}; it should be a double")
+    s = _symbols(_currency_format(step, a.locale or "en_US"))
+    src = step.col(a.source)
+    digits = int(s["digits"])
+    plain = F.format_number(F.bround(F.abs(src), digits), digits)   # grouped: 1,234.56
+    local = F.translate(plain, ",.", s["group"] + s["decimal"]) if digits else \
+        F.translate(plain, ",", s["group"])
+    value = F.when(src < 0, F.concat(F.lit(s["neg_prefix"]), local, F.lit(s["neg_suffix"]))) \
+        .otherwise(F.concat(F.lit(s["pos_prefix"]), local, F.lit(s["pos_suffix"])))
+    return Outcome(put(df, a.destination, value), _currency_labels(a))

@@ -1,0 +1,146 @@
+"""Small Spark helpers shared by the directive modules added beside builtin.py.
+
+They place a column (in place or appended), turn a bad value into a run-time
+error that names the recipe line, and ask the session's JVM whether a Java
+zone id or date pattern is valid, so those are refused before anything runs.
+Helpers here build Column expressions only: they must never run a Spark job.
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+
+from .context import StepContext, quote
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["put", "put_all", "fail_when", "error_rows", "check_zone", "check_datetime_pattern",
+           "is_type", "string_of", "session_zone", "FAIL_MARKER"]
+
+
+def put(df: "DataFrame", name: str, value: "Column") -> "DataFrame":
+    """Set column ``name`` to ``value`` in place (keeps its position), or append it."""
+    if name in df.columns:
+        return df.select([value.alias(c) if c == name else F.col(quote(c)) for c in df.columns])
+    return df.select([F.col(quote(c)) for c in df.columns] + [value.alias(name)])
+
+
+def put_all(df: "DataFrame", new: list[tuple[str, "Column"]]) -> "DataFrame":
+    """Set several columns: existing ones in place, new ones appended in the given order."""
+    values = dict(new)
+    kept = [values.pop(c).alias(c) if c in values else F.col(quote(c)) for c in df.columns]
+    return df.select(kept + [v.alias(n) for n, v in new if n in values])
+
+
+def fail_when(step: StepContext, condition: "Column", value: "Column",
+              message: "Column | str") -> "Column":
+    """``value``, except that a row meeting ``condition`` stops the run with one line
+    naming the recipe line, the directive and ``message`` (a text or a string Column)."""
+    prefix = F.lit(f"{FAIL_MARKER}line {step.line}: {step.statement.name}: ")
+    msg = F.concat(prefix, F.lit(message) if isinstance(message, str) else message,
+                   F.lit(FAIL_MARKER))
+    return F.when(condition, F.raise_error(msg)).otherwise(value)
+
+
+def string_of(value: "Column") -> "Column":
+    """A value as text for an error message (null shows as ``null``)."""
+    return F.coalesce(value.cast("string"), F.lit("null"))
+
+
+def is_type(df: "DataFrame", name: str, *type_names: str) -> bool:
+    return df.schema[name].dataType.typeName() in type_names
+
+
+def _jvm(step: StepContext):
+    return getattr(step.spark, "_jvm", None)
+
+
+def check_zone(step: StepContext, zone: str) -> str:
+    """The zone id if Java's ZoneId accepts it (Wrangler's rule), else a RecipeError."""
+    jvm = _jvm(step)
+    if jvm is None:                      # Spark Connect: fall back to the IANA list
+        import zoneinfo
+        if zone in zoneinfo.available_timezones() or re.fullmatch(
+                r"(UTC|GMT|UT)?([+-]\d{1,2}(:?\d{2})?)?|Z", zone):
+            return zone
+        raise step.error(f"zone {zone!r} is invalid")
+    try:
+        jvm.java.time.ZoneId.of(zone)
+    except Exception:
+        raise step.error(f"zone {zone!r} is invalid") from None
+    return zone
+
+
+# Spark 3+ refuses week-based letters and a few others in its datetime patterns
+# (DateTimeFormatterHelper); Java accepts them, so both rules are applied.
+_SPARK_REFUSED = set("YWwuec") | set("AnNp")
+
+
+def check_datetime_pattern(step: StepContext, pattern: str) -> str:
+    """Refuse a pattern Java's DateTimeFormatter or Spark's datetime parser refuses."""
+    if not pattern:
+        raise step.error("the datetime pattern is empty")
+    letters = set(re.sub(r"'[^']*'", "", pattern))
+    refused = sorted(letters & _SPARK_REFUSED)
+    if refused:
+        raise step.error(f"datetime pattern {pattern!r}: Spark does not support the "
+                         f"letter(s) {''.join(refused)}")
+    jvm = _jvm(step)
+    if jvm is not None:
+        try:
+            jvm.java.time.format.DateTimeFormatter.ofPattern(pattern)
+        except Exception as exc:
+            reason = java_message(exc)
+            raise step.error(f"datetime pattern {pattern!r} is invalid: {reason}") from None
+    return pattern
+
+
+def java_message(exc: BaseException) -> str:
+    """The Java exception's own message (no Py4J wrapping or stack trace)."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            return str(java.getMessage())
+        except Exception:  # the gateway may be gone; fall back to the text
+            pass
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+#: Brackets a run-time failure message inside Spark's exception text so the recipe
+#: runner can find the recipe line again (the same marker the `fail` directive uses).
+FAIL_MARKER = "\u2983fll\u2984"
+
+#: Column names of the recipe's error output (as Wrangler's error collector has them).
+ERROR_MESSAGE, ERROR_CODE = "errMsg", "errCode"
+
+
+def error_rows(step: StepContext, df: "DataFrame", bad: "Column", message: "Column | str",
+               code: int) -> tuple["DataFrame", dict]:
+    """Take the rows where ``bad`` holds out of ``df``, as Wrangler's ErrorRowException
+    sends them to the error collector.
+
+    Returns the kept rows and the keyword arguments for `Outcome`: where the engine
+    has a recipe error output (``Outcome.errors``), the rows go there with errMsg and
+    errCode; otherwise the first such row stops the run with the recipe line.
+    """
+    from dataclasses import fields
+
+    from .registry import Outcome
+
+    bad = F.coalesce(bad, F.lit(False))
+    msg = F.lit(message) if isinstance(message, str) else message
+    if "errors" in {f.name for f in fields(Outcome)}:
+        errors = df.where(bad).select(*[F.col(quote(c)) for c in df.columns],
+                                      F.concat(F.lit(f"{step.statement.name}: "), msg)
+                                      .alias(ERROR_MESSAGE),
+                                      F.lit(code).alias(ERROR_CODE))
+        return df.where(~bad), {"errors": errors}
+    return df.where(fail_when(step, bad, F.lit(True), msg)), {}
+
+
+def session_zone(step: StepContext) -> str:
+    return str(step.spark.conf.get("spark.sql.session.timeZone"))
