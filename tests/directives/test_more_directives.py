@@ -75,6 +75,8 @@ BAD_ROWS += [
     ("parse-as-currency :a :b", "a string", [["$1.50"], ["1234.56"]], "unparseable number", 1),
     ("parse-as-fixed-length :a 2,3", "a string", [["abcde"], ["abc"]],
      "Expected at least 5 characters but found 3", 2),
+    ("parse-as-bytesize :a", "a string", [["1KB"], ["12 parsecs"]], "is not a byte size", 1),
+    ("parse-as-timeduration :a", "a string", [["1s"], ["soon"]], "is not a time duration", 1),
 ]
 
 
