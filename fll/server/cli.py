@@ -8,7 +8,8 @@ token or the store's credentials.
 The limits (`--max-ingests`, `--max-fields`, `--header-timeout`,
 `--body-timeout`) and `--public-reads` can also come from the ``serve:``
 section of the config file (``$FLL_CONFIG`` or ``./conf/fll.yaml``); an
-option given on the command line wins.
+option given on the command line wins. ``ingest_wait`` (seconds an ingest
+waits for a slot before 503) is read only from there.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from . import guard
 _SETTINGS: dict[str, tuple[type, Any]] = {
     "public_reads": (bool, False),
     "max_ingests": (int, guard.DEFAULT_MAX_INGESTS),
+    "ingest_wait": (float, guard.DEFAULT_INGEST_WAIT),  # config file only
     "max_fields": (int, guard.DEFAULT_MAX_FIELDS),
     "header_timeout": (float, guard.DEFAULT_HEADER_TIMEOUT),
     "body_timeout": (float, guard.DEFAULT_BODY_TIMEOUT),
@@ -129,7 +131,8 @@ def serve(store_url: str | None, host: str, port: int, token: str | None, insecu
         click.echo(f"fll: serving {redact(url)} on http://{host}:{port} "
                    f"({_access(token, settings['public_reads'])})", err=True)
         app = create_app(store, token=token, public_reads=settings["public_reads"],
-                         max_ingests=settings["max_ingests"], max_fields=settings["max_fields"],
+                         max_ingests=settings["max_ingests"], ingest_wait=settings["ingest_wait"],
+                         max_fields=settings["max_fields"],
                          body_timeout=settings["body_timeout"])
         guard.raise_open_file_limit()
         uvicorn.run(app, host=host, port=port, log_level=log_level,
