@@ -63,7 +63,7 @@ class LimitedServer(Server):
         self.options = options
         self.config = config
 
-    def start(self, timeout: float = 20.0) -> "LimitedServer":
+    def start(self, timeout: float = 60.0) -> "LimitedServer":
         args = [sys.executable, "-c", SERVE, "serve", "--store", self.store_url, "--host",
                 "127.0.0.1", "--port", str(self.port), "--log-level", "warning", *self.options]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -188,7 +188,7 @@ def test_a_thousand_idle_and_half_open_sockets_neither_stop_the_server_nor_stay_
         latencies = []
         for _ in range(20):
             t = time.monotonic()
-            assert httpx.get(server.base + "/health", timeout=2).status_code == 200
+            assert httpx.get(server.base + "/health", timeout=5).status_code == 200
             latencies.append(time.monotonic() - t)
         head = b"GET /health HTTP/1.1\r\nHost: t\r\nX-Slow: " + b"a" * 1000
         sent = 0
@@ -205,7 +205,7 @@ def test_a_thousand_idle_and_half_open_sockets_neither_stop_the_server_nor_stay_
         figures["idle_sockets_closed"] = closed
         figures["seconds_to_close_all"] = took
         assert closed == len(socks) + len(trickle), f"{closed} of {len(socks) + 20} closed"
-        assert max(latencies) < 2
+        assert max(latencies) < 5  # generous: CI machines are shared
         assert httpx.get(server.base + "/health", timeout=2).status_code == 200
     finally:
         for s in socks + trickle:
@@ -249,7 +249,7 @@ def test_a_body_that_does_not_arrive_in_time_gets_408_and_the_connection_is_clos
         body = json.loads(rest.split(b"\r\n\r\n", 1)[1])
         assert body == {"error": "the request body did not arrive within 2 s", "status": 408}
     figures["seconds_to_408"] = took
-    assert took < 5
+    assert took < 10
     for s in (stalled, trickling):
         s.close()
     assert httpx.get(server.base + "/health", timeout=2).status_code == 200
@@ -277,7 +277,7 @@ def test_ingests_beyond_the_cap_get_503_with_retry_after_and_reads_still_answer(
     assert r.headers["retry-after"] == "1"
     assert r.json() == {"error": "the server is busy: 2 ingests are in progress (the "
                                  "configured maximum); retry later", "status": 503}
-    assert 0.4 < waited < 3
+    assert 0.4 < waited < 6
     assert httpx.get(server.base + "/health", timeout=2).status_code == 200
     held[0].send(body[5:])
     assert answer_of(held[0], timeout=0.1 + 5).split(b"\r\n", 1)[0].startswith(
@@ -384,4 +384,4 @@ def test_a_huge_event_under_the_body_limit_is_refused_cheaply_by_the_field_cap(
     figures["peak_rss_growth_mb"] = grew
     figures["seconds"] = took
     assert grew < 15 * len(big) / 1e6, f"{grew:.0f} MB for a {len(big) / 1e6:.1f} MB body"
-    assert took < 10
+    assert took < 30
