@@ -134,16 +134,21 @@ class IngestLimitMiddleware:
                     return
                 await asyncio.sleep(0.02)
         started = False
+        body_done = False
         deadline: float | None = None
 
         async def timed_receive() -> dict:
-            nonlocal deadline
+            nonlocal deadline, body_done
+            if body_done:  # waiting for a disconnect is not reading a body: no deadline
+                return await receive()
             if deadline is None:
                 deadline = time.monotonic() + self.body_timeout
             try:
-                return await asyncio.wait_for(receive(), max(deadline - time.monotonic(), 0))
+                message = await asyncio.wait_for(receive(), max(deadline - time.monotonic(), 0))
             except asyncio.TimeoutError:
                 raise _BodyTimeout from None
+            body_done = not message.get("more_body", False)
+            return message
 
         async def watch(message: dict) -> None:
             nonlocal started
