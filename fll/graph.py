@@ -65,6 +65,7 @@ class OperationGraph:
     def __init__(self, operations: Iterable[Operation]):
         ops = list(operations)
         problems = _Problems()
+        self._known_text: str | None = None
         self.by_name: dict[str, Operation] = {}
         valid: list[Operation] = []
         for op in ops:
@@ -96,9 +97,6 @@ class OperationGraph:
             outputs[op.name] = frozenset(op.outputs)
         # consumers[(origin, field)] -> operations consuming that exact field
         self.consumers: dict[tuple[str, str], list[Operation]] = defaultdict(list)
-        known = ", ".join(sorted(self.by_name)[:_KNOWN_SHOWN]) or "none"
-        if len(self.by_name) > _KNOWN_SHOWN:
-            known += f", … {len(self.by_name) - _KNOWN_SHOWN} more"
         for op in ops:
             for inp in op.inputs:
                 origin = self.by_name.get(inp.origin)
@@ -106,7 +104,8 @@ class OperationGraph:
                     problems.add(
                         f"operation {op.name!r}: input field {inp.name!r} names origin "
                         f"{inp.origin!r}, which is not an operation of this set "
-                        f"(known operations: {known})", operation=op.name, field=inp.name)
+                        f"(known operations: {self._known()})", operation=op.name,
+                        field=inp.name)
                 elif inp.origin == op.name:
                     problems.add(
                         f"operation {op.name!r} takes its own output {inp.name!r} as input "
@@ -123,6 +122,15 @@ class OperationGraph:
         problems.raise_if_any()
         self.operations: tuple[Operation, ...] = self._toposort(ops)
         self.position = {op.name: i for i, op in enumerate(self.operations)}
+
+    def _known(self) -> str:
+        """The operation names an unknown-origin message lists (built once, bounded)."""
+        if self._known_text is None:
+            names = sorted(self.by_name)
+            shown = ", ".join(names[:_KNOWN_SHOWN]) or "none"
+            more = len(names) - _KNOWN_SHOWN
+            self._known_text = shown + (f", … {more} more" if more > 0 else "")
+        return self._known_text
 
     def _toposort(self, ops: list[Operation]) -> tuple[Operation, ...]:
         # Kahn's algorithm; ties broken by name so the order never depends on
