@@ -31,36 +31,69 @@ class _Interner:
         return self._seen.setdefault(value, value)
 
 
+_KNOWN_SHOWN = 20  # operation names listed in an unknown-origin message
+_PROBLEMS_SHOWN = 50  # problems listed in one error; the rest are counted
+
+
+class _Problems:
+    """Every rule an operation set breaks, so one error names them all (as CDAP's
+    validator does) instead of stopping at the first: one line per problem,
+    after a summary line when there is more than one."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[str, str | None, str | None]] = []
+
+    def add(self, message: str, operation: str | None = None, field: str | None = None) -> None:
+        self.found.append((message, operation, field))
+
+    def raise_if_any(self) -> None:
+        if not self.found:
+            return
+        message, operation, field = self.found[0]
+        if len(self.found) > 1:
+            lines = [f"the operation set has {len(self.found)} problems:"]
+            lines += [f"- {m}" for m, _, _ in self.found[:_PROBLEMS_SHOWN]]
+            if len(self.found) > _PROBLEMS_SHOWN:
+                lines.append(f"- … and {len(self.found) - _PROBLEMS_SHOWN} more")
+            message = "\n".join(lines)
+        raise InvalidLineageError(message, operation=operation, field=field)
+
+
 class OperationGraph:
     """Validated operations plus the indexes every summary walks."""
 
     def __init__(self, operations: Iterable[Operation]):
         ops = list(operations)
+        problems = _Problems()
+        self._known_text: str | None = None
         self.by_name: dict[str, Operation] = {}
+        valid: list[Operation] = []
         for op in ops:
             if not isinstance(op, (ReadOperation, TransformOperation, WriteOperation)):
-                raise InvalidLineageError(
-                    f"not an operation: {op!r} (expected ReadOperation, TransformOperation "
-                    f"or WriteOperation)")
+                problems.add(f"not an operation: {op!r} (expected ReadOperation, "
+                             f"TransformOperation or WriteOperation)")
+                continue
             if not op.name:
-                raise InvalidLineageError("an operation has an empty name")
-            if op.name in self.by_name:
-                raise InvalidLineageError(
-                    f"operation name {op.name!r} is used more than once", operation=op.name)
+                problems.add("an operation has an empty name")
+            elif op.name in self.by_name:
+                problems.add(f"operation name {op.name!r} is used more than once",
+                             operation=op.name)
+                continue
             self.by_name[op.name] = op
+            valid.append(op)
+        ops = valid
         if not any(isinstance(op, ReadOperation) for op in ops):
-            raise InvalidLineageError("the operation set has no READ operation")
+            problems.add("the operation set has no READ operation")
         if not any(isinstance(op, WriteOperation) for op in ops):
-            raise InvalidLineageError("the operation set has no WRITE operation")
+            problems.add("the operation set has no WRITE operation")
         outputs: dict[str, frozenset[str]] = {}
         for op in ops:
             if isinstance(op, ReadOperation) and not isinstance(op.source, EndPoint):
-                raise InvalidLineageError(
-                    f"READ operation {op.name!r} has no source endpoint", operation=op.name)
+                problems.add(f"READ operation {op.name!r} has no source endpoint",
+                             operation=op.name)
             if isinstance(op, WriteOperation) and not isinstance(op.destination, EndPoint):
-                raise InvalidLineageError(
-                    f"WRITE operation {op.name!r} has no destination endpoint",
-                    operation=op.name)
+                problems.add(f"WRITE operation {op.name!r} has no destination endpoint",
+                             operation=op.name)
             outputs[op.name] = frozenset(op.outputs)
         # consumers[(origin, field)] -> operations consuming that exact field
         self.consumers: dict[tuple[str, str], list[Operation]] = defaultdict(list)
@@ -68,24 +101,36 @@ class OperationGraph:
             for inp in op.inputs:
                 origin = self.by_name.get(inp.origin)
                 if origin is None:
-                    known = ", ".join(sorted(self.by_name)) or "none"
-                    raise InvalidLineageError(
+                    problems.add(
                         f"operation {op.name!r}: input field {inp.name!r} names origin "
                         f"{inp.origin!r}, which is not an operation of this set "
-                        f"(known operations: {known})", operation=op.name, field=inp.name)
-                if inp.origin == op.name:
-                    raise InvalidLineageError(
+                        f"(known operations: {self._known()})", operation=op.name,
+                        field=inp.name)
+                elif inp.origin == op.name:
+                    problems.add(
                         f"operation {op.name!r} takes its own output {inp.name!r} as input "
                         f"(a cycle)", operation=op.name, field=inp.name)
-                if inp.name not in outputs[inp.origin]:
-                    raise InvalidLineageError(
+                elif inp.name not in outputs[inp.origin]:
+                    problems.add(
                         f"operation {op.name!r}: input field {inp.name!r} is not an output of "
                         f"operation {inp.origin!r} (its outputs: "
                         f"{', '.join(sorted(outputs[inp.origin])) or 'none'})",
                         operation=op.name, field=inp.name)
-                self.consumers[(inp.origin, inp.name)].append(op)
+                else:
+                    self.consumers[(inp.origin, inp.name)].append(op)
+        # the topological sort needs a well-formed set: a cycle is looked for only then
+        problems.raise_if_any()
         self.operations: tuple[Operation, ...] = self._toposort(ops)
         self.position = {op.name: i for i, op in enumerate(self.operations)}
+
+    def _known(self) -> str:
+        """The operation names an unknown-origin message lists (built once, bounded)."""
+        if self._known_text is None:
+            names = sorted(self.by_name)
+            shown = ", ".join(names[:_KNOWN_SHOWN]) or "none"
+            more = len(names) - _KNOWN_SHOWN
+            self._known_text = shown + (f", … {more} more" if more > 0 else "")
+        return self._known_text
 
     def _toposort(self, ops: list[Operation]) -> tuple[Operation, ...]:
         # Kahn's algorithm; ties broken by name so the order never depends on

@@ -9,11 +9,11 @@ synchronous and thread-safe).
 
 What this module must never do: answer in any error shape but
 ``{"error", "status"}``, show a stack trace, accept a write without the
-configured token, or record half an event.
+configured token (fll.server.guard checks it before any route), or record
+half an event.
 """
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import threading
@@ -33,6 +33,8 @@ from ..store.lineage import LineageStore
 from ..timerange import now_ms, parse_time
 from . import spark_ingest, views
 from .errors import ApiError, CatchAllMiddleware, install
+from .guard import (DEFAULT_BODY_TIMEOUT, DEFAULT_INGEST_WAIT, DEFAULT_MAX_FIELDS,
+                    DEFAULT_MAX_INGESTS, IngestLimitMiddleware, TokenMiddleware, check_fields)
 from .paths import RawPathMiddleware, segment
 
 log = logging.getLogger("fll.server")
@@ -117,10 +119,18 @@ def _decoded(raw: bytes, encoding: str, max_body: int) -> bytes:
 
 
 def create_app(store: LineageStore | str, token: str | None = None, *,
-               max_body: int = MAX_BODY, max_level: int = MAX_LEVEL) -> FastAPI:
+               max_body: int = MAX_BODY, max_level: int = MAX_LEVEL,
+               public_reads: bool = False, max_ingests: int = DEFAULT_MAX_INGESTS,
+               ingest_wait: float = DEFAULT_INGEST_WAIT, max_fields: int = DEFAULT_MAX_FIELDS,
+               body_timeout: float = DEFAULT_BODY_TIMEOUT) -> FastAPI:
     """The ASGI app over ``store`` (a `LineageStore` or a store URL).
 
-    ``token``: when set, ``POST /api/v1/lineage`` needs ``Authorization: Bearer <token>``.
+    ``token``: when set, every route but the public shell (/health, the explorer
+    page, /openapi.json, the docs) needs ``Authorization: Bearer <token>``;
+    ``public_reads`` lets GET/HEAD through without it.
+    ``max_ingests``/``ingest_wait``: concurrent ingests, and how long one waits for
+    a slot before 503. ``max_fields``: column-lineage fields per event (413 above).
+    ``body_timeout``: seconds for a request body to arrive (408 after).
     ``max_body``: largest accepted request body in bytes (413 above).
     ``max_level``: hard cap of ``level`` and ``depth`` (400 above).
     """
@@ -131,13 +141,17 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     # serialises the events of one run in this process (the union is read-merge-write)
     run_locks = [threading.Lock() for _ in range(64)]
     tcache = views.TransformationCache()
-    token_bytes = token.encode() if token else None
 
     app = FastAPI(title="fll", version=__version__,
                   description="Field-level lineage: CDAP v3 field-lineage API, "
                               "Marquez-style column lineage and OpenLineage ingest.")
     app.state.store = lineage
     install(app)
+    # innermost first: the token is checked before an ingest slot is taken
+    app.add_middleware(IngestLimitMiddleware, max_ingests=max_ingests, ingest_wait=ingest_wait,
+                       body_timeout=body_timeout)
+    if token:
+        app.add_middleware(TokenMiddleware, token=token, public_reads=public_reads)
     app.add_middleware(CatchAllMiddleware)
     app.add_middleware(RawPathMiddleware)
 
@@ -241,17 +255,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                                                  lvl(depth, "depth", minimum=0),
                                                  withDownstream, s, e))
 
-    # -- OpenLineage ingest ---------------------------------------------------
-    def check_token(request: Request) -> None:
-        if token_bytes is None:
-            return
-        given = request.headers.get("authorization", "")
-        scheme, _, value = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(),
-                                                                 token_bytes):
-            raise ApiError(401, "a valid bearer token is required to write lineage",
-                           {"WWW-Authenticate": 'Bearer realm="fll"'})
-
+    # -- OpenLineage ingest (the token is checked by TokenMiddleware) ---------
     @app.post("/api/v1/lineage", status_code=201, tags=["openlineage"],
               openapi_extra={"requestBody": {"required": True, "content": {
                   "application/json": {"schema": {"type": "object",
@@ -268,7 +272,6 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         a RunEvent's time still fixes the run's start if it is the first seen.
         409: the run was recorded through the store API with other operations.
         """
-        check_token(request)
         raw = _decoded(await _read_body(request, max_body),
                        request.headers.get("content-encoding", ""), max_body)
         try:
@@ -277,6 +280,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
             raise ApiError(400, f"the body is not JSON: {e}") from None
         except RecursionError:  # json nests by recursion: "[[[[…" within the size limit
             raise ApiError(400, "the body nests JSON arrays/objects too deeply") from None
+        check_fields(event, max_fields)  # before any lineage object is built
         try:
             return await run_in_threadpool(_ingest, event)
         except BadRequest as e:
@@ -371,7 +375,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                               f"nothing fll keeps")
         return JSONResponse(body, status_code=201 if recorded else 202)
 
-    spark_ingest.register(app, lineage, check_token, max_body)  # the JVM listener's writes
+    spark_ingest.register(app, lineage, max_body)  # the JVM listener's writes
     from .explorer import mount_explorer  # the explorer page at /, static files only
     mount_explorer(app)
     return app

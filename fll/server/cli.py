@@ -4,13 +4,61 @@ Binds to loopback by default. Binding anywhere else without a write token is
 refused unless `--insecure` is given: an open `POST /api/v1/lineage` on a
 network address lets anyone write lineage. This command must never print the
 token or the store's credentials.
+
+The limits (`--max-ingests`, `--max-fields`, `--header-timeout`,
+`--body-timeout`) and `--public-reads` can also come from the ``serve:``
+section of the config file (``$FLL_CONFIG`` or ``./conf/fll.yaml``); an
+option given on the command line wins. ``ingest_wait`` (seconds an ingest
+waits for a slot before 503) is read only from there.
 """
 from __future__ import annotations
 
 import ipaddress
 import socket
 
+from typing import Any
+
 import click
+
+from ..errors import BadRequest
+from . import guard
+
+# config key -> (type, default) of the settings `serve` also reads from the config file
+_SETTINGS: dict[str, tuple[type, Any]] = {
+    "public_reads": (bool, False),
+    "max_ingests": (int, guard.DEFAULT_MAX_INGESTS),
+    "ingest_wait": (float, guard.DEFAULT_INGEST_WAIT),  # config file only
+    "max_fields": (int, guard.DEFAULT_MAX_FIELDS),
+    "header_timeout": (float, guard.DEFAULT_HEADER_TIMEOUT),
+    "body_timeout": (float, guard.DEFAULT_BODY_TIMEOUT),
+}
+
+
+def serve_settings(given: dict[str, Any]) -> dict[str, Any]:
+    """The options given, else the config file's ``serve:`` values, else the defaults."""
+    from ..cli import load_config
+
+    section = load_config().get("serve") or {}
+    if not isinstance(section, dict):
+        raise BadRequest("config file: 'serve' must be a mapping of settings", "config")
+    unknown = sorted(set(section) - set(_SETTINGS))
+    if unknown:
+        raise BadRequest(f"config file: unknown setting(s) serve.{', serve.'.join(unknown)} "
+                         f"(known: {', '.join(sorted(_SETTINGS))})", "config")
+    out = {}
+    for key, (kind, default) in _SETTINGS.items():
+        value = given.get(key)
+        if value is None:
+            value = section.get(key, default)
+            ok = isinstance(value, bool) if kind is bool else (
+                isinstance(value, (int, float)) and not isinstance(value, bool)
+                and (kind is float or isinstance(value, int)) and value > 0)
+            if not ok:
+                raise BadRequest(f"config file: serve.{key} must be "
+                                 f"{'true or false' if kind is bool else 'a positive number'}"
+                                 f", got {value!r}", "config")
+        out[key] = kind(value)
+    return out
 
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
 
@@ -48,15 +96,30 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535),
               help="Port to bind.")
 @click.option("--token", envvar="FLL_TOKEN", default=None,
-              help="Bearer token required by POST /api/v1/lineage (env FLL_TOKEN).")
+              help="Bearer token every data route needs, reads and writes (env FLL_TOKEN).")
+@click.option("--public-reads", is_flag=True, default=None,
+              help="With --token: let GET requests through without it (writes still need it).")
+@click.option("--max-ingests", type=click.IntRange(1), default=None,
+              help=f"Ingests at once; more wait up to {guard.DEFAULT_INGEST_WAIT:g} s, then 503 "
+                   f"[default: {guard.DEFAULT_MAX_INGESTS}].")
+@click.option("--max-fields", type=click.IntRange(1), default=None,
+              help=f"Column-lineage fields (outputs + inputFields) per event, 413 above "
+                   f"[default: {guard.DEFAULT_MAX_FIELDS}].")
+@click.option("--header-timeout", type=click.FloatRange(0, min_open=True), default=None,
+              help=f"Seconds a connection has to send its request head, then it is closed "
+                   f"[default: {guard.DEFAULT_HEADER_TIMEOUT:g}].")
+@click.option("--body-timeout", type=click.FloatRange(0, min_open=True), default=None,
+              help=f"Seconds a request body has to arrive, then 408 "
+                   f"[default: {guard.DEFAULT_BODY_TIMEOUT:g}].")
 @click.option("--insecure", is_flag=True, default=False,
               help="Allow a non-loopback bind without a token.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def serve(store_url: str | None, host: str, port: int, token: str | None, insecure: bool,
-          log_level: str) -> None:
+          log_level: str, **limits: Any) -> None:
     """Serve the REST API (CDAP v3 field lineage, column lineage, OpenLineage ingest)."""
     check_bind(host, token, insecure)
+    settings = serve_settings(limits)
     import uvicorn
 
     from ..store import default_url, open_store, redact
@@ -66,7 +129,19 @@ def serve(store_url: str | None, host: str, port: int, token: str | None, insecu
     store = open_store(url)
     try:
         click.echo(f"fll: serving {redact(url)} on http://{host}:{port} "
-                   f"(writes {'need a token' if token else 'are open'})", err=True)
-        uvicorn.run(create_app(store, token=token), host=host, port=port, log_level=log_level)
+                   f"({_access(token, settings['public_reads'])})", err=True)
+        app = create_app(store, token=token, public_reads=settings["public_reads"],
+                         max_ingests=settings["max_ingests"], ingest_wait=settings["ingest_wait"],
+                         max_fields=settings["max_fields"],
+                         body_timeout=settings["body_timeout"])
+        guard.raise_open_file_limit()
+        uvicorn.run(app, host=host, port=port, log_level=log_level,
+                    http=guard.timed_h11(settings["header_timeout"], settings["body_timeout"]))
     finally:
         store.close()
+
+
+def _access(token: str | None, public_reads: bool) -> str:
+    if not token:
+        return "reads and writes are open"
+    return "writes need the token, reads are open" if public_reads else "every data route needs the token"

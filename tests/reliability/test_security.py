@@ -1,4 +1,5 @@
-"""Security: the write token, the store as the only place touched, no leaked secrets."""
+"""Security: the token on every data route, the store as the only place touched, no
+leaked secrets."""
 from __future__ import annotations
 
 import inspect
@@ -14,10 +15,12 @@ from fll import EndPoint
 from fll.cli import main as fll_main
 from fll.errors import StoreError
 from fll.openlineage import info_to_event
-from fll.server import app as app_module
+from fll.server import guard
 from fll.server.app import create_app
 from fll.store import open_store, open_table
 from tests.lineage_examples import chain
+
+from .conftest import running_server
 
 SECRET = "hunter2-s3cr3t"
 TOKEN = "correct-horse-battery-staple"
@@ -59,10 +62,9 @@ def test_the_token_is_compared_in_constant_time(secured, figures):
     """The check uses hmac.compare_digest (never ==) on the token; wrong tokens
     differing in the first or the last byte take the same time (figures only:
     a timing assertion would be flaky on a shared CI machine)."""
-    source = inspect.getsource(app_module.create_app)
-    check = source[source.index("def check_token"):source.index("@app.post")]
+    check = inspect.getsource(guard.TokenMiddleware.authorized)
     assert "hmac.compare_digest" in check
-    assert "== token" not in check and "token_bytes ==" not in check
+    assert "== self.token" not in check and "self.token ==" not in check
     client, _ = secured
     timings: dict[str, list[float]] = {"first": [], "last": []}
     wrong = {"first": "X" + TOKEN[1:], "last": TOKEN[:-1] + "X"}
@@ -75,6 +77,128 @@ def test_the_token_is_compared_in_constant_time(secured, figures):
     first, last = statistics.median(timings["first"]), statistics.median(timings["last"])
     figures["median_ms_wrong_first_byte"] = first * 1000
     figures["median_ms_wrong_last_byte"] = last * 1000
+
+
+# -- the token on every route -------------------------------------------------------
+
+#: the routes anyone may call with a token set: the health check and the explorer's
+#: shell (page, static files, API description). A new public route must be added here.
+PUBLIC = {("GET", "/"), ("GET", "/health"), ("GET", "/openapi.json"), ("GET", "/docs"),
+          ("GET", "/docs/oauth2-redirect"), ("GET", "/redoc"), ("GET", "/static/explorer.js")}
+
+
+def route_table(app) -> list[tuple[str, str]]:
+    """(method, concrete path) for every route of the app, read from its route table
+    (so a route added later is walked too); path parameters get a sample value."""
+    import re
+
+    from starlette.routing import Mount, Route
+
+    out = []
+    for route in app.routes:
+        if isinstance(route, Mount):
+            out.append(("GET", route.path + "/explorer.js"))
+        elif isinstance(route, Route):
+            path = re.sub(r"\{[^}]+\}", "x", route.path)
+            out += [(m, path) for m in sorted(route.methods or ()) if m != "HEAD"]
+    return out
+
+
+def test_the_route_walk_sees_every_kind_of_route(secured):
+    """The walk is not vacuous: it finds the reads, the ingest and the public shell."""
+    client, _ = secured
+    routes = route_table(client.app)
+    assert ("POST", "/api/v1/lineage") in routes
+    assert ("GET", "/api/v1/column-lineage") in routes
+    assert sum(p.startswith("/v3/") for _, p in routes) >= 6
+    assert PUBLIC <= set(routes)
+
+
+@pytest.mark.reliability("every route of the route table, without and with the token")
+def test_with_a_token_every_route_but_the_public_shell_answers_401_without_it(secured, figures):
+    """Walks the app's route table: every data route (reads and writes) answers 401
+    in the error shape without the token and something else with it; only the
+    health check and the explorer's shell stay public."""
+    client, store = secured
+    good = {"Authorization": f"Bearer {TOKEN}"}
+    checked = 0
+    for method, path in route_table(client.app):
+        anonymous = client.request(method, path, json=event("walk") if method == "POST" else None)
+        authed = client.request(method, path, headers=good,
+                                json=event("walk") if method == "POST" else None)
+        if (method, path) in PUBLIC:
+            assert anonymous.status_code != 401, (method, path)
+            assert anonymous.status_code == authed.status_code, (method, path)
+        else:
+            assert anonymous.status_code == 401, (method, path, anonymous.status_code)
+            assert anonymous.json() == {"error": anonymous.json()["error"], "status": 401}
+            assert anonymous.headers["www-authenticate"].startswith("Bearer")
+            assert authed.status_code != 401, (method, path)
+            checked += 1
+    assert store.run("walk") is not None  # the authorised POST went through
+    figures["data_routes_checked"] = checked
+
+
+@pytest.mark.parametrize("header", [None, "Bearer wrong", f"Basic {TOKEN}", f"Bearer {TOKEN}x",
+                                    f"Token {TOKEN}"],
+                         ids=["missing", "wrong", "basic", "suffix", "other-scheme"])
+def test_a_read_with_a_bad_token_answers_401_naming_reads(secured, header):
+    client, _ = secured
+    r = client.get("/api/v1/datasets", headers={"Authorization": header} if header else {})
+    assert r.status_code == 401
+    assert r.json() == {"error": "a valid bearer token is required to read lineage",
+                        "status": 401}
+
+
+def test_public_reads_let_gets_through_and_still_guard_the_ingest(tmp_path):
+    """``public_reads``: every GET route answers without the token; the ingest still
+    needs it."""
+    store = open_store(f"sqlite:///{tmp_path}/fll.db")
+    client = TestClient(create_app(store, token=TOKEN, public_reads=True),
+                        raise_server_exceptions=False)
+    for method, path in route_table(client.app):
+        r = client.request(method, path, json=event("pr") if method == "POST" else None)
+        assert (r.status_code == 401) == (method != "GET"), (method, path, r.status_code)
+    assert store.run("pr") is None
+    store.close()
+
+
+def test_without_a_token_every_route_is_open(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path}/fll.db")
+    client = TestClient(create_app(store), raise_server_exceptions=False)
+    for method, path in route_table(client.app):
+        r = client.request(method, path, json=event("open") if method == "POST" else None)
+        assert r.status_code != 401, (method, path)
+    store.close()
+
+
+@pytest.mark.reliability("the openlineage-python HttpTransport (auth type api_key) against a "
+                         "real `fll serve --token`")
+def test_the_openlineage_client_sends_the_token_the_server_accepts(tmp_path):
+    """The reference client's ``auth: {type: api_key, apiKey}`` is accepted, and the
+    same client with a wrong key is refused: nothing is stored from it."""
+    import httpx
+    import requests
+    from openlineage.client.transport.http import HttpConfig, HttpTransport
+
+    with running_server(f"sqlite:///{tmp_path}/fll.db", token=TOKEN) as server:
+        def transport(key: str) -> HttpTransport:
+            return HttpTransport(HttpConfig.from_dict({
+                "type": "http", "url": server.base, "timeout": 10,
+                "auth": {"type": "api_key", "apiKey": key}, "retry": {"total": 0}}))
+
+        transport(TOKEN).emit(event("ol-good"))  # type: ignore[arg-type]
+        with pytest.raises(requests.HTTPError, match="401"):
+            transport("not-the-token").emit(event("ol-bad"))  # type: ignore[arg-type]
+        runs = httpx.get(server.base + "/v3/namespaces/out/datasets/b/lineage/fields",
+                         params={"start": 0, "end": "now"},
+                         headers={"Authorization": f"Bearer {TOKEN}"})
+        assert runs.status_code == 200 and runs.json() == ["x"]
+        assert httpx.get(server.base + "/api/v1/datasets").status_code == 401
+        assert httpx.get(server.base + "/health").status_code == 200
+    store = open_store(f"sqlite:///{tmp_path}/fll.db")
+    assert store.run("ol-good") is not None and store.run("ol-bad") is None
+    store.close()
 
 
 def tree(root: Path) -> dict[str, float]:

@@ -285,4 +285,6 @@ def test_writes_need_the_bearer_token_when_one_is_set(store):
     r = c.post("/api/v1/lineage", json=ol_event(),
                headers={"Authorization": "Bearer s3cret-token"})
     assert r.status_code == 201
-    assert c.get("/api/v1/datasets").status_code == 200  # reads stay open
+    assert c.get("/api/v1/datasets").status_code == 401  # reads need it too
+    assert c.get("/api/v1/datasets",
+                 headers={"Authorization": "Bearer s3cret-token"}).status_code == 200

@@ -50,7 +50,8 @@ def test_the_real_server_starts_answers_and_stops(tmp_path):
         # uvicorn hands over the raw path: an encoded "/" stays inside the dataset name
         path = (f"/v3/namespaces/{quote('s3://lake', safe='')}/datasets/"
                 f"{quote('marts/customer_totals', safe='')}/lineage/fields?start=0&end=now")
-        r = httpx.get(base + path)
+        assert httpx.get(base + path).status_code == 401  # reads need the token too
+        r = httpx.get(base + path, headers={"Authorization": "Bearer tok"})
         assert r.status_code == 200 and r.json() == ["customer", "tax id", "total"]
         assert httpx.get(base + "/openapi.json").json()["info"]["title"] == "fll"
     finally:

@@ -186,7 +186,7 @@
     const promise = (async () => {
       let resp;
       try {
-        resp = await fetch(url, { headers: { Accept: "application/json" } });
+        resp = await window.fllFetch(url, { headers: { Accept: "application/json" } });
       } catch (e) {
         throw new ApiError(0, `could not reach the fll server (${e.message})`);
       }

@@ -1,0 +1,272 @@
+"""What stands between the network and the routes: the token, the ingest cap,
+the read timeouts.
+
+- `TokenMiddleware`: with a token configured, every route needs
+  ``Authorization: Bearer <token>`` (the header the OpenLineage clients send
+  for ``auth: {type: api_key, apiKey: ...}``), except the public shell:
+  ``/health``, the explorer page and its static files, ``/openapi.json`` and
+  the API docs pages. ``public_reads`` lets GET/HEAD through anonymously.
+  It wraps the whole router, so a route added later is protected by default.
+- `IngestLimitMiddleware`: at most ``max_ingests`` ingests at once (a request
+  waits up to ``ingest_wait`` seconds for a slot, then 503 + Retry-After); the
+  slot is taken before the body is read, so N slots bound the memory of N
+  bodies. Every request body must arrive within ``body_timeout`` seconds of
+  the first read (else 408 and the connection is closed).
+- `check_fields`: the cap on column-lineage fields per event (413), checked on
+  the parsed JSON before any lineage object is built.
+- `timed_h11`: uvicorn's h11 protocol with a header deadline. uvicorn only
+  times out idle keep-alive connections after a response; a connection that
+  never completes its request head (slowloris, half-open) would stay forever.
+  The deadline counts from the connection (or the previous response), and a
+  trickle of bytes does not extend it.
+
+This module must never answer in another shape than ``{"error", "status"}``,
+compare the token with ``==``, or read a body before the ingest slot is taken.
+"""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import threading
+import time
+from typing import Any
+
+import h11
+from starlette.requests import ClientDisconnect
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from .errors import ApiError, error_bytes
+
+INGEST_PATH = "/api/v1/lineage"
+PUBLIC_PATHS = frozenset({"/", "/health", "/openapi.json", "/docs", "/docs/oauth2-redirect",
+                          "/redoc"})
+PUBLIC_PREFIXES = ("/static/",)
+READ_METHODS = frozenset({"GET", "HEAD"})
+
+DEFAULT_MAX_INGESTS = 8
+DEFAULT_INGEST_WAIT = 10.0
+DEFAULT_MAX_FIELDS = 50_000
+DEFAULT_HEADER_TIMEOUT = 10.0
+DEFAULT_BODY_TIMEOUT = 60.0
+
+
+async def _send_error(send: Any, status: int, message: str,
+                      headers: dict[str, str] | None = None) -> None:
+    body = error_bytes(status, message)
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+def is_public(path: str) -> bool:
+    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
+
+
+class TokenMiddleware:
+    """401 for any non-public request without the bearer token (see the module doc)."""
+
+    def __init__(self, app: Any, token: str, public_reads: bool = False):
+        self.app = app
+        self.token = token.encode()
+        self.public_reads = public_reads
+
+    def authorized(self, headers: list[tuple[bytes, bytes]]) -> bool:
+        given = next((v for k, v in headers if k == b"authorization"), b"")
+        scheme, _, value = given.partition(b" ")
+        # compare_digest even for a wrong scheme, so the answer time says nothing
+        ok = hmac.compare_digest(value.strip(), self.token)
+        return ok and scheme.lower() == b"bearer"
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if (scope["type"] != "http" or is_public(scope["path"])
+                or (self.public_reads and scope["method"] in READ_METHODS)
+                or self.authorized(scope["headers"])):
+            await self.app(scope, receive, send)
+            return
+        what = "write lineage" if scope["method"] not in READ_METHODS else "read lineage"
+        await _send_error(send, 401, f"a valid bearer token is required to {what}",
+                          {"WWW-Authenticate": 'Bearer realm="fll"'})
+
+
+class _BodyTimeout(Exception):
+    pass
+
+
+class IngestLimitMiddleware:
+    """The ingest slots and the body deadline (see the module doc)."""
+
+    def __init__(self, app: Any, max_ingests: int = DEFAULT_MAX_INGESTS,
+                 ingest_wait: float = DEFAULT_INGEST_WAIT,
+                 body_timeout: float = DEFAULT_BODY_TIMEOUT):
+        self.app = app
+        self.max_ingests = max_ingests
+        self.ingest_wait = ingest_wait
+        self.body_timeout = body_timeout
+        # a counter, not an asyncio.Semaphore: a semaphore binds to one event loop
+        self.active = 0
+        self._lock = threading.Lock()
+
+    def _take(self) -> bool:
+        with self._lock:
+            if self.active < self.max_ingests:
+                self.active += 1
+                return True
+            return False
+
+    def _give(self) -> None:
+        with self._lock:
+            self.active -= 1
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        ingest = scope["method"] == "POST" and scope["path"] == INGEST_PATH
+        if ingest:
+            give_up = time.monotonic() + self.ingest_wait
+            while not self._take():
+                if time.monotonic() >= give_up:
+                    await _send_error(
+                        send, 503, f"the server is busy: {self.max_ingests} ingests are in "
+                                   f"progress (the configured maximum); retry later",
+                        {"Retry-After": "1"})
+                    return
+                await asyncio.sleep(0.02)
+        started = False
+        body_done = False
+        deadline: float | None = None
+
+        async def timed_receive() -> dict:
+            nonlocal deadline, body_done
+            if body_done:  # waiting for a disconnect is not reading a body: no deadline
+                return await receive()
+            if deadline is None:
+                deadline = time.monotonic() + self.body_timeout
+            try:
+                message = await asyncio.wait_for(receive(), max(deadline - time.monotonic(), 0))
+            except asyncio.TimeoutError:
+                raise _BodyTimeout from None
+            body_done = not message.get("more_body", False)
+            return message
+
+        async def watch(message: dict) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, timed_receive, watch)
+        except _BodyTimeout:
+            if not started:  # Connection: close makes uvicorn drop the unread rest
+                await _send_error(send, 408, f"the request body did not arrive within "
+                                             f"{self.body_timeout:g} s",
+                                  {"Connection": "close"})
+        except ClientDisconnect:
+            pass  # the client left mid-body: nobody to answer
+        finally:
+            if ingest:
+                self._give()
+
+
+def count_fields(event: Any) -> int:
+    """Column-lineage fields of an event: each output field and each input field it
+    lists count once (what the ingest's memory and time grow with)."""
+    total = 0
+    outputs = event.get("outputs") if isinstance(event, dict) else None
+    for out in outputs if isinstance(outputs, list) else ():
+        facets = out.get("facets") if isinstance(out, dict) else None
+        cl = facets.get("columnLineage") if isinstance(facets, dict) else None
+        fields = cl.get("fields") if isinstance(cl, dict) else None
+        if not isinstance(fields, dict):
+            continue
+        total += len(fields)
+        for spec in fields.values():
+            inputs = spec.get("inputFields") if isinstance(spec, dict) else None
+            if isinstance(inputs, list):
+                total += len(inputs)
+    return total
+
+
+def check_fields(event: Any, max_fields: int) -> None:
+    """413 when the event carries more column-lineage fields than ``max_fields``."""
+    n = count_fields(event)
+    if n > max_fields:
+        raise ApiError(413, f"the event carries {n} column-lineage fields (output fields plus "
+                            f"their inputFields); this server accepts at most {max_fields} "
+                            f"per event")
+
+
+class _TimedH11(H11Protocol):
+    header_timeout = DEFAULT_HEADER_TIMEOUT
+    body_timeout = DEFAULT_BODY_TIMEOUT
+
+    _phase: str | None = None
+    _timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self._watch()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._watch()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._arm(None, 0)
+        super().connection_lost(exc)
+
+    def _watch(self) -> None:
+        state = self.conn.their_state
+        if state is h11.IDLE:
+            self._arm("head", self.header_timeout)
+        elif state is h11.SEND_BODY:
+            # the app answers 408 at body_timeout; this only catches a body nobody reads
+            self._arm("body", self.body_timeout + 5)
+        else:
+            self._arm(None, 0)
+
+    def _arm(self, phase: str | None, seconds: float) -> None:
+        if phase == self._phase:
+            return  # same phase: the deadline stands, more bytes do not extend it
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._phase = phase
+        if phase is not None:
+            self._timer = self.loop.call_later(seconds, self._expired)
+
+    def _expired(self) -> None:
+        self._timer = None
+        if not self.transport.is_closing():
+            self.logger.debug("closing a connection that did not send its request %s in time",
+                              self._phase)
+            self.transport.close()
+
+
+def timed_h11(header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+              body_timeout: float = DEFAULT_BODY_TIMEOUT) -> type[H11Protocol]:
+    """uvicorn's h11 protocol with the header (and last-resort body) deadlines."""
+    return type("TimedH11Protocol", (_TimedH11,), {"header_timeout": header_timeout,
+                                                   "body_timeout": body_timeout})
+
+
+def raise_open_file_limit() -> None:
+    """Lift the soft limit on open files to the hard one: at the common soft limit of
+    1,024 a thousand idle sockets would leave no descriptor to accept anyone else."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Windows
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = hard if hard != resource.RLIM_INFINITY else 65_536
+    if soft != resource.RLIM_INFINITY and soft < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        except (ValueError, OSError):
+            pass
