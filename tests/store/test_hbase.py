@@ -376,3 +376,21 @@ def test_a_dataset_name_too_long_for_an_hbase_key_records_nothing(server):
         store.record(info, "run-long", 1_000, "p")
     assert list(store.table.scan(b"d|", b"d}")) == []
     assert store.run("run-long") is None
+
+
+@pytest.mark.slow
+def test_four_runs_of_large_operation_sets_record_over_framed_transport_within_the_deadline():
+    from fll import EndPoint
+    from fll.store import LineageStore
+
+    from ..lineage_examples import chain
+
+    fields = [f"field_{i:05d}_" + "x" * 40 for i in range(2500)]
+    runs = [(chain(EndPoint("ns", f"src{n}"), EndPoint("ns", f"dst{n}"), fields), f"run-{n}",
+             1_000 + n, "p") for n in range(4)]
+    with HBaseThriftServer(transport="framed") as server:
+        store = LineageStore(open_table(server.url("t", deadline=15)))
+        began = time.monotonic()
+        assert store.record_many(runs) == 4
+        assert time.monotonic() - began < 60
+        assert all(store.run(f"run-{n}") is not None for n in range(4))
