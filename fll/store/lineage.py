@@ -445,9 +445,12 @@ class LineageStore:
         prog = (p.program or "").encode("utf-8")
         for _ in range(16):
             if old is None:
-                if self.table.check_and_put(key, "t", None, {"t": _T.pack(p.start), "c": mine,
-                                                            "p": prog, "w": _PENDING}):
-                    return True, p.start, None
+                # Claim the start alone first, then the set on "c" below: HBase's
+                # checkAndPut guards one cell, so a claim of t, c, p and w in one
+                # call would let a racer that sees t without c claim "c" too.
+                if self.table.check_and_put(key, "t", None, {"t": _T.pack(p.start)}):
+                    old = {"t": _T.pack(p.start)}
+                    continue
             else:
                 start = _T.unpack(old["t"])[0] if "t" in old else p.start
                 prior = old.get("c")

@@ -22,6 +22,8 @@ from fll.cli import main
 
 from .conftest import TOKEN, start_server, stop
 
+AUTH = {"Authorization": f"Bearer {TOKEN}"}  # reads need the token too
+
 ROOT = Path(__file__).resolve().parents[2]
 DBT_VENV = ROOT / ".venv-dbt"
 PROJECT = Path(__file__).parent / "dbt_shop"
@@ -65,7 +67,7 @@ def test_dbt_ol_events_are_recorded_with_the_model_column_lineage(dbt_run):
     totals = "shop.main.customer_totals"
     r = httpx.get(f"{base}/v3/namespaces/{quote(ns, safe='')}/datasets/{quote(totals, safe='')}"
                   f"/lineage/fields/total", params={"direction": "incoming", "start": 0,
-                                                    "end": "now"})
+                                                    "end": "now"}, headers=AUTH)
     assert r.status_code == 200, r.text
     assert r.json()["incoming"] == [{"dataset": {"namespace": ns, "dataset": "shop.main.orders"},
                                      "fields": ["amount"]}]
@@ -74,7 +76,8 @@ def test_dbt_ol_events_are_recorded_with_the_model_column_lineage(dbt_run):
 def test_count_star_is_a_field_with_its_type_though_it_has_no_inputs(dbt_run):
     base, _, ns = dbt_run
     graph = httpx.get(f"{base}/api/v1/column-lineage",
-                      params={"nodeId": f"dataset:{ns}:shop.main.customer_totals"}).json()
+                      params={"nodeId": f"dataset:{ns}:shop.main.customer_totals"},
+                      headers=AUTH).json()
     types = {n["data"]["field"]: n["data"]["fieldType"] for n in graph["graph"]
              if n["data"]["dataset"] == "shop.main.customer_totals"}
     assert types == {"customer_id": "integer", "total": "double", "n_orders": "bigint"}

@@ -87,7 +87,8 @@ def emitted(live_server):
 
 
 def _get(server, path: str, **params) -> httpx.Response:
-    return httpx.get(server.url + path, params=params, timeout=10)
+    return httpx.get(server.url + path, params=params, timeout=10,
+                     headers={"Authorization": f"Bearer {server.token}"})  # reads need it too
 
 
 def v3(ns: str, ds: str, rest: str) -> str:
