@@ -38,6 +38,8 @@ __all__ = ["FORMAT", "SparkWriteEvent", "parse_event", "analyse_event", "record_
            "record_spool"]
 
 FORMAT = 1
+#: what a plan that is JSON but not Spark's toJSON() raises while parsed or walked
+_MALFORMED = (KeyError, TypeError, IndexError, ValueError, AttributeError, RecursionError)
 
 
 @dataclass(frozen=True)
@@ -145,13 +147,17 @@ def analyse_event(event: Any) -> SparkWriteEvent:
     start = time.perf_counter()
     try:
         root, nodes = parse_plan(ev["plan"])
-    except (FllError, KeyError, TypeError, IndexError, ValueError) as exc:
+    except (FllError, *_MALFORMED) as exc:
         raise BadRequest(f"$.plan is not a Spark plan's toJSON(): {exc}", "$.plan") from None
     query = write_query(root)
     if query is None:
         raise BadRequest(f"$.plan: {root.cls} is not a write command fll analyses", "$.plan")
     leaves = _leaf_map(ev, nodes, query)
-    result, facet = _lineage(root, leaves)
+    try:
+        result, facet = _lineage(root, leaves)
+    except _MALFORMED as exc:  # a hand-made plan the walk cannot follow: a client error
+        raise BadRequest(f"$.plan cannot be walked: {type(exc).__name__}: {exc}",
+                         "$.plan") from None
     inputs = sorted({ds for found in leaves.values() for ds in found})
     destination = _dataset(ev["destination"], "$.destination")
     cap = Capture(facet, destination, inputs, result, 0, 0.0, time.perf_counter() - start,

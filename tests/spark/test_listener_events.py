@@ -166,3 +166,16 @@ def test_the_jar_is_rebuilt_only_when_its_inputs_change(tmp_path, monkeypatch):
     import zipfile
 
     assert "fll/spark/LineageListener.class" in zipfile.ZipFile(jar).namelist()
+
+
+@pytest.mark.parametrize("plan", [
+    [{"class": 3, "num-children": 0}],
+    [{"class": "x.y.Project", "num-children": 2}],
+    [{"class": "org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand",
+      "num-children": 1, "query": 0}],
+])
+def test_a_plan_that_is_json_but_not_spark_s_is_a_422_never_a_500(store, plan):
+    with TestClient(create_app(store), raise_server_exceptions=False) as c:
+        r = c.post(ROUTE, json=_event(plan=plan))
+    assert r.status_code == 422, r.text
+    assert "$.plan" in r.json()["error"]
