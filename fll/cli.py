@@ -439,8 +439,40 @@ def _dataset(state: State, text: str, parameter: str = "DATASET"):
     ep = parse_dataset_ref(text, parameter)
     store = state.store()
     if not store.exists(ep):
-        raise NotFound(f"dataset {ep} not found in store {redact(store.url)}")
+        ep = _resolved(store, ep)
+    if not store.exists(ep):
+        names = [f"{d.namespace}:{d.name}" for d in store.datasets()]
+        raise NotFound(f"dataset {ep} not found in store {redact(store.url)}"
+                       f"{_suggest(f'{ep.namespace}:{ep.name}', names, 'datasets')}")
     return store, ep
+
+
+def _resolved(store, ep):
+    """The dataset an alias (a pipeline's ``referenceName``) stands for, when the
+    store knows aliases; else ``ep`` itself."""
+    resolve = getattr(store, "resolve_dataset", None)
+    if resolve is None:
+        return ep
+    ns, name = resolve(ep.namespace, ep.name)
+    return type(ep)(ns, name)
+
+
+@main.command()
+@click.option("--namespace", "namespace", metavar="NS", help="Only datasets in this namespace.")
+@click.option("--prefix", metavar="P", help="Only dataset names starting with P "
+              "(case-insensitive).")
+@format_option("table", "json")
+@pass_state
+def datasets(state: State, namespace: str | None, prefix: str | None, fmt: str) -> None:
+    """Datasets some run read or wrote, as NS:NAME (what lineage, runs and fields take)."""
+    found = [d for d in state.store().datasets()
+             if (namespace is None or d.namespace == namespace)
+             and (prefix is None or d.name.lower().startswith(prefix.lower()))]
+    if fmt == "json":
+        _echo_json([{"namespace": d.namespace, "name": d.name} for d in found])
+        return
+    for d in found:
+        click.echo(f"{d.namespace}:{d.name}")
 
 
 @main.command()
@@ -524,29 +556,69 @@ def stats(state: State, fmt: str) -> None:
 @start_option
 @end_option
 @format_option("tree", "json", "dot", "mermaid")
+@click.option("--indirect", type=click.Choice(["show", "hide"]), default="show",
+              show_default=True, help="INDIRECT edges (filter, join, group-by, sort, window, "
+              "condition columns): shown tagged, or left out and not walked past.")
+@click.option("--direct-only", is_flag=True, help="Same as --indirect hide.")
+@click.option("--ops", "show_ops", is_flag=True, default=None,
+              help="Under each field, the operations of the hop into it.")
+@click.option("--runs", "show_runs", is_flag=True, default=None,
+              help="Under each field, the runs of the hop into it, newest first.")
 @pass_state
 def lineage(state: State, field_ref: str, direction: str, depth: int, start: str | None,
-            end: str | None, fmt: str) -> None:
+            end: str | None, fmt: str, indirect: str, direct_only: bool,
+            show_ops: bool | None, show_runs: bool | None) -> None:
     """A field's lineage across datasets, through the runs in [start, end).
 
     NS is up to the first ':', FIELD after the last ':', and the dataset name
-    is everything between (so dataset names may contain ':').
+    is everything between (so dataset names may contain ':'). Every edge
+    carries its OpenLineage tags, e.g. [DIRECT/AGGREGATION] (the value is
+    built from it) or [INDIRECT/FILTER] (it only decides which rows); edges
+    without tags come from producers that record none. The tree lists each
+    hop's runs by default when the graph is small (up to 12 fields);
+    --ops/--runs ask for them always (json: an "operations" key).
     """
     from . import render
     from .rowkeys import MAX_TIME
 
     root = render.parse_field_ref(field_ref, "NS:NAME:FIELD")
     store, ep = _dataset(state, f"{root.endpoint.namespace}:{root.endpoint.name}")
+    root = type(root)(ep, root.field)
     lo, hi = _range(start, end)
     known = store.fields(ep, 0, MAX_TIME)
     if root.field not in known:
-        hint = ", ".join(known[:10]) + (", …" if len(known) > 10 else "")
-        raise NotFound(f"field {root.field!r} not found in dataset {ep} (known: {hint})")
-    graph = render.walk_lineage(store, root, direction, depth, lo, hi)
+        raise NotFound(f"field {root.field!r} not found in dataset {ep}"
+                       f"{_suggest(root.field, known)}")
+    show = not direct_only and render.parse_indirect(indirect, "--indirect")
+    asked = bool(show_ops or show_runs)
+    graph = render.walk_lineage(store, root, direction, depth, lo, hi, show_indirect=show,
+                                with_operations=asked or fmt == "tree")
     if fmt == "json":
+        if not asked:
+            graph.operations.clear()
         _echo_json(graph.to_dict())
+    elif fmt == "tree":
+        small = len(graph.nodes) <= 12
+        click.echo(render.render_tree(graph, ops=bool(show_ops),
+                                      runs=bool(show_runs) or (not asked and small)),
+                   nl=False)
     else:
         click.echo(render.RENDERERS[fmt](graph), nl=False)
+
+
+def _suggest(name: str, known: list[str], what: str = "known") -> str:
+    """`` (did you mean: a, b?)`` from the closest names, else a few known ones."""
+    import difflib
+
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    if not close:
+        lowered = name.lower()
+        close = [k for k in known if lowered in k.lower() or k.lower() in lowered][:3]
+    if close:
+        return f" (did you mean: {', '.join(close)}?)"
+    if not known:
+        return ""
+    return f" ({what}: {', '.join(known[:10])}{', …' if len(known) > 10 else ''})"
 
 
 # -- record / export -------------------------------------------------------------------
