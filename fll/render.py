@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from .errors import BadRequest
-from .model import EndPoint, EndPointField, Transformation
+from .model import EndPoint, EndPointField, FieldLineageInfo, Transformation
 
 DIRECTIONS = ("incoming", "outgoing", "both")
 INDIRECT_CHOICES = ("show", "hide")
@@ -56,7 +56,7 @@ class EdgeTags:
 
     def __init__(self, store, start_ms: int, end_ms: int):
         self.store, self.start_ms, self.end_ms = store, start_ms, end_ms
-        self._sets: dict[str, object] = {}
+        self._sets: dict[str, FieldLineageInfo] = {}
         self._into: dict[EndPointField, dict[EndPointField, list[Transformation]]] = {}
 
     def into(self, dest: EndPointField) -> dict[EndPointField, list[Transformation]]:

@@ -7,6 +7,7 @@ token or the store's credentials.
 """
 from __future__ import annotations
 
+import errno
 import ipaddress
 import socket
 
@@ -43,10 +44,12 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
 
 @click.command("serve")
 @click.option("--store", "store_url", metavar="URL", default=None,
-              help="Lineage store URL (default: FLL_STORE or sqlite:///fll-data/fll.db).")
+              help="Store URL. Default: FLL_STORE, then 'store' in $FLL_CONFIG or "
+                   "./conf/fll.yaml, then sqlite:///fll-data/fll.db. A missing SQLite file "
+                   "is created, with a warning.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535),
-              help="Port to bind.")
+              help="Port to bind (0: one the OS picks, printed at start).")
 @click.option("--token", envvar="FLL_TOKEN", default=None,
               help="Bearer token required by POST /api/v1/lineage (env FLL_TOKEN).")
 @click.option("--insecure", is_flag=True, default=False,
@@ -59,14 +62,52 @@ def serve(store_url: str | None, host: str, port: int, token: str | None, insecu
     check_bind(host, token, insecure)
     import uvicorn
 
-    from ..store import default_url, open_store, redact
+    from ..cli import EXIT_STORE, CliError, configured_store_url
+    from ..store import open_store, redact
     from .app import create_app
 
-    url = store_url or default_url()
+    url = configured_store_url(store_url)
+    # A missing SQLite file is created (a first `fll serve` takes ingests), but
+    # never silently: a typo in --store would otherwise serve an empty store.
+    if _missing_sqlite(url):
+        click.echo(f"fll serve: store {redact(url)} does not exist: serving a NEW, EMPTY store "
+                   f"(check --store for a typo)", err=True)
+    # bind before anything is printed: a busy port is one line and exit 3, and
+    # --port 0 can report the port the OS picked
+    sock = _listen(host, port, CliError, EXIT_STORE)
+    real_port = sock.getsockname()[1]
     store = open_store(url)
     try:
-        click.echo(f"fll: serving {redact(url)} on http://{host}:{port} "
+        click.echo(f"fll: serving {redact(url)} on http://{_url_host(host)}:{real_port} "
                    f"(writes {'need a token' if token else 'are open'})", err=True)
-        uvicorn.run(create_app(store, token=token), host=host, port=port, log_level=log_level)
+        config = uvicorn.Config(create_app(store, token=token), log_level=log_level)
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
+        sock.close()
         store.close()
+
+
+def _missing_sqlite(url: str) -> bool:
+    if not url.lower().startswith("sqlite://"):
+        return False
+    from pathlib import Path
+
+    path = url.split("://", 1)[1][1:].partition("?")[0]
+    return bool(path) and path != ":memory:" and not Path(path).exists()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _listen(host: str, port: int, error: type, exit_code: int) -> socket.socket:
+    """A listening socket on (host, port), or ``error`` (one line, ``exit_code``)."""
+    try:
+        family = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM,
+                                    flags=socket.AI_PASSIVE)[0][0]
+        return socket.create_server((host.strip("[]"), port), family=family, backlog=2048)
+    except OSError as e:
+        why = "the port is already in use" if e.errno == errno.EADDRINUSE \
+            else (e.strerror or str(e))
+        raise error(f"fll serve: error: cannot listen on {host}:{port}: {why}",
+                    exit_code) from None

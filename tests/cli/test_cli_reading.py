@@ -159,3 +159,21 @@ def test_an_unknown_field_suggests_the_closest_names(run_cli, tagged_store):
     result = run_cli("lineage", "file:/data/lake/out/region_totals:totl", store=tagged_store)
     assert result.exit_code == 1
     assert "did you mean: total" in result.output
+
+
+def test_a_pipeline_whose_local_input_is_missing_is_refused_before_spark(run_cli, tmp_path,
+                                                                          monkeypatch):
+    import sys
+
+    spec = {"name": "copy", "stages": [
+        {"name": "in", "plugin": "csv-source", "properties": {"path": "data/orders.csv"}},
+        {"name": "out", "plugin": "csv-sink", "properties": {"path": "out/orders"}}],
+        "connections": [["in", "out"]]}
+    (tmp_path / "copy.json").write_text(json.dumps(spec))
+    monkeypatch.delitem(sys.modules, "pyspark", raising=False)
+    result = run_cli("run", str(tmp_path / "copy.json"),
+                     store=f"sqlite:///{tmp_path}/fll.db")
+    assert result.exit_code != 0
+    assert "stage 'in', property 'path'" in result.output
+    assert f"{tmp_path}/data/orders.csv does not exist" in result.output
+    assert "pyspark" not in sys.modules  # found with the rest of the spec, no session started

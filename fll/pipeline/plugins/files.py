@@ -48,6 +48,33 @@ def _check_schema(schema: Any) -> None:
                                 f"\"type\": ...}}, got {f!r}")
 
 
+_GLOB = set("*?[{")
+
+
+def check_local_path(config: Any, base_dir: str | None) -> None:
+    """A source's local ``path`` (no scheme, or ``file:``) must exist: found with the
+    rest of the spec, not minutes later when Spark reads it. Globs and remote
+    paths (hdfs://, s3a://…) are left to Spark; so are relative paths of a spec
+    that has no directory (a dict)."""
+    import os
+
+    path = str(config.get("path") or "")
+    if path.startswith("file:"):
+        path = path[5:]
+        if path.startswith("//"):
+            path = path[2:]
+    elif "://" in path:
+        return
+    if not path or _GLOB & set(path):
+        return
+    if not os.path.isabs(path):
+        if not base_dir:
+            return
+        path = os.path.normpath(os.path.join(base_dir, path))
+    if not os.path.exists(path):
+        raise PropertyError("path", f"{path} does not exist")
+
+
 class FileSource(Source):
     """Reads files of ``format`` with Spark; records READ of every column."""
 
@@ -58,6 +85,8 @@ class FileSource(Source):
     @classmethod
     def validate(cls, config, inputs) -> None:
         _check_schema(config.get("schema"))
+
+    check_local_input = staticmethod(check_local_path)
 
     def reader(self, ctx: StageContext):
         assert ctx.spark is not None
@@ -126,6 +155,7 @@ class TextSource(Source):
 
     plugin_name = "text-source"
     properties = (_PATH, _REFERENCE, Property("field", default="body"))
+    check_local_input = staticmethod(check_local_path)
 
     def read(self, ctx: StageContext) -> "DataFrame":
         assert ctx.spark is not None

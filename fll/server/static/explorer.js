@@ -253,8 +253,9 @@
   }
 
   /** Fit the drawing into the canvas, at most ``maxK``. Below ``minK`` text gets
-   *  unreadable: then stay at ``minK`` and centre on ``focus`` (an element) instead. */
-  function fitView(maxK = 1.1, minK = 0, focus = null) {
+   *  unreadable: then zoom to ``floorK`` (default ``minK``) and centre on ``focus``
+   *  (an element) instead. */
+  function fitView(maxK = 1.1, minK = 0, focus = null, floorK = minK) {
     const vp = $("viewport"), canvas = $("canvas");
     if (!vp.firstChild) return;
     const box = vp.getBBox();
@@ -266,9 +267,9 @@
       const f = focus.getBBox();
       const m = focus.transform.baseVal.consolidate();
       const fx = (m ? m.matrix.e : 0) + f.x + f.width / 2, fy = (m ? m.matrix.f : 0) + f.y + f.height / 2;
-      zoom.k = minK;
-      zoom.tx = w / 2 - fx * minK;
-      zoom.ty = h / 2 - fy * minK;
+      zoom.k = floorK;
+      zoom.tx = w / 2 - fx * floorK;
+      zoom.ty = h / 2 - fy * floorK;
       applyZoom();
       return;
     }
@@ -1185,7 +1186,9 @@
     legend([["src", "source dataset field"], ["focus", "this field"], ["dst", "destination dataset field"],
       ["inter", "field inside a run"], ["bubble", "operation"], ["masked", "masked path"],
       ["indirect", "indirect (filter, join, …)"]]);
-    fitView(1.1, FIT_ALL_ABOVE, document.querySelector("#viewport .fnode.focus"));
+    // a graph that fits at a still-readable scale is shown whole; a huge one is
+    // centred on the field at a comfortable scale instead
+    fitView(1.1, FIT_ALL_ABOVE, document.querySelector("#viewport .fnode.focus"), 0.6);
     $("hint").textContent = "Hover or click an operation bubble for details · double-click a dataset field to follow it · drag to pan · wheel to zoom";
   }
 
