@@ -33,6 +33,9 @@ if TYPE_CHECKING:  # pragma: no cover - the store is imported on first use, for 
     from .store.lineage import LineageStore
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
+#: the one statement of how every command finds its store (see `configured_store_url`)
+STORE_HELP = ("Store URL (sqlite:///path.db, hbase://…, bigtable://…). Default: $FLL_STORE, "
+              "then 'store' in $FLL_CONFIG or ./conf/fll.yaml, then sqlite:///fll-data/fll.db.")
 CONFIG_ENV = "FLL_CONFIG"
 DEFAULT_CONFIG = Path("conf") / "fll.yaml"
 
@@ -327,10 +330,7 @@ def format_option(*choices: str, default: str | None = None) -> Callable:
 # -- the group ---------------------------------------------------------------------
 
 @click.group(cls=RootGroup, name="fll", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--store", "store_url", metavar="URL",
-              help="Store URL (sqlite:///path.db, hbase://…, bigtable://…). Default: FLL_STORE, "
-                   "then 'store' in $FLL_CONFIG or ./conf/fll.yaml, then "
-                   "sqlite:///fll-data/fll.db.")
+@click.option("--store", "store_url", metavar="URL", help=STORE_HELP)
 @click.option("--verbose", "-v", is_flag=True, help="Log progress and show tracebacks on errors.")
 @click.version_option(__version__, prog_name="fll")
 @click.pass_context

@@ -13,6 +13,8 @@ import socket
 
 import click
 
+from ..cli import STORE_HELP
+
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
 
 
@@ -44,9 +46,7 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
 
 @click.command("serve")
 @click.option("--store", "store_url", metavar="URL", default=None,
-              help="Store URL. Default: FLL_STORE, then 'store' in $FLL_CONFIG or "
-                   "./conf/fll.yaml, then sqlite:///fll-data/fll.db. A missing SQLite file "
-                   "is created, with a warning.")
+              help=STORE_HELP + " A missing SQLite file is created, with a warning.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535),
               help="Port to bind (0: one the OS picks, printed at start).")

@@ -177,3 +177,19 @@ def test_a_pipeline_whose_local_input_is_missing_is_refused_before_spark(run_cli
     assert "stage 'in', property 'path'" in result.output
     assert f"{tmp_path}/data/orders.csv does not exist" in result.output
     assert "pyspark" not in sys.modules  # found with the rest of the spec, no session started
+
+
+@pytest.mark.parametrize("command", [[], ["serve"], ["run"]])
+def test_every_help_states_the_same_store_resolution_order(run_cli, command):
+    from fll.cli import STORE_HELP
+
+    out = " ".join(run_cli(*command, "--help").output.split())
+    assert " ".join(STORE_HELP.split()) in out
+    assert out.index("$FLL_STORE") < out.index("$FLL_CONFIG") < out.index("fll-data/fll.db")
+
+
+def test_an_unknown_time_unit_lists_the_units(run_cli, tagged_store):
+    result = run_cli("runs", "file:/data/lake/orders.csv", "--start", "now-1y",
+                     store=tagged_store)
+    assert result.exit_code == 2
+    assert "units: s (seconds), m (minutes), h (hours), d (days), w (weeks)" in result.output
