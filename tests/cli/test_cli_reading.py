@@ -193,3 +193,34 @@ def test_an_unknown_time_unit_lists_the_units(run_cli, tagged_store):
                      store=tagged_store)
     assert result.exit_code == 2
     assert "units: s (seconds), m (minutes), h (hours), d (days), w (weeks)" in result.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("switch, expect_filter_columns", [
+    ({}, True),                                    # the default: recorded, INDIRECT
+    ({"indirectDependencies": False}, False),      # the per-stage switch turns them off
+])
+def test_sql_and_wrangler_stages_share_one_indirect_policy(spark, tmp_path, run_cli, switch,
+                                                            expect_filter_columns):
+    from fll.pipeline.runner import run_pipeline
+
+    (tmp_path / "orders.csv").write_text("id,status,amount\n1,paid,5\n2,open,7\n3,paid,1\n")
+    spec = {"name": "policy", "namespace": "shop", "stages": [
+        {"name": "orders", "plugin": "csv-source",
+         "properties": {"path": str(tmp_path / "orders.csv")}},
+        {"name": "clean", "plugin": "wrangler", "properties": {
+            "recipe": "filter-row-if-matched :status '^open$'", **switch}},
+        {"name": "total", "plugin": "sql", "properties": {
+            "query": "SELECT id, amount * 2 AS double FROM input WHERE amount > 1", **switch}},
+        {"name": "out", "plugin": "csv-sink", "properties": {"path": str(tmp_path / "out")}}],
+        "connections": [["orders", "clean"], ["clean", "total"], ["total", "out"]]}
+    url = f"sqlite:///{tmp_path}/fll.db"
+    run_pipeline(spec, store_url=url, spark=spark, echo=lambda line: None)
+    doc = json.loads(run_cli("lineage", "shop:out:double", "--format", "json", "--depth", "1",
+                             store=url).output)
+    kinds = {e["source"].rsplit(":", 1)[1]: e["kind"] for e in doc["edges"]}
+    assert kinds["amount"] == "DIRECT"
+    if expect_filter_columns:
+        assert kinds["status"] == "INDIRECT"  # the recipe's filter
+    else:
+        assert set(kinds) == {"amount"}
