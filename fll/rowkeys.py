@@ -8,6 +8,9 @@
 | ``B|<ns>|<name>|<checksum>|<inv start>|<run>`` | the same, grouped by operation set, so a |
 | ``F|<ns>|<name>|<checksum>|<inv start>|<run>`` | query costs per distinct set, not per run |
 | ``r|<run>`` | run: start time, program, checksum (idempotence and lookup) |
+| ``s|<ns>|<name>|<inv start>|<run>`` | run × dataset whose schema the run reported |
+| ``a|<ns>|<name>`` | alias (a logical dataset name) → the dataset it stands for |
+| ``A|<ns>|<name>|<alias ns>|<alias name>`` | the reverse: a dataset's aliases |
 
 Every variable part is escaped so it never contains the separator ``|``:
 ``%`` becomes ``%25`` and ``|`` becomes ``%7C`` (and bytes below 0x20 are
@@ -34,8 +37,12 @@ FORWARD = b"f"
 BACKWARD_BY_SET = b"B"
 FORWARD_BY_SET = b"F"
 RUN = b"r"
+SCHEMA = b"s"
+ALIAS = b"a"
+ALIASED_BY = b"A"
 KINDS = {DATA: "data", BACKWARD: "backward", FORWARD: "forward",
-         BACKWARD_BY_SET: "backward-by-set", FORWARD_BY_SET: "forward-by-set", RUN: "run"}
+         BACKWARD_BY_SET: "backward-by-set", FORWARD_BY_SET: "forward-by-set", RUN: "run",
+         SCHEMA: "schema", ALIAS: "alias", ALIASED_BY: "aliased-by"}
 
 _ESCAPE = {ord("%"): "%25", ord("|"): "%7C"}
 _ESCAPE.update({c: f"%{c:02X}" for c in range(0x20)})
@@ -110,6 +117,19 @@ def run(run_id: str) -> bytes:
     return RUN + SEP + escape(run_id)
 
 
+def schema(namespace: str, name: str, start_ms: int, run_id: str) -> bytes:
+    return dataset_prefix(SCHEMA, namespace, name) + invert(start_ms) + SEP + escape(run_id)
+
+
+def alias(namespace: str, name: str) -> bytes:
+    return ALIAS + SEP + escape(namespace) + SEP + escape(name)
+
+
+def aliased_by(namespace: str, name: str, alias_ns: str, alias_name: str) -> bytes:
+    return dataset_prefix(ALIASED_BY, namespace, name) + escape(alias_ns) + SEP + \
+        escape(alias_name)
+
+
 def time_range(prefix: bytes, start_ms: int, end_ms: int) -> tuple[bytes, bytes]:
     """Key range ``[lo, hi)`` under ``prefix`` holding runs with start in ``[start, end)``.
 
@@ -143,6 +163,8 @@ class Key(NamedTuple):
     checksum: str | None = None
     start_ms: int | None = None
     run_id: str | None = None
+    #: the alias of an ``A|`` row (namespace, name)
+    alias: tuple[str, str] | None = None
 
 
 def decode(key: bytes) -> Key:
@@ -154,6 +176,17 @@ def decode(key: bytes) -> Key:
         return Key("data", checksum=unescape(rest))
     if kind == RUN:
         return Key("run", run_id=unescape(rest))
+    if kind == ALIAS:
+        ns, sep2, name = rest.partition(SEP)
+        if not sep2 or SEP in name:
+            raise ValueError(f"malformed alias row key: {key!r}")
+        return Key("alias", unescape(ns), unescape(name))
+    if kind == ALIASED_BY:
+        parts = rest.split(SEP)
+        if len(parts) != 4:
+            raise ValueError(f"malformed alias row key: {key!r}")
+        return Key("aliased-by", unescape(parts[0]), unescape(parts[1]),
+                   alias=(unescape(parts[2]), unescape(parts[3])))
     ns, name, rest = rest.split(SEP, 2)
     checksum = None
     if kind in (BACKWARD_BY_SET, FORWARD_BY_SET):

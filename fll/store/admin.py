@@ -371,6 +371,10 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
         except (ValueError, UnicodeDecodeError):
             report.unknown.append(key)
             continue
+        if kind in (rk.SCHEMA, rk.ALIAS, rk.ALIASED_BY):
+            continue  # no operation set behind these
+        if kind == rk.RUN and "c" not in cols and "t" in cols:
+            continue  # a start claimed before the run's lineage arrived
         if checksum is None or checksum not in data:
             report.dangling.append(key)
             continue

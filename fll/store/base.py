@@ -40,6 +40,14 @@ class Table(Protocol):
     def delete(self, rows: list[bytes]) -> None:
         """Remove these rows entirely."""
 
+    def check_and_put(self, row: bytes, column: str, expected: bytes | None,
+                      values: Row) -> bool:
+        """Atomically: if ``row``'s ``column`` holds exactly ``expected`` (None: the
+        cell is absent), put ``values`` into ``row`` and return True; else change
+        nothing and return False. The one check-then-act every backend offers
+        (SQLite: one ``BEGIN IMMEDIATE`` transaction; Bigtable: CheckAndMutateRow;
+        HBase: Thrift ``checkAndPut``)."""
+
     def close(self) -> None:
         """Release connections."""
 

@@ -218,6 +218,48 @@ class BigtableTable:
                    for k in dict.fromkeys(rows) if k]
         self._mutate("delete", entries, MutateRowsRequest)
 
+    def check_and_put(self, row: bytes, column: str, expected: bytes | None,
+                      values: Mapping[str, bytes]) -> bool:
+        """One CheckAndMutateRow: the predicate selects the latest cell of
+        ``column`` (with exactly ``expected`` as its value, by a closed value
+        range, so no regex escaping of binary values); the puts go in the
+        true branch when a value is expected and in the false branch when the
+        cell must be absent. A retried call that already applied reports False;
+        callers re-read the row to tell "mine" from "someone else's"."""
+        from google.cloud.bigtable_v2.types import (
+            CheckAndMutateRowRequest,
+            ColumnRange,
+            Mutation,
+            RowFilter,
+            ValueRange,
+        )
+
+        key = bytes(row)
+        if not key:
+            raise StoreError(f"{self._where}: Bigtable row keys cannot be empty")
+        qualifier = column.encode("utf-8")
+        filters = [RowFilter(column_range_filter=ColumnRange(
+                       family_name=FAMILY, start_qualifier_closed=qualifier,
+                       end_qualifier_closed=qualifier)),
+                   RowFilter(cells_per_column_limit_filter=1)]
+        if expected is not None:
+            filters.append(RowFilter(value_range_filter=ValueRange(
+                start_value_closed=bytes(expected), end_value_closed=bytes(expected))))
+        puts = [Mutation(set_cell=Mutation.SetCell(
+            family_name=FAMILY, column_qualifier=c.encode("utf-8"), timestamp_micros=-1,
+            value=bytes(v))) for c, v in values.items()]
+        request = CheckAndMutateRowRequest(
+            table_name=self.table_path, app_profile_id=self.app_profile, row_key=key,
+            predicate_filter=RowFilter(chain=RowFilter.Chain(filters=filters)),
+            true_mutations=puts if expected is not None else [],
+            false_mutations=puts if expected is None else [])
+
+        def attempt() -> bool:
+            response = self._data.check_and_mutate_row(request=request, timeout=self.timeout,
+                                                       retry=None)
+            return bool(response.predicate_matched) == (expected is not None)
+        return self._call("check and put", attempt)
+
     def _mutate(self, what: str, entries: list, request_type) -> None:
         chunk: list = []
         size = 0

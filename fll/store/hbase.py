@@ -195,6 +195,26 @@ class HBaseTable:
             batch.send()
         self._call("delete", remove)
 
+    def check_and_put(self, row: bytes, column: str, expected: bytes | None,
+                      values: Mapping[str, bytes]) -> bool:
+        """HBase's ``checkAndPut``: put ``values`` if ``column`` holds ``expected``
+        (None: absent). happybase's bundled Thrift IDL has no checkAndPut, so
+        this needs a connection whose table offers ``check_and_put`` (HBase's
+        own IDL); without one it is a `StoreError`, never an unguarded put."""
+        key = bytes(row)
+        if not key:
+            raise StoreError(f"{self._where}: HBase row keys cannot be empty")
+        data = {_COL + c.encode("utf-8"): bytes(v) for c, v in values.items()}
+
+        def cas(table) -> bool:
+            fn = getattr(table, "check_and_put", None)
+            if fn is None:
+                raise StoreError(f"{self._where}: this Thrift client has no checkAndPut "
+                                 f"(happybase's bundled IDL lacks it)")
+            return bool(fn(key, _COL + column.encode("utf-8"),
+                           None if expected is None else bytes(expected), data))
+        return self._call("check and put", cas)
+
     # -- reads -----------------------------------------------------------------
     def get(self, row: bytes) -> dict[str, bytes] | None:
         if not row:

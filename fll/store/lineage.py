@@ -18,15 +18,21 @@ from __future__ import annotations
 import struct
 import threading
 from collections import OrderedDict
-from typing import Iterable, Iterator, NamedTuple
+from typing import Iterable, Iterator, NamedTuple, Sequence
+
+import msgpack
 
 from .. import rowkeys as rk
 from ..codec import Summaries, canonical_bytes, decode_canonical, summaries_to_bytes
-from ..errors import InvalidLineageError, StoreError
+from ..errors import FllError, InvalidLineageError, StoreError
 from ..model import DROPPED, EndPoint, EndPointField, FieldLineageInfo, Operation
 from .base import Table
 
 _T = struct.Struct(">q")
+# the ``w`` column of a run row on backends without transactions: its index
+# rows are being written (pending) or are all written; absent means written
+_PENDING = b"0"
+_WRITTEN = b"1"
 
 
 class RunInfo(NamedTuple):
@@ -59,6 +65,36 @@ class _Cached:
         if self._info is None:
             self._info = decode_canonical(self.raw_ops)
         return self._info
+
+
+class _Pending(NamedTuple):
+    info: FieldLineageInfo
+    run_id: str
+    start: int
+    program: str | None
+
+
+def _conflict(run_id: str, prior: str, checksum: str) -> InvalidLineageError:
+    return InvalidLineageError(
+        f"run {run_id!r} is already recorded with operation set {prior}; "
+        f"refusing a different set ({checksum}) for the same run")
+
+
+def _corrupt(url: str, key: bytes) -> StoreError:
+    return StoreError(f"store {url}: row {key!r} is corrupt (run `fll admin fsck`)")
+
+
+def _target(url: str, key: bytes, raw: bytes) -> tuple[str, str]:
+    try:
+        ns, name = msgpack.unpackb(raw, raw=False)
+        return str(ns), str(name)
+    except Exception:
+        raise _corrupt(url, key) from None
+
+
+def _check_name(value: object, what: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise InvalidLineageError(f"{what} must be a non-empty string, got {value!r}")
 
 
 def _check_run(run_id: object, start_ms: object) -> None:
@@ -94,73 +130,290 @@ class LineageStore:
 
     # -- writing ---------------------------------------------------------------
     def record(self, info: FieldLineageInfo, run_id: str, start_time_ms: int,
-               program: str | None = None) -> bool:
+               program: str | None = None, *, supersede: bool = False) -> bool:
         """Store one run's lineage. Returns False if this run was already recorded
-        with the same operation set (idempotent); a different set for a known run
-        is an error."""
-        return self.record_many([(info, run_id, start_time_ms, program)]) == 1
+        with the same operation set (idempotent). A different set for a known run
+        is an error, unless ``supersede``: then the run's set is replaced (its old
+        index rows go, the stored start time stays), as OpenLineage's
+        accumulating run events need. Returns True when something changed."""
+        return self.record_many([(info, run_id, start_time_ms, program)],
+                                supersede=supersede) == 1
 
-    def record_many(self, runs: Iterable[tuple[FieldLineageInfo, str, int, str | None]]) -> int:
-        """Store many runs in as few batches as the backend allows; returns how many were new.
+    def record_many(self, runs: Iterable[tuple[FieldLineageInfo, str, int, str | None]], *,
+                    supersede: bool = False) -> int:
+        """Store many runs in as few batches as the backend allows; returns how many
+        were new (or, with ``supersede``, replaced).
 
         Everything is checked before anything is written: one bad run fails the
-        whole call with nothing stored.
+        whole call with nothing stored. The start time of a run is the one
+        stored first (by `claim_run_start` or an earlier record), whatever this
+        call says, so two servers given the same run store one run.
         """
-        items = list(runs)
-        for info, run_id, start, _program in items:
+        items: dict[str, _Pending] = {}
+        for info, run_id, start, program in runs:
             if not isinstance(info, FieldLineageInfo):
                 raise InvalidLineageError(f"run {run_id!r}: expected a FieldLineageInfo")
             _check_run(run_id, start)
-        # one round trip for the run rows (idempotence) and the data rows (dedup);
-        # the table is asked, never a memory of this process, because another
-        # process (purge, fsck --repair) may have removed a data row since
-        data_keys = {rk.data(info.checksum) for info, _, _, _ in items}
-        existing = self.table.get_many([rk.run(r) for _, r, _, _ in items] + sorted(data_keys))
-        data_rows: dict[bytes, dict[str, bytes]] = {}
-        index_rows: dict[bytes, dict[str, bytes]] = {}
-        run_rows: dict[bytes, dict[str, bytes]] = {}
-        seen_runs: dict[str, str] = {}
-        new = 0
-        for info, run_id, start, program in items:
-            checksum = info.checksum
-            old = existing.get(rk.run(run_id))
-            prior = old.get("c", b"").decode() if old else seen_runs.get(run_id)
-            if prior is not None:
-                if prior != checksum:
-                    raise InvalidLineageError(
-                        f"run {run_id!r} is already recorded with operation set {prior}; "
-                        f"refusing a different set ({checksum}) for the same run")
-                continue
-            seen_runs[run_id] = checksum
-            new += 1
-            dkey = rk.data(checksum)
-            if dkey not in data_rows and dkey not in existing:
-                data_rows[dkey] = {"o": canonical_bytes(info.operations),
-                                   "s": summaries_to_bytes(info)}
-            prog = (program or "").encode("utf-8")
-            for ep in info.destinations:
-                index_rows[rk.backward(ep.namespace, ep.name, start, run_id)] = {
-                    "c": checksum.encode(), "p": prog}
-                index_rows[rk.by_set(rk.BACKWARD_BY_SET, ep.namespace, ep.name, checksum,
-                                     start, run_id)] = {"p": prog}
-            for ep in info.sources:
-                index_rows[rk.forward(ep.namespace, ep.name, start, run_id)] = {
-                    "c": checksum.encode(), "p": prog}
-                index_rows[rk.by_set(rk.FORWARD_BY_SET, ep.namespace, ep.name, checksum,
-                                     start, run_id)] = {"p": prog}
-            run_rows[rk.run(run_id)] = {"c": checksum.encode(), "t": _T.pack(start), "p": prog}
-        if not new:
+            prior = items.get(run_id)
+            if prior is not None and prior.info.checksum != info.checksum and not supersede:
+                raise InvalidLineageError(
+                    f"run {run_id!r} is given twice with different operation sets "
+                    f"({prior.info.checksum}, {info.checksum})")
+            if prior is None or supersede:
+                items[run_id] = _Pending(info, run_id, start, program)
+        if not items:
             return 0
-        if self._atomic:
-            self.table.put({**data_rows, **index_rows, **run_rows})
-        else:
-            # data before index, run row last: a crash leaves at worst an
-            # unreferenced data row, which fsck removes
-            if data_rows:
-                self.table.put(data_rows)
-            self.table.put(index_rows)
-            self.table.put(run_rows)
+        atomic = getattr(self.table, "atomic", None)
+        if callable(atomic):
+            # self.table, not the argument: a wrapper (an instrumented table) sees the calls
+            return atomic(lambda _table: self._record_in_txn(self.table, items, supersede))
+        return self._record_guarded(items, supersede)
+
+    def _index_rows(self, info: FieldLineageInfo, run_id: str, start: int,
+                    program: bytes) -> dict[bytes, dict[str, bytes]]:
+        checksum = info.checksum.encode()
+        rows: dict[bytes, dict[str, bytes]] = {}
+        for ep in info.destinations:
+            rows[rk.backward(ep.namespace, ep.name, start, run_id)] = {"c": checksum,
+                                                                     "p": program}
+            rows[rk.by_set(rk.BACKWARD_BY_SET, ep.namespace, ep.name, info.checksum,
+                           start, run_id)] = {"p": program}
+        for ep in info.sources:
+            rows[rk.forward(ep.namespace, ep.name, start, run_id)] = {"c": checksum,
+                                                                    "p": program}
+            rows[rk.by_set(rk.FORWARD_BY_SET, ep.namespace, ep.name, info.checksum,
+                           start, run_id)] = {"p": program}
+        return rows
+
+    def _old_index_keys(self, table: Table, checksum: str, run_id: str,
+                        start: int) -> list[bytes]:
+        """The index keys a run recorded with ``checksum`` at ``start`` has."""
+        row = table.get(rk.data(checksum))
+        if row is None or "o" not in row:
+            return []  # its data row is gone: fsck removes what is left
+        try:
+            info = decode_canonical(row["o"])
+        except FllError:
+            return []
+        return list(self._index_rows(info, run_id, start, b""))
+
+    @staticmethod
+    def _data_row(info: FieldLineageInfo) -> dict[str, bytes]:
+        return {"o": canonical_bytes(info.operations), "s": summaries_to_bytes(info)}
+
+    def _record_in_txn(self, table: Table, items: dict[str, "_Pending"],
+                       supersede: bool) -> int:
+        """The write path on a backend with transactions: every check and every
+        write in one transaction, so nothing changes between them."""
+        data_keys = {rk.data(p.info.checksum) for p in items.values()}
+        existing = table.get_many([rk.run(r) for r in items] + sorted(data_keys))
+        puts: dict[bytes, dict[str, bytes]] = {}
+        gone: set[bytes] = set()
+        new = 0
+        for p in items.values():
+            old = existing.get(rk.run(p.run_id)) or {}
+            start = _T.unpack(old["t"])[0] if "t" in old else p.start
+            prior = old["c"].decode() if "c" in old else None
+            if prior == p.info.checksum:
+                continue
+            if prior is not None and not supersede:
+                raise _conflict(p.run_id, prior, p.info.checksum)
+            new += 1
+            dkey = rk.data(p.info.checksum)
+            if dkey not in existing:
+                puts[dkey] = self._data_row(p.info)
+            prog = (p.program or "").encode("utf-8")
+            index = self._index_rows(p.info, p.run_id, start, prog)
+            if prior is not None:
+                gone.update(k for k in self._old_index_keys(table, prior, p.run_id, start)
+                            if k not in index)
+            puts.update(index)
+            puts[rk.run(p.run_id)] = {"c": p.info.checksum.encode(), "t": _T.pack(start),
+                                      "p": prog}
+        if gone:
+            table.delete(sorted(gone))
+        if puts:
+            table.put(puts)
         return new
+
+    def _record_guarded(self, items: dict[str, "_Pending"], supersede: bool) -> int:
+        """The write path on a backend without transactions (HBase, Bigtable):
+        data rows first (content-addressed, so a blind put is always right),
+        then each run row claimed with check-and-put and marked pending
+        (``w=0``), then the index rows at the start time that won, then the run
+        rows marked written (``w=1``). A crash leaves at worst a data row
+        nothing uses or a pending run, which reads as not recorded; recording
+        it again finishes it, and fsck repairs both."""
+        table = self.table
+        existing = table.get_many([rk.run(r) for r in items])
+        for p in items.values():  # a conflict visible now fails before any write
+            old = existing.get(rk.run(p.run_id)) or {}
+            if "c" in old and old["c"].decode() != p.info.checksum and not supersede:
+                raise _conflict(p.run_id, old["c"].decode(), p.info.checksum)
+        data_rows: dict[bytes, dict[str, bytes]] = {}
+        for p in items.values():
+            old = existing.get(rk.run(p.run_id)) or {}
+            if old.get("c") == p.info.checksum.encode() and old.get("w") != _PENDING:
+                continue  # recorded and written before
+            data_rows.setdefault(rk.data(p.info.checksum), self._data_row(p.info))
+        if not data_rows:
+            return 0
+        table.put(data_rows)
+        index: dict[bytes, dict[str, bytes]] = {}
+        written: dict[bytes, dict[str, bytes]] = {}
+        gone: set[bytes] = set()
+        new = 0
+        try:
+            for p in items.values():
+                outcome, start, prior = self._claim_run(p, existing.get(rk.run(p.run_id)),
+                                                        supersede)
+                if outcome is None:
+                    continue  # recorded and written before: nothing to do
+                prog = (p.program or "").encode("utf-8")
+                rows = self._index_rows(p.info, p.run_id, start, prog)
+                index.update(rows)
+                written[rk.run(p.run_id)] = {"w": _WRITTEN}
+                new += 1
+                if prior is not None:
+                    gone.update(k for k in self._old_index_keys(table, prior, p.run_id, start)
+                                if k not in rows)
+        finally:
+            # runs claimed before a conflict found mid-batch still get their index rows
+            if index:
+                table.put(index)
+        if gone:
+            table.delete(sorted(gone - set(index)))
+        if written:
+            table.put(written)
+        return new
+
+    def _claim_run(self, p: "_Pending", old: dict[str, bytes] | None,
+                   supersede: bool) -> tuple[bool | None, int, str | None]:
+        """Make the ``r|`` row say this run has ``p``'s set, by check-and-put.
+
+        Returns (True when this call must write the run's index rows, None when
+        the run has this set and is fully written; the run's start time; the
+        set it replaced)."""
+        key = rk.run(p.run_id)
+        mine = p.info.checksum.encode()
+        prog = (p.program or "").encode("utf-8")
+        for _ in range(16):
+            if old is None:
+                if self.table.check_and_put(key, "t", None, {"t": _T.pack(p.start), "c": mine,
+                                                            "p": prog, "w": _PENDING}):
+                    return True, p.start, None
+            else:
+                start = _T.unpack(old["t"])[0] if "t" in old else p.start
+                prior = old.get("c")
+                if prior == mine:
+                    if old.get("w") == _PENDING:
+                        return True, start, None  # a crashed or concurrent write: finish it
+                    return None, start, None
+                if prior is not None and not supersede:
+                    raise _conflict(p.run_id, prior.decode(), p.info.checksum)
+                values = {"c": mine, "p": prog, "w": _PENDING}
+                if "t" not in old:
+                    values["t"] = _T.pack(start)
+                if self.table.check_and_put(key, "c", prior, values):
+                    return True, start, None if prior is None else prior.decode()
+            old = self.table.get(key)
+        raise StoreError(f"store {self.url}: run {p.run_id!r} kept changing under 16 "
+                         f"check-and-put attempts; retry")
+
+    def claim_run_start(self, run_id: str, start_ms: int) -> int:
+        """Record ``start_ms`` as the start of ``run_id`` unless a start is already
+        stored; returns the start that won. Atomic on every backend (one
+        check-and-put), persisted, so two servers given the same run agree."""
+        _check_run(run_id, start_ms)
+        key = rk.run(run_id)
+        for _ in range(16):
+            if self.table.check_and_put(key, "t", None, {"t": _T.pack(start_ms)}):
+                return start_ms
+            row = self.table.get(key)
+            if row is not None and "t" in row:
+                return int(_T.unpack(row["t"])[0])
+            # the row went away in between (a purge): claim again
+        raise StoreError(f"store {self.url}: could not claim the start of run {run_id!r}")
+
+    # -- schemas and aliases -----------------------------------------------------
+    def record_schema(self, namespace: str, name: str, run_id: str, start_ms: int,
+                      fields: Sequence[tuple[str, str | None]]) -> None:
+        """Store the schema (field name → type or None) a run reported for a dataset.
+        Idempotent; time-ranged like runs, so `schema` answers for any range."""
+        _check_name(namespace, "namespace")
+        _check_name(name, "dataset name")
+        _check_run(run_id, start_ms)
+        pairs: list[list[str | None]] = []
+        for i, f in enumerate(fields):
+            if not (isinstance(f, (tuple, list)) and len(f) == 2 and isinstance(f[0], str)
+                    and f[0] and (f[1] is None or isinstance(f[1], str))):
+                raise InvalidLineageError(f"schema of {namespace}:{name}, field {i + 1}: "
+                                          f"expected (name, type or None), got {f!r}")
+            pairs.append([f[0], f[1]])
+        self.table.put({rk.schema(namespace, name, start_ms, run_id): {
+            "f": msgpack.packb(pairs, use_bin_type=True)}})
+
+    def schema(self, namespace: str, name: str, start_ms: int,
+               end_ms: int) -> dict[str, str | None] | None:
+        """The schema the latest run in ``[start, end)`` reported for the dataset
+        (field name → type or None, in the reported order), or None."""
+        lo, hi = rk.time_range(rk.dataset_prefix(rk.SCHEMA, namespace, name), start_ms, end_ms)
+        for key, cols in self.table.scan(lo, hi, limit=1):
+            try:
+                pairs = msgpack.unpackb(cols["f"], raw=False)
+                return {str(n): (None if t is None else str(t)) for n, t in pairs}
+            except Exception:
+                raise _corrupt(self.url, key) from None
+        return None
+
+    def record_alias(self, alias_ns: str, alias_name: str, namespace: str, name: str) -> bool:
+        """Make ``alias_ns:alias_name`` (a logical name, e.g. a pipeline's
+        ``referenceName``) stand for the dataset ``namespace:name``. Idempotent;
+        the latest target wins. Returns True when something changed."""
+        for value, what in ((alias_ns, "alias namespace"), (alias_name, "alias name"),
+                            (namespace, "namespace"), (name, "dataset name")):
+            _check_name(value, what)
+        if (alias_ns, alias_name) == (namespace, name):
+            return False
+        key = rk.alias(alias_ns, alias_name)
+        target = msgpack.packb([namespace, name], use_bin_type=True)
+        for _ in range(16):
+            row = self.table.get(key)
+            current = row.get("t") if row else None
+            if current == target:
+                # the reverse row may be missing after a crash: putting it is idempotent
+                self.table.put({rk.aliased_by(namespace, name, alias_ns, alias_name): {"x": b""}})
+                return False
+            # the reverse row first: a crash leaves a reverse row the alias row
+            # does not confirm, which `aliases` ignores
+            self.table.put({rk.aliased_by(namespace, name, alias_ns, alias_name): {"x": b""}})
+            if self.table.check_and_put(key, "t", current, {"t": target}):
+                if current is not None:
+                    old_ns, old_name = _target(self.url, key, current)
+                    self.table.delete([rk.aliased_by(old_ns, old_name, alias_ns, alias_name)])
+                return True
+        raise StoreError(f"store {self.url}: alias {alias_ns}:{alias_name} kept changing; retry")
+
+    def resolve_dataset(self, namespace: str, name: str) -> tuple[str, str]:
+        """The dataset an alias stands for, else ``(namespace, name)`` itself."""
+        row = self.table.get(rk.alias(namespace, name))
+        if not row or "t" not in row:
+            return namespace, name
+        return _target(self.url, rk.alias(namespace, name), row["t"])
+
+    def aliases(self, namespace: str, name: str) -> list[tuple[str, str]]:
+        """Every alias that stands for ``namespace:name``, sorted."""
+        prefix = rk.dataset_prefix(rk.ALIASED_BY, namespace, name)
+        candidates = []
+        for key, _ in self.table.scan(prefix, rk.prefix_end(prefix)):
+            k = rk.decode(key)
+            if k.alias is not None:
+                candidates.append(k.alias)
+        if not candidates:
+            return []
+        rows = self.table.get_many([rk.alias(*a) for a in candidates])
+        want = msgpack.packb([namespace, name], use_bin_type=True)
+        return sorted(a for a in candidates if rows.get(rk.alias(*a), {}).get("t") == want)
 
     # -- operation sets --------------------------------------------------------
     def _load(self, checksum: str) -> _Cached:
@@ -312,8 +565,8 @@ class LineageStore:
     def run(self, run_id: str) -> RunInfo | None:
         """A recorded run by id, or None."""
         row = self.table.get(rk.run(run_id))
-        if row is None:
-            return None
+        if row is None or "c" not in row or row.get("w") == _PENDING:
+            return None  # unknown, only its start claimed, or its index not yet written
         return RunInfo(run_id, _T.unpack(row["t"])[0], row.get("p", b"").decode() or None,
                        row["c"].decode())
 

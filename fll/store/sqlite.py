@@ -19,7 +19,7 @@ import random
 import sqlite3
 import threading
 import time
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping, TypeVar
 from urllib.parse import parse_qs
 
 from ..errors import StoreError
@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS cells (
 """
 _PAGE = 2048
 _RETRIES = 8
+_R = TypeVar("_R")
 
 
 class SQLiteTable:
@@ -115,6 +116,10 @@ class SQLiteTable:
                 pass
 
     def _retry(self, fn, *, write: bool):
+        if getattr(self._local, "txn", False):
+            # inside `atomic`: the caller's transaction is open on this thread's
+            # connection; a failure unwinds to `atomic`, which retries it whole
+            return fn(self._local.conn)
         delay = 0.01
         for attempt in range(_RETRIES):
             conn = self._conn()
@@ -225,6 +230,39 @@ class SQLiteTable:
         sql = (f"SELECT row, col, val FROM cells WHERE {' AND '.join(where)} "
                f"ORDER BY {order} LIMIT {size}")
         return self._retry(lambda c: c.execute(sql, args).fetchall(), write=False)
+
+    def check_and_put(self, row: bytes, column: str, expected: bytes | None,
+                      values: Mapping[str, bytes]) -> bool:
+        key = bytes(row)
+        cells = [(key, c, bytes(v)) for c, v in values.items()]
+
+        def cas(conn: sqlite3.Connection) -> bool:
+            found = conn.execute("SELECT val FROM cells WHERE row = ? AND col = ?",
+                                 (key, column)).fetchone()
+            current = None if found is None else bytes(found[0])
+            if current != (None if expected is None else bytes(expected)):
+                return False
+            conn.executemany("INSERT OR REPLACE INTO cells (row, col, val) VALUES (?, ?, ?)",
+                             cells)
+            return True
+        return bool(self._retry(cas, write=True))
+
+    def atomic(self, fn: Callable[["SQLiteTable"], _R]) -> _R:
+        """Run ``fn(self)`` inside one ``BEGIN IMMEDIATE`` transaction: every read
+        and write it makes on this thread sees and commits one state, serialized
+        with every other writer of the file (other processes included). Retried
+        whole while the lock is busy, so ``fn`` must have no other side effects.
+        Nested calls join the open transaction."""
+        if getattr(self._local, "txn", False):
+            return fn(self)
+
+        def body(conn: sqlite3.Connection) -> _R:
+            self._local.txn = True
+            try:
+                return fn(self)
+            finally:
+                self._local.txn = False
+        return self._retry(body, write=True)
 
     def delete(self, rows: list[bytes]) -> None:
         keys = [(bytes(r),) for r in rows]

@@ -116,6 +116,18 @@ class FakeTable:
         for k in chosen:
             yield k, snapshot[k]
 
+    def check_and_put(self, row: bytes, column: bytes, value: bytes | None,
+                      data: dict[bytes, bytes]) -> bool:
+        """HBase's checkAndPut: ``data`` goes into ``row`` only if ``column``
+        holds ``value`` (None: the cell is absent), atomically."""
+        self.server.call()
+        with self.server.lock:
+            rows = self._rows()
+            if rows.get(row, {}).get(column) != value:
+                return False
+            rows.setdefault(row, {}).update(data)
+            return True
+
     def batch(self, batch_size=None, **kw) -> "FakeBatch":
         return FakeBatch(self)
 

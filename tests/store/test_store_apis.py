@@ -1,0 +1,232 @@
+"""Check-and-put, run-start claims, superseding sets, schemas and aliases, on every backend.
+
+The same sentences hold on SQLite, the Bigtable emulator and the HBase stand-in;
+the races run real threads against one table, repeated so that a check-then-act
+that is not atomic loses at least once.
+"""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from fll import EndPoint, EndPointField, InvalidLineageError
+from fll.store import LineageStore
+from tests.lineage_examples import chain
+
+from .conftest import BACKENDS
+
+pytestmark = pytest.mark.parametrize("table_url", BACKENDS, indirect=True)
+
+SRC, DST, OTHER = EndPoint("n", "src"), EndPoint("n", "dst"), EndPoint("n", "other")
+
+
+def _race(n: int, fn) -> list:
+    """Run ``fn(i)`` in ``n`` threads released at once; their results in order."""
+    barrier = threading.Barrier(n)
+    results: list = [None] * n
+
+    def body(i: int) -> None:
+        barrier.wait()
+        results[i] = fn(i)
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+# -- check_and_put ------------------------------------------------------------------
+
+CAS_CASES = [
+    # (stored value of column x or None, expected, applies)
+    (None, None, True),
+    (None, b"1", False),
+    (b"1", None, False),
+    (b"1", b"1", True),
+    (b"1", b"2", False),
+    (b"", b"", True),
+    (b"", None, False),
+    (b"\x00\xff|*.", b"\x00\xff|*.", True),
+    (b"\x00\xff|*.", b"\x00\xff|*", False),
+]
+
+
+def test_check_and_put_applies_exactly_when_the_cell_holds_the_expected_value(open_table_for):
+    t = open_table_for()
+    for i, (stored, expected, applies) in enumerate(CAS_CASES):
+        row = b"cas%d" % i
+        before = {"y": b"keep"} if stored is None else {"x": stored, "y": b"keep"}
+        t.put({row: before})
+        assert t.check_and_put(row, "x", expected, {"x": b"new", "z": b"z"}) is applies, i
+        after = {**before, "x": b"new", "z": b"z"} if applies else before
+        assert t.get(row) == after, i
+
+
+def test_check_and_put_on_a_missing_row_with_nothing_expected_creates_it(open_table_for):
+    t = open_table_for()
+    assert t.check_and_put(b"fresh", "x", None, {"x": b"1"}) is True
+    assert t.get(b"fresh") == {"x": b"1"}
+    assert t.check_and_put(b"fresh", "x", None, {"x": b"2"}) is False
+    assert t.get(b"fresh") == {"x": b"1"}
+
+
+def test_of_threads_racing_check_and_put_on_an_absent_cell_exactly_one_wins(open_table_for):
+    t = open_table_for()
+    for round_ in range(10):
+        row = b"race%d" % round_
+        won = _race(6, lambda i, row=row: t.check_and_put(row, "x", None, {"x": b"%d" % i}))
+        assert sum(won) == 1, (round_, won)
+        assert t.get(row) == {"x": b"%d" % won.index(True)}
+
+
+# -- claim_run_start ----------------------------------------------------------------
+
+def test_the_first_claimed_start_of_a_run_wins_and_is_persisted(open_table_for):
+    table = open_table_for()
+    store = LineageStore(table)
+    assert store.claim_run_start("r1", 5_000) == 5_000
+    assert store.claim_run_start("r1", 7_000) == 5_000
+    assert LineageStore(table).claim_run_start("r1", 1) == 5_000  # another "server"
+    assert store.run("r1") is None  # a claimed start is not a recorded run
+
+
+def test_servers_racing_to_claim_a_run_all_get_the_same_start(open_table_for):
+    table = open_table_for()
+    stores = [LineageStore(table) for _ in range(5)]
+    for round_ in range(8):
+        got = _race(5, lambda i, r=f"run{round_}": stores[i].claim_run_start(r, 1_000 * (i + 1)))
+        assert len(set(got)) == 1, got
+
+
+def test_a_run_recorded_after_its_claim_keeps_the_claimed_start(open_table_for):
+    store = LineageStore(open_table_for())
+    assert store.claim_run_start("r1", 5_000) == 5_000
+    assert store.record(chain(SRC, DST, ["a"]), "r1", 9_000, "p") is True
+    assert store.run("r1").start_ms == 5_000
+    assert [r.start_ms for r in store.runs(DST, 0, 10**6)] == [5_000]
+    assert store.runs(DST, 9_000, 9_001) == []
+
+
+def test_the_same_run_recorded_at_once_with_two_start_times_is_stored_once(open_table_for):
+    table = open_table_for()
+    stores = [LineageStore(table) for _ in range(4)]
+    info = chain(SRC, DST, ["a"])
+    for round_ in range(6):
+        run = f"twice{round_}"
+        _race(4, lambda i, run=run: stores[i].record(info, run, 1_000 + i, "p"))
+        runs = [r for r in stores[0].runs(DST, 0, 10**6) if r.run_id == run]
+        assert len(runs) == 1, runs
+        assert runs[0].start_ms == stores[0].run(run).start_ms
+
+
+def test_one_run_sent_at_once_with_two_sets_keeps_one_and_refuses_the_other(open_table_for):
+    table = open_table_for()
+    stores = [LineageStore(table) for _ in range(2)]
+    sets = [chain(SRC, DST, ["a"]), chain(SRC, DST, ["b"])]
+    for round_ in range(6):
+        run = f"clash{round_}"
+
+        def send(i: int, run: str = run):
+            try:
+                return stores[i].record(sets[i], run, 1_000, "p")
+            except InvalidLineageError:
+                return "refused"
+        got = _race(2, send)
+        assert sorted(map(str, got)) == ["True", "refused"], got
+        winner = sets[got.index(True)].checksum
+        assert stores[0].run(run).checksum == winner
+        assert {r.checksum for r in stores[0].runs(DST, 0, 10**6) if r.run_id == run} == \
+            {winner}
+        # the by-set index holds the run under the winning set only
+        for field in ("a", "b"):
+            for group in stores[0].operations(EndPointField(DST, field), 0, 10**6):
+                if run in [r.run_id for r in group.runs]:
+                    assert group.checksum == winner
+
+
+# -- supersede ----------------------------------------------------------------------
+
+def test_a_different_set_for_a_known_run_is_a_conflict_without_supersede(open_table_for):
+    store = LineageStore(open_table_for())
+    store.record(chain(SRC, DST, ["a"]), "r1", 1_000)
+    with pytest.raises(InvalidLineageError, match="already recorded"):
+        store.record(chain(SRC, OTHER, ["a"]), "r1", 2_000)
+    assert store.runs(OTHER, 0, 10**6) == []
+
+
+def test_supersede_replaces_a_runs_set_and_keeps_its_start(open_table_for):
+    store = LineageStore(open_table_for())
+    old, new = chain(SRC, DST, ["a"]), chain(SRC, OTHER, ["a", "b"])
+    store.record(old, "r1", 1_000, "p")
+    assert store.record(new, "r1", 3_000, "p", supersede=True) is True
+    assert store.run("r1") == (("r1", 1_000, "p", new.checksum))
+    assert store.runs(DST, 0, 10**6) == []  # the old destination lost the run
+    assert store.checksums(DST, 0, 10**6) == []
+    assert [(r.run_id, r.start_ms) for r in store.runs(OTHER, 0, 10**6)] == [("r1", 1_000)]
+    assert [r.checksum for r in store.runs(SRC, 0, 10**6)] == [new.checksum]
+    assert store.checksums(SRC, 0, 10**6, "outgoing") == [new.checksum]
+    assert store.incoming(EndPointField(OTHER, "b"), 0, 10**6) == {EndPointField(SRC, "b")}
+    # the same set again changes nothing
+    assert store.record(new, "r1", 3_000, "p", supersede=True) is False
+
+
+def test_supersede_of_an_unknown_run_records_it(open_table_for):
+    store = LineageStore(open_table_for())
+    assert store.record_many([(chain(SRC, DST, ["a"]), "r9", 4_000, None)],
+                             supersede=True) == 1
+    assert store.run("r9").start_ms == 4_000
+
+
+# -- schemas ------------------------------------------------------------------------
+
+def test_the_schema_of_a_dataset_is_the_latest_runs_in_the_range(open_table_for):
+    store = LineageStore(open_table_for())
+    store.record_schema("n", "t", "r1", 1_000, [("id", "long"), ("name", None)])
+    store.record_schema("n", "t", "r2", 2_000, [("id", "long"), ("email", "string")])
+    assert store.schema("n", "t", 0, 10**6) == {"id": "long", "email": "string"}
+    assert list(store.schema("n", "t", 0, 2_000) or {}) == ["id", "name"]
+    assert store.schema("n", "t", 1_001, 2_000) is None
+    assert store.schema("n", "t", 2_000, 2_001) == {"id": "long", "email": "string"}
+    assert store.schema("n", "other", 0, 10**6) is None
+    store.record_schema("n", "t", "r2", 2_000, [("id", "long"), ("email", "string")])
+    assert store.schema("n", "t", 0, 10**6) == {"id": "long", "email": "string"}
+
+
+@pytest.mark.parametrize("fields", [[("id",)], [("", "long")], [(1, "long")], [("id", 5)],
+                                    ["id"]])
+def test_a_malformed_schema_is_refused_naming_the_field(open_table_for, fields):
+    store = LineageStore(open_table_for())
+    with pytest.raises(InvalidLineageError, match="field 1"):
+        store.record_schema("n", "t", "r1", 1_000, fields)
+    assert store.schema("n", "t", 0, 10**6) is None
+
+
+# -- aliases ------------------------------------------------------------------------
+
+def test_an_alias_resolves_to_its_dataset_and_is_listed_under_it(open_table_for):
+    store = LineageStore(open_table_for())
+    assert store.resolve_dataset("ref", "raw") == ("ref", "raw")
+    assert store.record_alias("ref", "raw", "file", "/data/raw/day=1") is True
+    assert store.record_alias("ref", "raw", "file", "/data/raw/day=1") is False
+    assert store.resolve_dataset("ref", "raw") == ("file", "/data/raw/day=1")
+    assert store.resolve_dataset("file", "/data/raw/day=1") == ("file", "/data/raw/day=1")
+    store.record_alias("ref", "raw|copy", "file", "/data/raw/day=1")
+    assert store.aliases("file", "/data/raw/day=1") == [("ref", "raw"), ("ref", "raw|copy")]
+    assert store.aliases("file", "/elsewhere") == []
+
+
+def test_an_alias_pointed_elsewhere_moves_to_its_new_dataset(open_table_for):
+    store = LineageStore(open_table_for())
+    store.record_alias("ref", "raw", "file", "/a")
+    assert store.record_alias("ref", "raw", "file", "/b") is True
+    assert store.resolve_dataset("ref", "raw") == ("file", "/b")
+    assert store.aliases("file", "/a") == []
+    assert store.aliases("file", "/b") == [("ref", "raw")]
+
+
+def test_an_alias_with_an_empty_part_is_refused(open_table_for):
+    store = LineageStore(open_table_for())
+    with pytest.raises(InvalidLineageError, match="alias name"):
+        store.record_alias("ref", "", "file", "/a")
