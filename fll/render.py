@@ -49,13 +49,48 @@ def parse_indirect(value: str | None, parameter: str = "indirect") -> bool:
     return v == "show"
 
 
+class Names:
+    """One name per dataset across aliases (a pipeline's ``referenceName`` and the
+    file location it stands for): `canonical` is the dataset an alias stands
+    for, `equivalents` every name the store may hold its runs under. Memoised;
+    a store without aliases answers with the name itself."""
+
+    def __init__(self, store):
+        self.store = store
+        self._canon: dict[EndPoint, EndPoint] = {}
+        self._eq: dict[EndPoint, tuple[EndPoint, ...]] = {}
+
+    def canonical(self, ep: EndPoint) -> EndPoint:
+        plain = EndPoint(ep.namespace, ep.name)
+        hit = self._canon.get(plain)
+        if hit is None:
+            resolve = getattr(self.store, "resolve_dataset", None)
+            hit = EndPoint(*resolve(plain.namespace, plain.name)) if resolve else plain
+            self._canon[plain] = hit
+        return hit
+
+    def field(self, f: EndPointField) -> EndPointField:
+        return EndPointField(self.canonical(f.endpoint), f.field)
+
+    def equivalents(self, ep: EndPoint) -> tuple[EndPoint, ...]:
+        target = self.canonical(ep)
+        hit = self._eq.get(target)
+        if hit is None:
+            aliases = getattr(self.store, "aliases", None)
+            others = [EndPoint(ns, n) for ns, n in aliases(target.namespace, target.name)] \
+                if aliases else []
+            hit = self._eq[target] = (target, *others)
+        return hit
+
+
 class EdgeTags:
     """Transformation tags of field edges, composed along each run's operation
     paths; one pass per (operation set, destination field), memoised, so a walk
     asks each destination once."""
 
-    def __init__(self, store, start_ms: int, end_ms: int):
+    def __init__(self, store, start_ms: int, end_ms: int, names: Names | None = None):
         self.store, self.start_ms, self.end_ms = store, start_ms, end_ms
+        self.names = names or Names(store)
         self._sets: dict[str, FieldLineageInfo] = {}
         self._into: dict[EndPointField, dict[EndPointField, list[Transformation]]] = {}
 
@@ -67,21 +102,22 @@ class EdgeTags:
         from .openlineage import input_transformations
 
         merged: dict[EndPointField, list[Transformation]] = {}
-        for c in self.store.checksums(dest.endpoint, self.start_ms, self.end_ms, "incoming"):
-            info = self._sets.get(c)
-            if info is None:
-                info = self._sets[c] = self.store.operation_set(c)
-            for src, tags in input_transformations(info, dest).items():
-                # endpoints compare with their properties: key by name only
-                key = EndPointField(EndPoint(src.endpoint.namespace, src.endpoint.name),
-                                    src.field)
-                cur = merged.setdefault(key, [])
-                cur.extend(t for t in tags if t not in cur)
+        for ep in self.names.equivalents(dest.endpoint):
+            here = EndPointField(ep, dest.field)
+            for c in self.store.checksums(ep, self.start_ms, self.end_ms, "incoming"):
+                info = self._sets.get(c)
+                if info is None:
+                    info = self._sets[c] = self.store.operation_set(c)
+                for src, tags in input_transformations(info, here).items():
+                    # one name per dataset (endpoints also compare their properties)
+                    key = self.names.field(src)
+                    cur = merged.setdefault(key, [])
+                    cur.extend(t for t in tags if t not in cur)
         self._into[dest] = merged
         return merged
 
     def of(self, src: EndPointField, dest: EndPointField) -> list[Transformation]:
-        return self.into(dest).get(src, [])
+        return self.into(self.names.field(dest)).get(self.names.field(src), [])
 
 
 def parse_field_ref(text: str, parameter: str = "FIELD") -> EndPointField:
@@ -217,8 +253,22 @@ def walk_lineage(store, root: EndPointField, direction: str, depth: int, start_m
         raise BadRequest(f"depth must be at least 1, got {depth}", "depth")
     graph = LineageGraph(root, direction, depth, start_ms, end_ms,
                          show_indirect=show_indirect)
+    names = Names(store)
+    root = names.field(root)
+    graph.root = root
     graph.hops[root] = 0
-    tagger = EdgeTags(store, start_ms, end_ms)
+    tagger = EdgeTags(store, start_ms, end_ms, names)
+
+    def ask(f: EndPointField, d: str) -> set[EndPointField]:
+        # the field under every name of its dataset, answers under one name each
+        found: set[EndPointField] = set()
+        for ep in names.equivalents(f.endpoint):
+            here = EndPointField(ep, f.field)
+            got = store.incoming(here, start_ms, end_ms) if d == "incoming" else \
+                store.outgoing(here, start_ms, end_ms)
+            found.update(names.field(g) for g in got)
+        found.discard(f)
+        return found
     for d in ("incoming", "outgoing"):
         if direction not in (d, "both"):
             continue
@@ -227,10 +277,7 @@ def walk_lineage(store, root: EndPointField, direction: str, depth: int, start_m
         for hop in range(1, depth + 2):
             nxt: list[EndPointField] = []
             for f in frontier:
-                if d == "incoming":
-                    found = store.incoming(f, start_ms, end_ms)
-                else:
-                    found = store.outgoing(f, start_ms, end_ms)
+                found = ask(f, d)
                 if hop > depth:  # one look past the limit, only to mark the cut
                     if found:
                         graph.truncated.add(f)

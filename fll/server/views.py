@@ -35,6 +35,19 @@ def require_dataset(store: LineageStore, ep: EndPoint) -> None:
                        f"wrote it)")
 
 
+def resolve(store: LineageStore, ep: EndPoint) -> EndPoint:
+    """A dataset asked for by an alias (a pipeline's file location, or its
+    ``referenceName``) is answered as the dataset the alias stands for."""
+    if store.exists(ep):
+        return ep
+    resolve_dataset = getattr(store, "resolve_dataset", None)
+    return EndPoint(*resolve_dataset(ep.namespace, ep.name)) if resolve_dataset else ep
+
+
+def resolve_field(store: LineageStore, ef: EndPointField) -> EndPointField:
+    return EndPointField(resolve(store, ef.endpoint), ef.field)
+
+
 def require_field(store: LineageStore, ef: EndPointField) -> None:
     require_dataset(store, ef.endpoint)
     if ef.field not in store.fields(ef.endpoint, *ALL_TIME):
@@ -105,6 +118,7 @@ def _directions(direction: str, allowed: tuple[str, ...] = ("incoming", "outgoin
 
 def dataset_fields(store: LineageStore, ep: EndPoint, start: int, end: int,
                    prefix: str | None, include_current: bool) -> list:
+    ep = resolve(store, ep)
     require_dataset(store, ep)
     if not include_current:
         return store.fields(ep, start, end, prefix)
@@ -125,6 +139,7 @@ def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
     ``show_indirect`` False, fields reached only through INDIRECT edges are
     left out and not walked past.
     """
+    ef = resolve_field(store, ef)
     dirs = _directions(direction)
     require_field(store, ef)
     tagger = EdgeTags(store, start, end)
@@ -162,6 +177,7 @@ def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
 
 def field_operations(store: LineageStore, ef: EndPointField, start: int, end: int,
                      direction: str) -> dict:
+    ef = resolve_field(store, ef)
     dirs = _directions(direction)
     require_field(store, ef)
     answer: dict[str, Any] = {"incoming": None, "outgoing": None}
@@ -176,6 +192,7 @@ def field_operations(store: LineageStore, ef: EndPointField, start: int, end: in
 
 def all_field_lineage(store: LineageStore, ep: EndPoint, start: int, end: int,
                       direction: str) -> dict:
+    ep = resolve(store, ep)
     dirs = _directions(direction)
     require_dataset(store, ep)
     answer: dict[str, Any] = {
@@ -204,6 +221,7 @@ def dataset_field_mappings(store: LineageStore, ep: EndPoint, start: int, end: i
     A tagged ``{from, to}`` also carries ``kind`` (DIRECT or INDIRECT) and
     ``transformations``; with ``show_indirect`` False the
     INDIRECT ones are left out (and a dataset pair left with none)."""
+    ep = resolve(store, ep)
     require_dataset(store, ep)
     tagger = EdgeTags(store, start, end)
     maps: dict[tuple[EndPoint, EndPoint], set[tuple[str, str]]] = {}
@@ -253,6 +271,7 @@ def field_detail(store: LineageStore, ef: EndPointField, start: int, end: int,
                  direction: str) -> dict:
     """One level of a field's lineage with operations: one path per distinct
     operation set; nodes are ``<operation>.<field>``, connections the operations."""
+    ef = resolve_field(store, ef)
     d = (direction or "").lower()
     if d not in ("backward", "forward"):
         raise BadRequest(f"direction must be backward or forward, got {direction!r}",

@@ -224,3 +224,35 @@ def test_sql_and_wrangler_stages_share_one_indirect_policy(spark, tmp_path, run_
         assert kinds["status"] == "INDIRECT"  # the recipe's filter
     else:
         assert set(kinds) == {"amount"}
+
+
+@pytest.mark.slow
+def test_a_tracked_job_reading_a_pipelines_output_is_linked_to_it(spark, tmp_path, run_cli):
+    from fll.pipeline.runner import run_pipeline
+    from fll.spark import track
+
+    (tmp_path / "orders.csv").write_text("id,amount\n1,5\n2,7\n")
+    out = tmp_path / "lake" / "orders_clean"
+    spec = {"name": "clean", "namespace": "shop", "stages": [
+        {"name": "orders", "plugin": "csv-source",
+         "properties": {"path": str(tmp_path / "orders.csv")}},
+        {"name": "keep", "plugin": "projection", "properties": {"keep": ["id", "amount"]}},
+        {"name": "sink", "plugin": "csv-sink",
+         "properties": {"path": str(out), "referenceName": "orders_clean"}}],
+        "connections": [["orders", "keep"], ["keep", "sink"]]}
+    url = f"sqlite:///{tmp_path}/fll.db"
+    run_pipeline(spec, store_url=url, spark=spark, echo=lambda line: None)
+    df = spark.read.option("header", True).csv(str(out))
+    with track(spark, url, "report", strict=True):
+        df.selectExpr("id", "amount * 2 AS doubled").write.mode("overwrite").csv(
+            str(tmp_path / "report"))
+    doc = json.loads(run_cli("lineage", f"file:{tmp_path}/report:doubled", "--format", "json",
+                             store=url).output)
+    nodes = {n["id"] for n in doc["nodes"]}
+    # one name per dataset: the location the tracked job read is the pipeline's sink
+    assert "shop:orders_clean:amount" in nodes
+    assert "shop:orders:amount" in nodes  # and the walk goes on into the pipeline
+    assert not any(n.startswith(f"file:{out}") for n in nodes)
+    # either name finds the dataset
+    by_location = run_cli("fields", f"file:{out}", store=url)
+    assert by_location.exit_code == 0 and by_location.output.split() == ["amount", "id"]

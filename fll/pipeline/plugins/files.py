@@ -75,6 +75,40 @@ def check_local_path(config: Any, base_dir: str | None) -> None:
         raise PropertyError("path", f"{path} does not exist")
 
 
+def file_locations(info: Any, base_dir: str | None) -> list[tuple[tuple[str, str],
+                                                                   tuple[str, str]]]:
+    """``(("file", absolute path), (namespace, referenceName))`` for every local file
+    a run read or wrote: the location is recorded as an alias of the dataset, so a
+    `track()`-ed job that names the same files by location (as OpenLineage does)
+    links to the pipeline, and queries find the dataset under either name."""
+    import os
+
+    from ...model import ReadOperation, WriteOperation
+
+    found = []
+    for op in info.operations:
+        if isinstance(op, ReadOperation):
+            ep = op.source
+        elif isinstance(op, WriteOperation):
+            ep = op.destination
+        else:
+            continue
+        props = dict(ep.properties)
+        path = str(props.get("path") or "")
+        if not path or "format" not in props:
+            continue
+        if path.startswith("file:"):
+            path = path[5:].removeprefix("//")
+        elif "://" in path or _GLOB & set(path):
+            continue
+        if not os.path.isabs(path):
+            if not base_dir:
+                continue
+            path = os.path.join(base_dir, path)
+        found.append((("file", os.path.normpath(path)), (ep.namespace, ep.name)))
+    return found
+
+
 class FileSource(Source):
     """Reads files of ``format`` with Spark; records READ of every column."""
 
