@@ -3,9 +3,12 @@
 `walk_lineage` follows a field across datasets: the sources of a field come
 from the runs in ``[start, end)`` that wrote its dataset, their sources from
 the runs in the same range that wrote theirs, and so on for ``depth`` hops.
-Cycles across runs are cut (each field is expanded once per direction). The
-renderers are pure functions of the graph; they must never touch a store.
-Edges always point the way data flows: source field → destination field.
+Cycles across runs are cut (each field is expanded once per direction). Every
+edge carries the OpenLineage transformation tags composed along its paths
+(`EdgeTags`), and a dataset known under two names (an alias, e.g. a pipeline
+file's location) is walked as one (`Names`). The renderers are pure functions
+of the graph; they must never touch a store. Edges always point the way data
+flows: source field → destination field.
 """
 from __future__ import annotations
 

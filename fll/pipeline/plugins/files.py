@@ -3,7 +3,10 @@
 A source records one READ of every field it outputs from the dataset named
 by ``referenceName`` (default: the stage name); a sink records one WRITE of
 every field it receives. Endpoint properties keep the path as written in
-the spec, so the same pipeline gives the same checksum on every machine.
+the spec, so the same pipeline gives the same checksum on every machine; the
+runner records each local file's location (``file`` + absolute path, as
+OpenLineage names files) as an alias of the dataset (`file_locations`), and
+`check_local_path` refuses a missing local input while the spec is checked.
 This module must never write lineage itself: it only records operations.
 """
 from __future__ import annotations
