@@ -33,6 +33,9 @@ if TYPE_CHECKING:  # pragma: no cover - the store is imported on first use, for 
     from .store.lineage import LineageStore
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE, EXIT_STORE = 0, 1, 2, 3
+#: the one statement of how every command finds its store (see `configured_store_url`)
+STORE_HELP = ("Store URL (sqlite:///path.db, hbase://…, bigtable://…). Default: $FLL_STORE, "
+              "then 'store' in $FLL_CONFIG or ./conf/fll.yaml, then sqlite:///fll-data/fll.db.")
 CONFIG_ENV = "FLL_CONFIG"
 DEFAULT_CONFIG = Path("conf") / "fll.yaml"
 
@@ -329,10 +332,7 @@ def format_option(*choices: str, default: str | None = None) -> Callable:
 # -- the group ---------------------------------------------------------------------
 
 @click.group(cls=RootGroup, name="fll", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--store", "store_url", metavar="URL",
-              help="Store URL (sqlite:///path.db, hbase://…, bigtable://…). Default: FLL_STORE, "
-                   "then 'store' in $FLL_CONFIG or ./conf/fll.yaml, then "
-                   "sqlite:///fll-data/fll.db.")
+@click.option("--store", "store_url", metavar="URL", help=STORE_HELP)
 @click.option("--verbose", "-v", is_flag=True, help="Log progress and show tracebacks on errors.")
 @click.version_option(__version__, prog_name="fll")
 @click.pass_context
@@ -498,6 +498,24 @@ def name_options(field: bool = False) -> Callable:
 
 
 @main.command()
+@click.option("--namespace", "namespace", metavar="NS", help="Only datasets in this namespace.")
+@click.option("--prefix", metavar="P", help="Only dataset names starting with P "
+              "(case-insensitive).")
+@format_option("table", "json")
+@pass_state
+def datasets(state: State, namespace: str | None, prefix: str | None, fmt: str) -> None:
+    """Datasets some run read or wrote, as NS:NAME (what lineage, runs and fields take)."""
+    found = [d for d in state.store().datasets()
+             if (namespace is None or d.namespace == namespace)
+             and (prefix is None or d.name.lower().startswith(prefix.lower()))]
+    if fmt == "json":
+        _echo_json([{"namespace": d.namespace, "name": d.name} for d in found])
+        return
+    for d in found:
+        click.echo(f"{d.namespace}:{d.name}")
+
+
+@main.command()
 @click.argument("dataset", metavar="[NS:NAME]", required=False)
 @name_options()
 @start_option
@@ -590,15 +608,29 @@ def stats(state: State, fmt: str) -> None:
 @start_option
 @end_option
 @format_option("tree", "json", "dot", "mermaid")
+@click.option("--indirect", type=click.Choice(["show", "hide"]), default="show",
+              show_default=True, help="INDIRECT edges (filter, join, group-by, sort, window, "
+              "condition columns): shown tagged, or left out and not walked past.")
+@click.option("--direct-only", is_flag=True, help="Same as --indirect hide.")
+@click.option("--ops", "show_ops", is_flag=True, default=None,
+              help="Under each field, the operations of the hop into it.")
+@click.option("--runs", "show_runs", is_flag=True, default=None,
+              help="Under each field, the runs of the hop into it, newest first.")
 @pass_state
 def lineage(state: State, field_ref: str | None, namespace: str | None, ds_name: str | None,
             field_name: str | None, direction: str, depth: int, start: str | None,
-            end: str | None, fmt: str) -> None:
+            end: str | None, fmt: str, indirect: str, direct_only: bool,
+            show_ops: bool | None, show_runs: bool | None) -> None:
     """A field's lineage across datasets, through the runs in [start, end).
 
     NS:NAME:FIELD is split at the colons that name a known dataset and field
     (namespaces such as postgres://db:5432 hold colons); an ambiguous form is
-    refused. --namespace, --dataset and --field name it whole.
+    refused. --namespace, --dataset and --field name it whole. Every edge
+    carries its OpenLineage tags, e.g. [DIRECT/AGGREGATION] (the value is
+    built from it) or [INDIRECT/FILTER] (it only decides which rows); edges
+    without tags come from producers that record none. The tree lists each
+    hop's runs by default when the graph is small (up to 12 fields);
+    --ops/--runs ask for them always (json: an "operations" key).
     """
     from . import render
     from .names import resolve_field
@@ -606,9 +638,19 @@ def lineage(state: State, field_ref: str | None, namespace: str | None, ds_name:
     store = state.store()
     root = resolve_field(store, field_ref, namespace, ds_name, field_name)
     lo, hi = _range(start, end)
-    graph = render.walk_lineage(store, root, direction, depth, lo, hi)
+    show = not direct_only and render.parse_indirect(indirect, "--indirect")
+    asked = bool(show_ops or show_runs)
+    graph = render.walk_lineage(store, root, direction, depth, lo, hi, show_indirect=show,
+                                with_operations=asked or fmt == "tree")
     if fmt == "json":
+        if not asked:
+            graph.operations.clear()
         _echo_json(graph.to_dict())
+    elif fmt == "tree":
+        small = len(graph.nodes) <= 12
+        click.echo(render.render_tree(graph, ops=bool(show_ops),
+                                      runs=bool(show_runs) or (not asked and small)),
+                   nl=False)
     else:
         click.echo(render.RENDERERS[fmt](graph), nl=False)
 

@@ -212,13 +212,16 @@ def record_demo(store: LineageStore, now_ms: int | None = None, *,
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .cli import STORE_HELP
+
     parser = argparse.ArgumentParser(description="Record the explorer's demo lineage.")
     parser.add_argument("--store", default=None,
-                        help="lineage store URL (default: FLL_STORE or sqlite:///fll-data/fll.db)")
+                        help=STORE_HELP)
     args = parser.parse_args(argv)
-    from .store import default_url, open_store, redact
+    from .cli import configured_store_url
+    from .store import open_store, redact
 
-    url = args.store or default_url()
+    url = configured_store_url(args.store)
     if url.startswith("sqlite:///"):
         import os
         folder = os.path.dirname(url[len("sqlite:///"):])

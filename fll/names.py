@@ -34,6 +34,25 @@ def splits(text: str, parts: int) -> list[list[str]]:
             for a in colons for b in colons if 0 < a < b - 1 and b < len(text) - 1]
 
 
+def suggest(name: str, known: list[str], what: str = "known") -> str:
+    """`` (did you mean: a, b?)`` from the closest names, else a few known ones."""
+    import difflib
+
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    if not close:
+        lowered = name.lower()
+        close = [k for k in known if lowered in k.lower() or k.lower() in lowered][:3]
+    if close:
+        return f" (did you mean: {', '.join(close)}?)"
+    if not known:
+        return ""
+    return f" ({what}: {', '.join(known[:10])}{', …' if len(known) > 10 else ''})"
+
+
+def _dataset_names(store: Any) -> list[str]:
+    return [f"{d.namespace}:{d.name}" for d in store.datasets()]
+
+
 def _known(store: Any, ep: EndPoint) -> EndPoint | None:
     """``ep`` itself if the store knows it, the dataset it is an alias of, or None."""
     if store.exists(ep) or store.schema(ep.namespace, ep.name, 0, MAX_TIME) is not None:
@@ -71,7 +90,9 @@ def resolve_dataset(store: Any, text: str | None, namespace: str | None = None,
         found = _known(store, ep)
         if found is None:
             raise NotFound(f"dataset {ep.namespace}:{ep.name} not found (namespace "
-                           f"{ep.namespace!r}, dataset {ep.name!r})")
+                           f"{ep.namespace!r}, dataset {ep.name!r})"
+                           + suggest(f"{ep.namespace}:{ep.name}", _dataset_names(store),
+                                     "datasets"))
         return found
     if not text:
         raise BadRequest(f"name a dataset: {parameter}, or --namespace NS --dataset NAME",
@@ -94,7 +115,8 @@ def resolve_dataset(store: Any, text: str | None, namespace: str | None = None,
         first = candidates[0]
         raise NotFound(f"dataset {text} not found (no split at ':' names a known dataset; "
                        f"e.g. namespace {first.namespace!r}, dataset {first.name!r}; "
-                       f"--namespace/--dataset name one whole)")
+                       f"--namespace/--dataset name one whole)"
+                       + suggest(text, _dataset_names(store), "datasets"))
     return next(iter(known))
 
 
@@ -126,7 +148,8 @@ def resolve_field(store: Any, text: str | None, namespace: str | None = None,
         first = cuts[0]
         raise NotFound(f"dataset {first[0]}:{first[1]} not found (no split of {text!r} at "
                        f"':' names a known dataset; --namespace/--dataset/--field name "
-                       f"one whole)")
+                       f"one whole)"
+                       + suggest(f"{first[0]}:{first[1]}", _dataset_names(store), "datasets"))
     exact = list(dict.fromkeys(EndPointField(ep, f) for ep, f in with_dataset
                                if f in _fields(store, ep)))
     if len(exact) > 1:
@@ -144,6 +167,5 @@ def resolve_field(store: Any, text: str | None, namespace: str | None = None,
 def _require_field(store: Any, ep: EndPoint, field: str) -> EndPointField:
     known = sorted(_fields(store, ep))
     if field not in known:
-        hint = ", ".join(known[:10]) + (", …" if len(known) > 10 else "")
-        raise NotFound(f"field {field!r} not found in dataset {ep} (known: {hint})")
+        raise NotFound(f"field {field!r} not found in dataset {ep}" + suggest(field, known))
     return EndPointField(ep, field)

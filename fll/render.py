@@ -3,9 +3,12 @@
 `walk_lineage` follows a field across datasets: the sources of a field come
 from the runs in ``[start, end)`` that wrote its dataset, their sources from
 the runs in the same range that wrote theirs, and so on for ``depth`` hops.
-Cycles across runs are cut (each field is expanded once per direction). The
-renderers are pure functions of the graph; they must never touch a store.
-Edges always point the way data flows: source field → destination field.
+Cycles across runs are cut (each field is expanded once per direction). Every
+edge carries the OpenLineage transformation tags composed along its paths
+(`EdgeTags`), and a dataset known under two names (an alias, e.g. a pipeline
+file's location) is walked as one (`Names`). The renderers are pure functions
+of the graph; they must never touch a store. Edges always point the way data
+flows: source field → destination field.
 """
 from __future__ import annotations
 
@@ -13,9 +16,111 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from .errors import BadRequest
-from .model import EndPoint, EndPointField
+from .model import EndPoint, EndPointField, FieldLineageInfo, Transformation
 
 DIRECTIONS = ("incoming", "outgoing", "both")
+INDIRECT_CHOICES = ("show", "hide")
+
+
+def edge_kind(tags: Iterable[Transformation]) -> str:
+    """``DIRECT``, ``INDIRECT`` or ``""`` (untagged: a producer that does not say).
+
+    An edge is INDIRECT only when every path along it is: a field that both
+    feeds a value and filters rows is a DIRECT source first.
+    """
+    types = {t.type for t in tags}
+    if not types:
+        return ""
+    return "DIRECT" if "DIRECT" in types else "INDIRECT"
+
+
+def tag_labels(tags: Iterable[Transformation]) -> list[str]:
+    """``TYPE/SUBTYPE`` once each, with ``+masked`` when the value was masked."""
+    out: dict[str, None] = {}
+    for t in tags:
+        label = "/".join(filter(None, (t.type, t.subtype)))
+        out[label + ("+masked" if t.masking else "")] = None
+    return list(out)
+
+
+def parse_indirect(value: str | None, parameter: str = "indirect") -> bool:
+    """``show`` (default) or ``hide``, as the CLI and the REST API both take it;
+    True when INDIRECT edges are to be shown."""
+    v = (value or "show").lower()
+    if v not in INDIRECT_CHOICES:
+        raise BadRequest(f"{parameter} must be show or hide, got {value!r}", parameter)
+    return v == "show"
+
+
+class Names:
+    """One name per dataset across aliases (a pipeline's ``referenceName`` and the
+    file location it stands for): `canonical` is the dataset an alias stands
+    for, `equivalents` every name the store may hold its runs under. Memoised;
+    a store without aliases answers with the name itself."""
+
+    def __init__(self, store):
+        self.store = store
+        self._canon: dict[EndPoint, EndPoint] = {}
+        self._eq: dict[EndPoint, tuple[EndPoint, ...]] = {}
+
+    def canonical(self, ep: EndPoint) -> EndPoint:
+        plain = EndPoint(ep.namespace, ep.name)
+        hit = self._canon.get(plain)
+        if hit is None:
+            resolve = getattr(self.store, "resolve_dataset", None)
+            hit = EndPoint(*resolve(plain.namespace, plain.name)) if resolve else plain
+            self._canon[plain] = hit
+        return hit
+
+    def field(self, f: EndPointField) -> EndPointField:
+        return EndPointField(self.canonical(f.endpoint), f.field)
+
+    def equivalents(self, ep: EndPoint) -> tuple[EndPoint, ...]:
+        target = self.canonical(ep)
+        hit = self._eq.get(target)
+        if hit is None:
+            aliases = getattr(self.store, "aliases", None)
+            others = [EndPoint(ns, n) for ns, n in aliases(target.namespace, target.name)] \
+                if aliases else []
+            hit = self._eq[target] = (target, *others)
+        return hit
+
+
+class EdgeTags:
+    """Transformation tags of field edges, composed along each run's operation
+    paths; one pass per (operation set, destination field), memoised, so a walk
+    asks each destination once."""
+
+    def __init__(self, store, start_ms: int, end_ms: int, names: Names | None = None):
+        self.store, self.start_ms, self.end_ms = store, start_ms, end_ms
+        self.names = names or Names(store)
+        self._sets: dict[str, FieldLineageInfo] = {}
+        self._into: dict[EndPointField, dict[EndPointField, list[Transformation]]] = {}
+
+    def into(self, dest: EndPointField) -> dict[EndPointField, list[Transformation]]:
+        """Per source field of ``dest``, its distinct tags over every operation set."""
+        hit = self._into.get(dest)
+        if hit is not None:
+            return hit
+        from .openlineage import input_transformations
+
+        merged: dict[EndPointField, list[Transformation]] = {}
+        for ep in self.names.equivalents(dest.endpoint):
+            here = EndPointField(ep, dest.field)
+            for c in self.store.checksums(ep, self.start_ms, self.end_ms, "incoming"):
+                info = self._sets.get(c)
+                if info is None:
+                    info = self._sets[c] = self.store.operation_set(c)
+                for src, tags in input_transformations(info, here).items():
+                    # one name per dataset (endpoints also compare their properties)
+                    key = self.names.field(src)
+                    cur = merged.setdefault(key, [])
+                    cur.extend(t for t in tags if t not in cur)
+        self._into[dest] = merged
+        return merged
+
+    def of(self, src: EndPointField, dest: EndPointField) -> list[Transformation]:
+        return self.into(self.names.field(dest)).get(self.names.field(src), [])
 
 
 def parse_field_ref(text: str, parameter: str = "FIELD") -> EndPointField:
@@ -57,6 +162,15 @@ class LineageGraph:
     edges: set[tuple[EndPointField, EndPointField]] = field(default_factory=set)
     hops: dict[EndPointField, int] = field(default_factory=dict)
     truncated: set[EndPointField] = field(default_factory=set)  # more lineage past `depth`
+    # (source, destination) -> its transformation tags; absent or [] = untagged
+    tags: dict[tuple[EndPointField, EndPointField], list[Transformation]] = \
+        field(default_factory=dict)
+    show_indirect: bool = True
+    # destination field -> its operation groups (operations, runs newest first), when asked
+    operations: dict[EndPointField, list] = field(default_factory=dict)
+
+    def edge_tags(self, a: EndPointField, b: EndPointField) -> list[Transformation]:
+        return self.tags.get((a, b), [])
 
     @property
     def nodes(self) -> list[EndPointField]:
@@ -88,12 +202,36 @@ class LineageGraph:
             if f in self.truncated:
                 d["truncated"] = True
             return d
-        return {"field": node(self.root), "direction": self.direction, "depth": self.depth,
-                "start_ms": self.start_ms, "end_ms": self.end_ms,
-                "nodes": [node(f) for f in self.nodes],
-                "edges": [{"source": field_id(a), "destination": field_id(b)}
-                          for a, b in sorted(self.edges, key=lambda e: (field_id(e[0]),
-                                                                        field_id(e[1])))]}
+        def edge(a: EndPointField, b: EndPointField) -> dict:
+            tags = self.edge_tags(a, b)
+            return {"source": field_id(a), "destination": field_id(b),
+                    "kind": edge_kind(tags) or None,
+                    "transformations": [t.to_dict() for t in tags]}
+        out = {"field": node(self.root), "direction": self.direction, "depth": self.depth,
+               "start_ms": self.start_ms, "end_ms": self.end_ms,
+               "indirect": "show" if self.show_indirect else "hide",
+               "nodes": [node(f) for f in self.nodes],
+               "edges": [edge(a, b) for a, b in sorted(self.edges, key=lambda e: (
+                   field_id(e[0]), field_id(e[1])))]}
+        if self.operations:
+            out["operations"] = {field_id(f): [_group_json(g) for g in groups]
+                                 for f, groups in sorted(self.operations.items(),
+                                                         key=lambda kv: field_id(kv[0]))}
+        return out
+
+
+def _iso(ms: int) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _group_json(g) -> dict:
+    return {"checksum": g.checksum,
+            "operations": [{"name": op.name, "description": op.description}
+                           for op in g.operations],
+            "runs": [{"run_id": r.run_id, "start_ms": r.start_ms, "start": _iso(r.start_ms),
+                      "program": r.program} for r in g.runs]}
 
 
 def _sorted(items: Iterable[EndPointField]) -> list[EndPointField]:
@@ -101,15 +239,39 @@ def _sorted(items: Iterable[EndPointField]) -> list[EndPointField]:
 
 
 def walk_lineage(store, root: EndPointField, direction: str, depth: int, start_ms: int,
-                 end_ms: int) -> LineageGraph:
-    """Breadth-first walk of ``depth`` hops; one store question per field and direction."""
+                 end_ms: int, *, show_indirect: bool = True,
+                 with_operations: bool = False) -> LineageGraph:
+    """Breadth-first walk of ``depth`` hops; one store question per field and direction.
+
+    Every edge gets its transformation tags. With ``show_indirect`` False an
+    edge whose every path is INDIRECT (filter, join, group-by, sort…) is left
+    out and not walked past; untagged edges are kept, since their producer
+    did not say. ``with_operations`` also collects, per field reached by an
+    edge, the operations and runs (newest first) of the hop into it.
+    """
     if direction not in DIRECTIONS:
         raise BadRequest(f"direction must be incoming, outgoing or both, got {direction!r}",
                          "direction")
     if depth < 1:
         raise BadRequest(f"depth must be at least 1, got {depth}", "depth")
-    graph = LineageGraph(root, direction, depth, start_ms, end_ms)
+    graph = LineageGraph(root, direction, depth, start_ms, end_ms,
+                         show_indirect=show_indirect)
+    names = Names(store)
+    root = names.field(root)
+    graph.root = root
     graph.hops[root] = 0
+    tagger = EdgeTags(store, start_ms, end_ms, names)
+
+    def ask(f: EndPointField, d: str) -> set[EndPointField]:
+        # the field under every name of its dataset, answers under one name each
+        found: set[EndPointField] = set()
+        for ep in names.equivalents(f.endpoint):
+            here = EndPointField(ep, f.field)
+            got = store.incoming(here, start_ms, end_ms) if d == "incoming" else \
+                store.outgoing(here, start_ms, end_ms)
+            found.update(names.field(g) for g in got)
+        found.discard(f)
+        return found
     for d in ("incoming", "outgoing"):
         if direction not in (d, "both"):
             continue
@@ -118,16 +280,22 @@ def walk_lineage(store, root: EndPointField, direction: str, depth: int, start_m
         for hop in range(1, depth + 2):
             nxt: list[EndPointField] = []
             for f in frontier:
-                if d == "incoming":
-                    found = store.incoming(f, start_ms, end_ms)
-                else:
-                    found = store.outgoing(f, start_ms, end_ms)
+                found = ask(f, d)
                 if hop > depth:  # one look past the limit, only to mark the cut
                     if found:
                         graph.truncated.add(f)
                     continue
                 for other in _sorted(found):
-                    graph.edges.add((other, f) if d == "incoming" else (f, other))
+                    edge = (other, f) if d == "incoming" else (f, other)
+                    tags = tagger.of(*edge)
+                    if not show_indirect and edge_kind(tags) == "INDIRECT":
+                        continue
+                    graph.edges.add(edge)
+                    if tags:
+                        graph.tags[edge] = tags
+                    if with_operations and edge[1] not in graph.operations:
+                        graph.operations[edge[1]] = store.operations(
+                            edge[1], start_ms, end_ms, "incoming")
                     graph.hops.setdefault(other, hop)
                     if other not in seen:  # a cycle or a shared ancestor: expand once
                         seen.add(other)
@@ -140,35 +308,70 @@ def walk_lineage(store, root: EndPointField, direction: str, depth: int, start_m
 
 # -- renderings ------------------------------------------------------------------
 
-def render_tree(graph: LineageGraph) -> str:
+def render_tree(graph: LineageGraph, *, ops: bool = False, runs: bool = False,
+                max_runs: int = 5) -> str:
     """Box-drawing trees: sources (``←``) and/or destinations (``→``) of the root.
 
-    A field already shown is printed again with ``(see above)`` and not
-    expanded; one on the current path with ``(cycle)``.
+    Each edge carries its tags (``[DIRECT/AGGREGATION]``, ``[INDIRECT/FILTER]``;
+    none when the producer gave none). With ``ops``/``runs`` (and the graph's
+    operations collected), the hop into a field lists its operations and its
+    runs, newest first, under that field. A field already shown is printed
+    again with ``(see above)`` and not expanded; one on the current path with
+    ``(cycle)``.
     """
     lines: list[str] = []
     for d, arrow in (("incoming", "←"), ("outgoing", "→")):
         if graph.direction not in (d, "both"):
             continue
         children = graph.sources_of if d == "incoming" else graph.destinations_of
+
+        def tags_of(parent: EndPointField, kid: EndPointField, d: str = d) -> str:
+            tags = graph.edge_tags(kid, parent) if d == "incoming" else \
+                graph.edge_tags(parent, kid)
+            labels = tag_labels(tags)
+            return f" [{', '.join(labels)}]" if labels else ""
+
+        def details(f: EndPointField, prefix: str) -> list[str]:
+            return _hop_lines(graph.operations.get(f, []), prefix, ops, runs, max_runs)
+
         title = "built from" if d == "incoming" else "used by"
         lines.append(f"{field_id(graph.root)}  ({d}: {title}, up to {graph.depth} hop"
-                     f"{'s' if graph.depth != 1 else ''})")
-        lines.extend(_tree_lines(graph.root, children, arrow, graph.truncated))
+                     f"{'s' if graph.depth != 1 else ''}"
+                     f"{', INDIRECT hidden' if not graph.show_indirect else ''})")
+        if d == "incoming":
+            lines.extend(details(graph.root, "│   " if children(graph.root) else "    "))
+        lines.extend(_tree_lines(graph.root, children, arrow, graph.truncated, tags_of,
+                                 details))
         if not children(graph.root):
             lines.append(f"└── (no {d} lineage in the time range)")
     return "\n".join(lines) + "\n"
 
 
+def _hop_lines(groups: list, prefix: str, ops: bool, runs: bool, max_runs: int) -> list[str]:
+    """One ``ops:`` and one ``runs:`` line per operation set of a hop."""
+    out: list[str] = []
+    for g in groups:
+        if ops:
+            out.append(f"{prefix}ops:  {' → '.join(op.name for op in g.operations)}")
+        if runs:
+            shown = [f"{r.run_id} ({_iso(r.start_ms)}"
+                     f"{', ' + r.program if r.program else ''})" for r in g.runs[:max_runs]]
+            more = len(g.runs) - max_runs
+            out.append(f"{prefix}runs: {', '.join(shown)}"
+                       + (f", +{more} older" if more > 0 else ""))
+    return out
+
+
 def _tree_lines(root: EndPointField, children, arrow: str,
-                truncated: set[EndPointField]) -> list[str]:
+                truncated: set[EndPointField], tags_of, details) -> list[str]:
     # an explicit stack, not recursion: a long chain must not hit Python's limit
     out: list[str] = []
     shown = {root}
-    stack: list[tuple[EndPointField, str, bool, frozenset]] = [
-        (kid, "", i == 0, frozenset({root})) for i, kid in enumerate(reversed(children(root)))]
+    stack: list[tuple[EndPointField, EndPointField, str, bool, frozenset]] = [
+        (kid, root, "", i == 0, frozenset({root}))
+        for i, kid in enumerate(reversed(children(root)))]
     while stack:
-        node, prefix, last, path = stack.pop()
+        node, parent, prefix, last, path = stack.pop()
         mark, expand = "", False
         if node in path:
             mark = "  (cycle)"
@@ -178,12 +381,14 @@ def _tree_lines(root: EndPointField, children, arrow: str,
             expand = True
             if node in truncated:
                 mark = "  …"
-        out.append(f"{prefix}{'└── ' if last else '├── '}{arrow} {field_id(node)}{mark}")
+        out.append(f"{prefix}{'└── ' if last else '├── '}{arrow} {field_id(node)}"
+                   f"{tags_of(parent, node)}{mark}")
         if expand:
             shown.add(node)
             kids = children(node)
             inner = prefix + ("    " if last else "│   ")
-            stack.extend((kid, inner, i == 0, path | {node})
+            out.extend(details(node, inner + ("│   " if kids else "    ")))
+            stack.extend((kid, node, inner, i == 0, path | {node})
                          for i, kid in enumerate(reversed(kids)))
     return out
 
@@ -210,7 +415,17 @@ def render_dot(graph: LineageGraph) -> str:
             out.append(f"    {_dot_quote(field_id(f))} [label={_dot_quote(f.field)}{style}];")
         out.append("  }")
     for a, b in sorted(graph.edges, key=lambda e: (field_id(e[0]), field_id(e[1]))):
-        out.append(f"  {_dot_quote(field_id(a))} -> {_dot_quote(field_id(b))};")
+        tags = graph.edge_tags(a, b)
+        attrs = []
+        if tags:
+            attrs.append(f"label={_dot_quote(chr(10).join(tag_labels(tags)))}")
+            attrs.append('fontsize=9')
+        if edge_kind(tags) == "INDIRECT":
+            attrs.append('style=dashed, color="#888888"')
+        elif any(t.masking for t in tags):
+            attrs.append('color="#b03060"')
+        extra = f" [{', '.join(attrs)}]" if attrs else ""
+        out.append(f"  {_dot_quote(field_id(a))} -> {_dot_quote(field_id(b))}{extra};")
     out.append("}")
     return "\n".join(out) + "\n"
 
@@ -231,7 +446,12 @@ def render_mermaid(graph: LineageGraph) -> str:
             out.append(f"    {ids[f]}[{_mermaid_label(f.field)}]")
         out.append("  end")
     for a, b in sorted(graph.edges, key=lambda e: (field_id(e[0]), field_id(e[1]))):
-        out.append(f"  {ids[a]} --> {ids[b]}")
+        tags = graph.edge_tags(a, b)
+        # dotted arrows for INDIRECT edges, solid for DIRECT or untagged
+        arrow = "-.->" if edge_kind(tags) == "INDIRECT" else "-->"
+        labels = tag_labels(tags)
+        label = f"|{_mermaid_label(', '.join(labels))}|" if labels else ""
+        out.append(f"  {ids[a]} {arrow}{label} {ids[b]}")
     out.append("  classDef root stroke-width:3px,fill:#ffe9a8")
     out.append(f"  class {ids[graph.root]} root")
     return "\n".join(out) + "\n"

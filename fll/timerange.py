@@ -16,6 +16,7 @@ from .errors import BadRequest
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _REL = re.compile(r"^now((?:\s*[+-]\s*\d+\s*[smhdw])*)$")
 _TERM = re.compile(r"([+-])\s*(\d+)\s*([smhdw])")
+UNITS_TEXT = "s (seconds), m (minutes), h (hours), d (days), w (weeks)"
 MAX_SECONDS = 2**63 // 1000 - 1
 
 
@@ -56,19 +57,24 @@ def parse_time(value: str | int | None, parameter: str = "time", *, now: int | N
             except ValueError:
                 raise BadRequest(
                     f"{parameter}={value!r} is not a time: use epoch seconds, now, now-7d, "
-                    f"now-1d+4h or ISO 8601", parameter) from None
+                    f"now-1d+4h or ISO 8601{_units_hint(text)}", parameter) from None
             if dt.tzinfo is None:
                 dt = dt.replace(tzinfo=timezone.utc)
             return int(dt.timestamp() * 1000)
         else:
             raise BadRequest(
                 f"{parameter}={value!r} is not a time: use epoch seconds, now, now-7d or "
-                f"now-1d+4h", parameter)
+                f"now-1d+4h{_units_hint(text)}", parameter)
     if seconds < 0:
         raise BadRequest(f"{parameter} must not be negative, got {seconds}", parameter)
     if seconds > MAX_SECONDS:
         raise BadRequest(f"{parameter}={seconds} is too large", parameter)
     return seconds * 1000
+
+
+def _units_hint(text: str) -> str:
+    # a relative time with a unit fll does not know (now-3mo, now-1y): list the units
+    return f" (units: {UNITS_TEXT})" if text.lower().startswith("now") else ""
 
 
 def parse_range(start: str | int | None, end: str | int | None, *, default_start: int = 0,

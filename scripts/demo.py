@@ -24,7 +24,8 @@ from fll.errors import FllError  # noqa: E402
 from fll.model import EndPoint, EndPointField  # noqa: E402
 from fll.pipeline.runner import describe_operation, run_pipeline, start_spark  # noqa: E402
 from fll.render import render_dot, walk_lineage  # noqa: E402
-from fll.store import default_url, open_store  # noqa: E402
+from fll.cli import STORE_HELP, configured_store_url  # noqa: E402
+from fll.store import open_store  # noqa: E402
 
 
 def show_employee_lineage(url: str, result) -> None:
@@ -71,6 +72,8 @@ def show_sql_tags(url: str, result) -> None:
                     if not op.name.startswith("Count per Country."):
                         continue  # the recipe's steps are tagged too; show the SQL stage
                     for inp, tags in getattr(op, "transformations", {}).items():
+                        if inp.origin.startswith("Count per Country."):
+                            continue  # the stage's own earlier step, not one of its inputs
                         kinds = ", ".join(f"{t.type}/{t.subtype}" + (" masked" if t.masking
                                                                       else "") for t in tags)
                         print(f"  {name:<13} <- {inp.name:<12} {kinds}")
@@ -78,12 +81,12 @@ def show_sql_tags(url: str, result) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", default=None, help="lineage store URL")
+    parser.add_argument("--store", default=None, help=STORE_HELP)
     parser.add_argument("--master", default=None, help="Spark master (default local[*])")
     parser.add_argument("--spec", default=os.path.join(ROOT, "conf", "pipelines",
                                                        "employee.json"))
     args = parser.parse_args(argv)
-    url = args.store or default_url()
+    url = configured_store_url(args.store)
     # one Spark session for both pipelines: Spark takes seconds to start
     spark, _ = start_spark("demo", args.master)
     try:

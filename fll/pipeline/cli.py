@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import click
 
+from ..cli import STORE_HELP, configured_store_url
 from ..errors import FllError
 
 
 @click.command("run")
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--store", "store_url", metavar="URL", default=None,
-              help="lineage store URL (default: $FLL_STORE or sqlite:///fll-data/fll.db)")
+              help=STORE_HELP)
 @click.option("--run-id", default=None, help="run id to record (default: a new UUIDv7)")
 @click.option("--master", default=None, help="Spark master (default: local[*])")
 def run(spec: str, store_url: str | None, run_id: str | None, master: str | None) -> None:
@@ -21,6 +22,6 @@ def run(spec: str, store_url: str | None, run_id: str | None, master: str | None
     from .runner import run_pipeline
 
     try:
-        run_pipeline(spec, store_url=store_url, run_id=run_id, master=master, echo=click.echo)
+        run_pipeline(spec, store_url=configured_store_url(store_url), run_id=run_id, master=master, echo=click.echo)
     except FllError as e:
         raise click.ClickException(str(e)) from e

@@ -184,6 +184,11 @@ def run_pipeline(spec_or_path: PipelineSpec | Mapping[str, Any] | str | os.PathL
         url = store_url or default_url()
         with open_store(url) as store:
             recorded = store.record(info, run_id, start_ms, program=spec.name)
+            if hasattr(store, "record_alias"):
+                from .plugins.files import file_locations
+
+                for (loc_ns, loc), (ns, name) in file_locations(info, spec.base_dir):
+                    store.record_alias(loc_ns, loc, ns, name)
     result = RunResult(spec.name, run_id, start_ms, info, rows, url, recorded,
                        time.monotonic() - t0, endpoints)
     say(summary(result))

@@ -219,6 +219,13 @@ def parse_spec(data: Any, base_dir: str | None = None, path: str | None = None) 
         stages.append(StageSpec(sname, plugin, cls, config, tuple(inputs[sname]),
                                 tuple(outputs[sname])))
     _check_reaches_sink(stages)
+    for st in stages:  # inputs that can be checked without Spark (local files) are
+        check = getattr(st.plugin_class, "check_local_input", None)
+        if check is not None:
+            try:
+                check(st.properties, base_dir)
+            except PropertyError as e:
+                raise SpecError(e.reason, stage=st.name, property=e.property) from None
     return PipelineSpec(name, namespace, description, tuple(stages), base_dir, path, dict(data))
 
 

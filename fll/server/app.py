@@ -29,6 +29,7 @@ from ..errors import BadRequest, InvalidLineageError
 from ..model import EndPoint, EndPointField
 from .. import openlineage as ol
 from ..openlineage import check_shape, event_run_id, event_time_ms, run_event_to_lineage
+from ..render import parse_indirect
 from ..store.lineage import LineageStore
 from ..timerange import now_ms, parse_time
 from . import spark_ingest, views
@@ -46,6 +47,7 @@ DEFAULT_DATASET_LEVEL = 10
 DEFAULT_DEPTH = 20
 
 _V3 = "/v3/namespaces/{ns}/datasets/{ds}"
+_INDIRECT_HELP = "show|hide: INDIRECT (filter, join, group-by, sort…) edges"
 _TIME_HELP = "epoch seconds, or now / now-7d / now-1d+4h (units s m h d w); start inclusive"
 _END_HELP = "epoch seconds, or now / now-7d / now-1d+4h; end exclusive"
 
@@ -184,12 +186,14 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                       direction: str | None = Query(None, description="incoming|outgoing|both"),
                       start: str | None = Query(None, description=_TIME_HELP),
                       end: str | None = Query(None, description=_END_HELP),
-                      level: int = Query(DEFAULT_FIELD_LEVEL, description="hops")) -> JSONResponse:
+                      level: int = Query(DEFAULT_FIELD_LEVEL, description="hops"),
+                      indirect: str = Query("show", description=_INDIRECT_HELP)
+                      ) -> JSONResponse:
         if direction is None:
             raise BadRequest("direction is required: incoming, outgoing or both", "direction")
         s, e = time_range(start, end)
         return JSONResponse(views.field_summary(lineage, _field(ns, ds, field), s, e, direction,
-                                                lvl(level, "level")))
+                                                lvl(level, "level"), parse_indirect(indirect)))
 
     @app.get(_V3 + "/lineage/fields/{field}/operations", tags=["cdap"])
     def lineage_field_operations(ns: str, ds: str, field: str,
@@ -216,11 +220,13 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                               start: str | None = Query(None, description=_TIME_HELP),
                               end: str | None = Query(None, description=_END_HELP),
                               level: int = Query(DEFAULT_DATASET_LEVEL,
-                                                 description="dataset hops each way")
+                                                 description="dataset hops each way"),
+                              indirect: str = Query("show", description=_INDIRECT_HELP)
                               ) -> JSONResponse:
         s, e = time_range(start, end)
         return JSONResponse(views.dataset_field_mappings(lineage, _endpoint(ns, ds), s, e,
-                                                         lvl(level, "level")))
+                                                         lvl(level, "level"),
+                                                         parse_indirect(indirect)))
 
     @app.get(_V3 + "/fields/{field}/lineage", tags=["design"])
     def field_lineage_detail(ns: str, ds: str, field: str,

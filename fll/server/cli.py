@@ -13,6 +13,7 @@ waits for a slot before 503) is read only from there.
 """
 from __future__ import annotations
 
+import errno
 import ipaddress
 import socket
 
@@ -20,6 +21,7 @@ from typing import Any
 
 import click
 
+from ..cli import STORE_HELP
 from ..errors import BadRequest
 from . import guard
 
@@ -91,10 +93,10 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
 
 @click.command("serve")
 @click.option("--store", "store_url", metavar="URL", default=None,
-              help="Lineage store URL (default: FLL_STORE or sqlite:///fll-data/fll.db).")
+              help=STORE_HELP + " A missing SQLite file is created, with a warning.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535),
-              help="Port to bind.")
+              help="Port to bind (0: one the OS picks, printed at start).")
 @click.option("--token", envvar="FLL_TOKEN", default=None,
               help="Bearer token every data route needs, reads and writes (env FLL_TOKEN).")
 @click.option("--public-reads", is_flag=True, default=None,
@@ -122,22 +124,35 @@ def serve(store_url: str | None, host: str, port: int, token: str | None, insecu
     settings = serve_settings(limits)
     import uvicorn
 
-    from ..store import default_url, open_store, redact
+    from ..cli import EXIT_STORE, CliError, configured_store_url
+    from ..store import open_store, redact
     from .app import create_app
 
-    url = store_url or default_url()
+    url = configured_store_url(store_url)
+    # A missing SQLite file is created (a first `fll serve` takes ingests), but
+    # never silently: a typo in --store would otherwise serve an empty store.
+    if _missing_sqlite(url):
+        click.echo(f"fll serve: store {redact(url)} does not exist: serving a NEW, EMPTY store "
+                   f"(check --store for a typo)", err=True)
+    # bind before anything is printed: a busy port is one line and exit 3, and
+    # --port 0 can report the port the OS picked
+    sock = _listen(host, port, CliError, EXIT_STORE)
+    real_port = sock.getsockname()[1]
     store = open_store(url)
     try:
-        click.echo(f"fll: serving {redact(url)} on http://{host}:{port} "
+        click.echo(f"fll: serving {redact(url)} on http://{_url_host(host)}:{real_port} "
                    f"({_access(token, settings['public_reads'])})", err=True)
         app = create_app(store, token=token, public_reads=settings["public_reads"],
                          max_ingests=settings["max_ingests"], ingest_wait=settings["ingest_wait"],
                          max_fields=settings["max_fields"],
                          body_timeout=settings["body_timeout"])
         guard.raise_open_file_limit()
-        uvicorn.run(app, host=host, port=port, log_level=log_level,
-                    http=guard.timed_h11(settings["header_timeout"], settings["body_timeout"]))
+        config = uvicorn.Config(app, log_level=log_level,
+                                http=guard.timed_h11(settings["header_timeout"],
+                                                     settings["body_timeout"]))
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
+        sock.close()
         store.close()
 
 
@@ -145,3 +160,29 @@ def _access(token: str | None, public_reads: bool) -> str:
     if not token:
         return "reads and writes are open"
     return "writes need the token, reads are open" if public_reads else "every data route needs the token"
+
+
+def _missing_sqlite(url: str) -> bool:
+    if not url.lower().startswith("sqlite://"):
+        return False
+    from pathlib import Path
+
+    path = url.split("://", 1)[1][1:].partition("?")[0]
+    return bool(path) and path != ":memory:" and not Path(path).exists()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _listen(host: str, port: int, error: type, exit_code: int) -> socket.socket:
+    """A listening socket on (host, port), or ``error`` (one line, ``exit_code``)."""
+    try:
+        family = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM,
+                                    flags=socket.AI_PASSIVE)[0][0]
+        return socket.create_server((host.strip("[]"), port), family=family, backlog=2048)
+    except OSError as e:
+        why = "the port is already in use" if e.errno == errno.EADDRINUSE \
+            else (e.strerror or str(e))
+        raise error(f"fll serve: error: cannot listen on {host}:{port}: {why}",
+                    exit_code) from None

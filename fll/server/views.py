@@ -20,6 +20,7 @@ from ..errors import BadRequest, NotFound
 from ..model import (EndPoint, EndPointField, Operation, ReadOperation, Transformation,
                      TransformOperation)
 from ..openlineage import dataset_input_transformations
+from ..render import EdgeTags, edge_kind
 from ..rowkeys import MAX_TIME
 from ..store.lineage import LineageStore
 
@@ -49,6 +50,19 @@ def require_dataset(store: LineageStore, ep: EndPoint) -> None:
     if not dataset_known(store, ep):
         raise NotFound(f"dataset {ep.namespace}:{ep.name} is unknown (no run ever read or "
                        f"wrote it)")
+
+
+def resolve(store: LineageStore, ep: EndPoint) -> EndPoint:
+    """A dataset asked for by an alias (a pipeline's file location, or its
+    ``referenceName``) is answered as the dataset the alias stands for."""
+    if store.exists(ep):
+        return ep
+    resolve_dataset = getattr(store, "resolve_dataset", None)
+    return EndPoint(*resolve_dataset(ep.namespace, ep.name)) if resolve_dataset else ep
+
+
+def resolve_field(store: LineageStore, ef: EndPointField) -> EndPointField:
+    return EndPointField(resolve(store, ef.endpoint), ef.field)
 
 
 def require_field(store: LineageStore, ef: EndPointField) -> None:
@@ -121,6 +135,7 @@ def _directions(direction: str, allowed: tuple[str, ...] = ("incoming", "outgoin
 
 def dataset_fields(store: LineageStore, ep: EndPoint, start: int, end: int,
                    prefix: str | None, include_current: bool) -> list:
+    ep = resolve(store, ep)
     require_dataset(store, ep)
     if not include_current:
         return store.fields(ep, start, end, prefix)
@@ -132,33 +147,54 @@ def dataset_fields(store: LineageStore, ep: EndPoint, start: int, end: int,
 
 
 def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
-                  direction: str, level: int) -> dict:
-    """Fields ``ef`` comes from / goes to, ``level`` hops across datasets."""
+                  direction: str, level: int, show_indirect: bool = True) -> dict:
+    """Fields ``ef`` comes from / goes to, ``level`` hops across datasets.
+
+    CDAP's shape, plus one key per dataset group when any of its edges is
+    tagged: ``transformations``, per field the tags of the edge it was first
+    reached by (``[]`` untagged). With
+    ``show_indirect`` False, fields reached only through INDIRECT edges are
+    left out and not walked past.
+    """
+    ef = resolve_field(store, ef)
     dirs = _directions(direction)
     require_field(store, ef)
+    tagger = EdgeTags(store, start, end)
     answer: dict[str, Any] = {"incoming": None, "outgoing": None}
     for d in dirs:
         step = store.incoming if d == "incoming" else store.outgoing
         seen = {ef}
-        found: set[EndPointField] = set()
+        found: dict[EndPointField, list[Transformation]] = {}
         frontier = [ef]
         for _ in range(level):
             nxt = []
             for f in frontier:
                 for g in sorted(step(f, start, end)):
-                    if g not in seen:
-                        seen.add(g)
-                        found.add(g)
-                        nxt.append(g)
+                    if g in seen:
+                        continue
+                    tags = tagger.of(g, f) if d == "incoming" else tagger.of(f, g)
+                    if not show_indirect and edge_kind(tags) == "INDIRECT":
+                        continue
+                    seen.add(g)
+                    found[g] = tags
+                    nxt.append(g)
             frontier = nxt
             if not frontier:
                 break
-        answer[d] = _grouped(found)
+        groups = _grouped(found)
+        for group in groups:
+            ep = EndPoint(group["dataset"]["namespace"], group["dataset"]["dataset"])
+            tagged = {name: [t.to_dict() for t in found[EndPointField(ep, name)]]
+                      for name in group["fields"]}
+            if any(tagged.values()):  # untagged (CDAP) producers keep CDAP's exact shape
+                group["transformations"] = tagged
+        answer[d] = groups
     return answer
 
 
 def field_operations(store: LineageStore, ef: EndPointField, start: int, end: int,
                      direction: str) -> dict:
+    ef = resolve_field(store, ef)
     dirs = _directions(direction)
     require_field(store, ef)
     answer: dict[str, Any] = {"incoming": None, "outgoing": None}
@@ -173,6 +209,7 @@ def field_operations(store: LineageStore, ef: EndPointField, start: int, end: in
 
 def all_field_lineage(store: LineageStore, ep: EndPoint, start: int, end: int,
                       direction: str) -> dict:
+    ep = resolve(store, ep)
     dirs = _directions(direction)
     require_dataset(store, ep)
     answer: dict[str, Any] = {
@@ -194,10 +231,16 @@ def all_field_lineage(store: LineageStore, ep: EndPoint, start: int, end: int,
 # -- the seed design's paths --------------------------------------------------------
 
 def dataset_field_mappings(store: LineageStore, ep: EndPoint, start: int, end: int,
-                           level: int) -> list[dict]:
+                           level: int, show_indirect: bool = True) -> list[dict]:
     """Field maps between ``ep`` and its sources (backward) and destinations
-    (forward), ``level`` dataset hops each way, through runs in the range."""
+    (forward), ``level`` dataset hops each way, through runs in the range.
+
+    A tagged ``{from, to}`` also carries ``kind`` (DIRECT or INDIRECT) and
+    ``transformations``; with ``show_indirect`` False the
+    INDIRECT ones are left out (and a dataset pair left with none)."""
+    ep = resolve(store, ep)
     require_dataset(store, ep)
+    tagger = EdgeTags(store, start, end)
     maps: dict[tuple[EndPoint, EndPoint], set[tuple[str, str]]] = {}
     for d in ("incoming", "outgoing"):
         seen = {ep}
@@ -218,15 +261,34 @@ def dataset_field_mappings(store: LineageStore, ep: EndPoint, start: int, end: i
             frontier = sorted(nxt)
             if not frontier:
                 break
-    return [{"source": endpoint_json(s), "destination": endpoint_json(t),
-             "fieldmap": [{"from": a, "to": b} for a, b in sorted(maps[(s, t)])]}
-            for s, t in sorted(maps)]
+    out = []
+    for s_ep, t_ep in sorted(maps):
+        fieldmap = []
+        for a, b in sorted(maps[(s_ep, t_ep)]):
+            tags = tagger.of(EndPointField(_plain(s_ep), a), EndPointField(t_ep, b))
+            kind = edge_kind(tags)
+            if not show_indirect and kind == "INDIRECT":
+                continue
+            entry: dict[str, Any] = {"from": a, "to": b}
+            if tags:  # untagged pairs keep the plain {from, to} shape
+                entry["kind"] = kind
+                entry["transformations"] = [t.to_dict() for t in tags]
+            fieldmap.append(entry)
+        if fieldmap:
+            out.append({"source": endpoint_json(s_ep), "destination": endpoint_json(t_ep),
+                        "fieldmap": fieldmap})
+    return out
+
+
+def _plain(ep: EndPoint) -> EndPoint:
+    return EndPoint(ep.namespace, ep.name)
 
 
 def field_detail(store: LineageStore, ef: EndPointField, start: int, end: int,
                  direction: str) -> dict:
     """One level of a field's lineage with operations: one path per distinct
     operation set; nodes are ``<operation>.<field>``, connections the operations."""
+    ef = resolve_field(store, ef)
     d = (direction or "").lower()
     if d not in ("backward", "forward"):
         raise BadRequest(f"direction must be backward or forward, got {direction!r}",

@@ -69,7 +69,9 @@ def test_lineage_outgoing_tree_of_a_cdap_source_field(run_cli, lineage_store):
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0].startswith("ns:endpoint1:body  (outgoing")
-    assert lines[1:] == ["└── → myns:another_file:name"]
+    # a small tree lists the run of each hop under the field it wrote
+    assert lines[1:] == ["└── → myns:another_file:name",
+                         "        runs: run-cdap (2023-11-14T22:13:20Z, cdap)"]
 
 
 def test_lineage_both_directions_tree_shows_both_sides(run_cli, lineage_store):

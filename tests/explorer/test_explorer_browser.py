@@ -87,6 +87,16 @@ def test_clicking_id_draws_the_graph_the_rest_api_answers(page, rest):
     screenshot(page, "explorer-3-field-graph.png")
 
 
+def test_the_headline_graph_opens_whole_without_pressing_fit(page):
+    open_view(page, f"#ns={NS}&ds={enc(EMPLOYEE)}&view=field&field=ID")
+    canvas = page.locator("#canvas").bounding_box()
+    boxes = [n.bounding_box() for n in page.locator("#viewport .fnode").all()]
+    assert boxes
+    for b in boxes:  # every field, sources included, is on screen
+        assert canvas["x"] - 1 <= b["x"] and b["x"] + b["width"] <= canvas["x"] + canvas["width"] + 1
+        assert canvas["y"] - 1 <= b["y"] and b["y"] + b["height"] <= canvas["y"] + canvas["height"] + 1
+
+
 def test_changing_the_time_range_redraws_the_graph_from_the_new_range(page, rest):
     open_view(page, f"#ns={NS}&ds={enc(EMPLOYEE)}&view=field&field=ID")
     week_nodes, _ = drawn_graph(page)

@@ -259,11 +259,17 @@ def test_the_shipped_customers_pipeline_records_recipe_and_sql_lineage(spark, tm
         assert store.incoming(ef("Customers", "email_domain"), *window) == {
             ef("Customers File", "body")}
         [group] = store.operations(ef("Customers per Country", "customers"), *window)
-        [sql_op] = [op for op in group.operations if op.name.startswith("Count per Country.")]
-        [(inp, tags)] = list(sql_op.transformations.items())
+        ops = {op.name: op for op in group.operations}
+        [(inp, tags)] = list(ops["Count per Country.sql.customers"].transformations.items())
         assert inp.name == "customer_id"
         assert [(t.type, t.subtype, t.masking) for t in tags] == [
             ("DIRECT", "AGGREGATION", True)]  # count() masks, per OpenLineage
-        assert [op.name for op in group.operations] == [
-            "Customers File Reader.READ", "Clean Customers.1.parse-as-csv.customer_id",
-            "Count per Country.sql.customers", "Country Counts Writer.WRITE"]
+        # the GROUP BY column is recorded too (the default), as INDIRECT, in a step of its own
+        rows = ops["Count per Country.sql.customers.rows"].transformations
+        grouped = {i.name: t for i, t in rows.items() if i.name != "customers"}
+        assert grouped and all(t.type == "INDIRECT" for ts in grouped.values() for t in ts)
+        names = list(ops)
+        assert names[0] == "Customers File Reader.READ"
+        assert names[-3:] == ["Count per Country.sql.customers",
+                              "Count per Country.sql.customers.rows", "Country Counts Writer.WRITE"]
+        assert "Clean Customers.1.parse-as-csv.customer_id" in names

@@ -105,7 +105,8 @@ def test_a_yaml_spec_loads_like_its_json(tmp_path):
     import yaml
 
     path = tmp_path / "employee.yaml"
-    path.write_text(yaml.safe_dump(demo_spec()))
+    # its input files stay beside the shipped spec (a spec's local inputs must exist)
+    path.write_text(yaml.safe_dump({**demo_spec(), "baseDir": os.path.dirname(DEMO)}))
     assert [s.name for s in load_spec(path).stages] == [s.name for s in load_spec(DEMO).stages]
 
 

@@ -50,9 +50,22 @@ def test_field_outgoing_of_hr_body_reaches_every_employee_field(client):
 
 def test_field_both_directions_with_one_level_stops_at_the_neighbour_dataset(client):
     r = client.get(v3("chain", "B", f"/lineage/fields/x2?direction=both&{ALL}"))
-    assert r.json() == {
+    body = r.json()
+    # tagged edges add one key per group: the kind of each field's edge
+    y_tags = body["incoming"][0].pop("transformations")["y"]
+    assert [(t["type"], t["subtype"]) for t in y_tags] == [("INDIRECT", "FILTER")]
+    body["outgoing"][0].pop("transformations")
+    assert body == {
         "incoming": [{"dataset": {"namespace": "chain", "dataset": "A"}, "fields": ["x", "y"]}],
         "outgoing": [{"dataset": {"namespace": "chain", "dataset": "C"}, "fields": ["z"]}]}
+
+
+def test_field_summary_with_indirect_hidden_drops_the_filter_column(client):
+    r = client.get(v3("chain", "B", f"/lineage/fields/x2?direction=incoming&indirect=hide&{ALL}"))
+    assert r.status_code == 200
+    assert [g["fields"] for g in r.json()["incoming"]] == [["x"]]
+    bad = client.get(v3("chain", "B", f"/lineage/fields/x2?direction=incoming&indirect=no&{ALL}"))
+    assert bad.status_code == 400 and "indirect must be show or hide" in bad.text
 
 
 @pytest.mark.parametrize("level, expected", [

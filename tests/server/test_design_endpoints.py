@@ -27,6 +27,17 @@ def test_dataset_field_lineage_of_the_middle_dataset_goes_both_ways(client):
     assert r.json()[0]["source"] == {"namespace": "chain", "name": "A"}
 
 
+def test_dataset_field_lineage_tags_each_pair_and_can_hide_indirect_ones(client):
+    body = client.get(v3("chain", "B", f"/fields/lineage?{ALL}")).json()
+    kinds = {(m["source"]["name"], f["from"], f["to"]): f.get("kind")
+             for m in body for f in m["fieldmap"]}
+    assert kinds[("A", "y", "x2")] == "INDIRECT"
+    assert kinds[("A", "x", "x2")] == "DIRECT"
+    hidden = client.get(v3("chain", "B", f"/fields/lineage?indirect=hide&{ALL}")).json()
+    assert ("y", "x2") not in _maps(hidden)[("A", "B")]
+    assert ("x", "x2") in _maps(hidden)[("A", "B")]
+
+
 @pytest.mark.parametrize("level, pairs", [(1, {("B", "C")}), (2, {("A", "B"), ("B", "C")})])
 def test_dataset_field_lineage_is_multi_level_up_to_level(client, level, pairs):
     r = client.get(v3("chain", "C", f"/fields/lineage?level={level}&{ALL}"))

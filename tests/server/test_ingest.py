@@ -69,10 +69,13 @@ def test_an_openlineage_event_is_recorded_and_read_back_with_its_edges(app_clien
     assert r.json()["recorded"] is True and r.json()["runId"] == RUN_ID
     assert r.json()["program"] == "spark/etl.totals"
     got = _field_incoming(app_client, "s3://lake", "marts/customer_totals", "total")
-    # the dataset-wide filter column feeds every field
+    # the dataset-wide filter column feeds every field, tagged as only a filter
+    tags = got["incoming"][0].pop("transformations")
     assert got["incoming"] == [{"dataset": {"namespace": "pg://db:5432",
                                             "dataset": "public.orders"},
                                 "fields": ["amount", "status"]}]
+    assert [(t["type"], t["subtype"]) for t in tags["status"]] == [("INDIRECT", "FILTER")]
+    assert [(t["type"], t["subtype"]) for t in tags["amount"]] == [("DIRECT", "AGGREGATION")]
     r = app_client.get(v3("s3://lake", "marts/customer_totals", f"/lineage/fields?{ALL}"))
     assert r.json() == ["customer", "tax id", "total"]
 

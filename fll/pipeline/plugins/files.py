@@ -3,7 +3,10 @@
 A source records one READ of every field it outputs from the dataset named
 by ``referenceName`` (default: the stage name); a sink records one WRITE of
 every field it receives. Endpoint properties keep the path as written in
-the spec, so the same pipeline gives the same checksum on every machine.
+the spec, so the same pipeline gives the same checksum on every machine; the
+runner records each local file's location (``file`` + absolute path, as
+OpenLineage names files) as an alias of the dataset (`file_locations`), and
+`check_local_path` refuses a missing local input while the spec is checked.
 This module must never write lineage itself: it only records operations.
 """
 from __future__ import annotations
@@ -48,6 +51,67 @@ def _check_schema(schema: Any) -> None:
                                 f"\"type\": ...}}, got {f!r}")
 
 
+_GLOB = set("*?[{")
+
+
+def check_local_path(config: Any, base_dir: str | None) -> None:
+    """A source's local ``path`` (no scheme, or ``file:``) must exist: found with the
+    rest of the spec, not minutes later when Spark reads it. Globs and remote
+    paths (hdfs://, s3a://…) are left to Spark; so are relative paths of a spec
+    that has no directory (a dict)."""
+    import os
+
+    path = str(config.get("path") or "")
+    if path.startswith("file:"):
+        path = path[5:]
+        if path.startswith("//"):
+            path = path[2:]
+    elif "://" in path:
+        return
+    if not path or _GLOB & set(path):
+        return
+    if not os.path.isabs(path):
+        if not base_dir:
+            return
+        path = os.path.normpath(os.path.join(base_dir, path))
+    if not os.path.exists(path):
+        raise PropertyError("path", f"{path} does not exist")
+
+
+def file_locations(info: Any, base_dir: str | None) -> list[tuple[tuple[str, str],
+                                                                   tuple[str, str]]]:
+    """``(("file", absolute path), (namespace, referenceName))`` for every local file
+    a run read or wrote: the location is recorded as an alias of the dataset, so a
+    `track()`-ed job that names the same files by location (as OpenLineage does)
+    links to the pipeline, and queries find the dataset under either name."""
+    import os
+
+    from ...model import ReadOperation, WriteOperation
+
+    found = []
+    for op in info.operations:
+        if isinstance(op, ReadOperation):
+            ep = op.source
+        elif isinstance(op, WriteOperation):
+            ep = op.destination
+        else:
+            continue
+        props = dict(ep.properties)
+        path = str(props.get("path") or "")
+        if not path or "format" not in props:
+            continue
+        if path.startswith("file:"):
+            path = path[5:].removeprefix("//")
+        elif "://" in path or _GLOB & set(path):
+            continue
+        if not os.path.isabs(path):
+            if not base_dir:
+                continue
+            path = os.path.join(base_dir, path)
+        found.append((("file", os.path.normpath(path)), (ep.namespace, ep.name)))
+    return found
+
+
 class FileSource(Source):
     """Reads files of ``format`` with Spark; records READ of every column."""
 
@@ -58,6 +122,8 @@ class FileSource(Source):
     @classmethod
     def validate(cls, config, inputs) -> None:
         _check_schema(config.get("schema"))
+
+    check_local_input = staticmethod(check_local_path)
 
     def reader(self, ctx: StageContext):
         assert ctx.spark is not None
@@ -126,6 +192,7 @@ class TextSource(Source):
 
     plugin_name = "text-source"
     properties = (_PATH, _REFERENCE, Property("field", default="body"))
+    check_local_input = staticmethod(check_local_path)
 
     def read(self, ctx: StageContext) -> "DataFrame":
         assert ctx.spark is not None

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import PipelineError
 from ...model import Transformation
-from ..api import (FieldTransformOperation, Property, PropertyError, StageContext, StageField,
-                   Transform, register)
+from ..api import (FieldTransformOperation, OperationField, Property, PropertyError,
+                   StageContext, StageField, Transform, register)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -31,7 +31,11 @@ class SQLTransform(Transform):
 
     plugin_name = "sql"
     properties = (Property("query", required=True, help="Spark SQL SELECT over the view"),
-                  Property("view", default="input", help="temp view name of the input"))
+                  Property("view", default="input", help="temp view name of the input"),
+                  Property("indirectDependencies", "bool", default=True,
+                           help="record WHERE/JOIN/GROUP BY/ORDER BY columns as INDIRECT "
+                                "inputs of every output field (tagged, so readers can hide "
+                                "them); false keeps only what values are computed from"))
 
     @classmethod
     def validate(cls, config, inputs) -> None:
@@ -87,31 +91,60 @@ class SQLTransform(Transform):
             finally:
                 df.createOrReplaceTempView(view)
         fields = facet.get("fields") or {}
-        ops = []
-        for c in out.columns:
-            entry = fields.get(c) or {}
-            inputs: list[StageField] = []
-            tags: dict[str, tuple[Transformation, ...]] = {}
-            # dataset-wide INDIRECT dependencies (WHERE, JOIN, GROUP BY keys) are left
-            # out, as CDAP leaves them out: only what a value is computed from counts
-            for item in entry.get("inputFields") or []:
-                if not str(item.get("name", "")).rstrip("/").endswith(
-                        os.path.basename(probe_dir)):
+        mine = os.path.basename(probe_dir)
+
+        def tagged_inputs(items: list) -> dict[str, tuple[Transformation, ...]]:
+            found: dict[str, tuple[Transformation, ...]] = {}
+            for item in items:
+                if not str(item.get("name", "")).rstrip("/").endswith(mine):
                     continue  # another table the query reads: not this stage's input
                 name = item.get("field")
                 if name not in df.columns:
                     raise PipelineError(f"column lineage names field {name!r}, which is not "
                                         f"an input field")
-                if StageField(name) not in inputs:
-                    inputs.append(StageField(name))
-                tags[name] = tags.get(name, ()) + tuple(
+                new = tuple(
                     Transformation(t.get("type", "DIRECT"), t.get("subtype", ""),
                                    t.get("description", ""), bool(t.get("masking", False)))
                     for t in item.get("transformations") or [])
+                have = found.get(name, ())
+                found[name] = have + tuple(t for t in new if t not in have)
+            return found
+
+        # dataset-wide dependencies (WHERE, JOIN, GROUP BY keys, ORDER BY) shape every
+        # output field: recorded on each, INDIRECT, unless the stage turns them off
+        shared: dict[str, tuple[Transformation, ...]] = {}
+        if self.config["indirectDependencies"]:
+            shared = {name: tuple(Transformation("INDIRECT", t.subtype, t.description,
+                                                 t.masking) for t in tags)
+                      or (Transformation("INDIRECT"),)
+                      for name, tags in tagged_inputs(facet.get("dataset") or []).items()}
+        ops = []
+        for c in out.columns:
+            direct = tagged_inputs(entry_inputs(fields.get(c)))
+            for name, extra in shared.items():
+                # the output's own column: one input, so its tags go on the one step
+                if name == c and name in direct:
+                    direct[name] += tuple(t for t in extra if t not in direct[name])
             ops.append(FieldTransformOperation(
-                f"sql.{c}", f"Computed {c} by the stage's SQL query.", tuple(inputs), (c,),
-                {k: v for k, v in tags.items() if v}))
+                f"sql.{c}", f"Computed {c} by the stage's SQL query.",
+                tuple(StageField(n) for n in direct), (c,),
+                {k: v for k, v in direct.items() if v}))
+            rows = {n: t for n, t in shared.items() if not (n == c and n in direct)}
+            if rows:
+                # a second step, so a column that is both computed from and filtered by
+                # stays DIRECT on one path and INDIRECT on the other (tags on one step
+                # would read as one path, and INDIRECT would win)
+                row_tags = {c: (Transformation("DIRECT", "IDENTITY"),), **rows}
+                ops.append(FieldTransformOperation(
+                    f"sql.{c}.rows", f"Rows of {c} chosen, grouped or ordered by "
+                    f"{', '.join(sorted(rows))}.",
+                    (OperationField(f"sql.{c}", c), *(StageField(n) for n in rows)), (c,),
+                    row_tags))
         return ops
+
+
+def entry_inputs(entry: Any) -> list:
+    return list((entry or {}).get("inputFields") or [])
 
 
 def _first_line(e: BaseException) -> str:

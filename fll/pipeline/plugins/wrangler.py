@@ -58,8 +58,11 @@ class Wrangler(Transform):
     plugin_name = "wrangler"
     properties = (Property("recipe", "any", help="directives, as text or a list of lines"),
                   Property("recipeFile", help="a recipe file, relative to the spec file"),
-                  Property("filterDependencies", "bool", default=False,
-                           help="record filter columns as INDIRECT inputs of every column"))
+                  Property("indirectDependencies", "bool", default=True,
+                           help="record filter columns as INDIRECT/FILTER inputs of every "
+                                "column (false: a filter only reads its columns, as CDAP)"),
+                  Property("filterDependencies", "bool", default=None,
+                           help="older name of indirectDependencies; wins when given"))
 
     @classmethod
     def validate(cls, config, inputs) -> None:
@@ -104,7 +107,9 @@ class Wrangler(Transform):
 
         return compiled.field_operations(
             "", {c: InputField(_INPUT, c) for c in df.columns},
-            filter_dependencies=self.config["filterDependencies"])
+            filter_dependencies=self.config["indirectDependencies"]
+            if self.config.get("filterDependencies") is None
+            else self.config["filterDependencies"])
 
     def transform(self, ctx: StageContext, df: "DataFrame") -> "DataFrame":
         compiled, _ = self._compile(ctx, df)

@@ -32,9 +32,11 @@
     week: { start: "now-7d", text: "the last week" },
     all: { start: "0", text: "all time" },
   };
-  const DEFAULTS = { view: "overview", dir: "both", depth: "1", range: "week", collapse: "0" };
+  const DEFAULTS = { view: "overview", dir: "both", depth: "1", range: "week", collapse: "0",
+    ind: "show" };
   const HASH_KEYS = ["ns", "ds", "view", "field", "dir", "depth", "range", "start", "end",
-    "filter", "collapse", "sel"];
+    "filter", "collapse", "ind", "sel"];
+  const FIT_ALL_ABOVE = 0.42;       // fit the whole field graph unless text would get this small
 
   const $ = (id) => document.getElementById(id);
   let state = {};
@@ -104,6 +106,32 @@
     return text.slice(0, lo) + "…";
   }
 
+  /** Dataset names that are paths (file:/data/lake/x.csv, s3 keys) differ at their
+   *  end, so keep the tail: "…/lake/customers.csv", cut at a "/" when one fits. */
+  function fitName(text, max, font) {
+    if (measure(text, font) <= max) return text;
+    if (!text.includes("/")) return fit(text, max, font);
+    let lo = 0, hi = text.length;          // the longest tail that fits after "…"
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (measure("…" + text.slice(text.length - mid), font) <= max) lo = mid; else hi = mid - 1;
+    }
+    let tail = text.slice(text.length - lo);
+    const cut = tail.indexOf("/");
+    if (cut > 0 && cut < tail.length - 1) tail = tail.slice(cut);
+    return "…" + tail;
+  }
+
+  /** The last segment of a path-like dataset name ("customers.csv"), else the name. */
+  function shortName(name) {
+    const parts = String(name || "").split("/").filter(Boolean);
+    return parts.length > 1 ? parts[parts.length - 1] : name;
+  }
+
+  function isIndirect(tags) {
+    return !!(tags && tags.length && tags.every((t) => t.type === "INDIRECT"));
+  }
+
   function plural(n, one, many) { return `${n} ${n === 1 ? one : (many || one + "s")}`; }
 
   function fmtTime(seconds) {
@@ -130,6 +158,7 @@
     if (!["overview", "fields", "field"].includes(s.view)) s.view = "overview";
     if (s.view === "field" && !s.field) s.view = "fields";
     if (!["both", "backward", "forward"].includes(s.dir)) s.dir = "both";
+    if (!["show", "hide"].includes(s.ind)) s.ind = "show";
     const depth = parseInt(s.depth, 10);
     s.depth = String(Number.isFinite(depth) ? Math.min(5, Math.max(1, depth)) : 1);
     if (!(s.range in RANGES) && s.range !== "custom") s.range = "week";
@@ -224,8 +253,9 @@
   }
 
   /** Fit the drawing into the canvas, at most ``maxK``. Below ``minK`` text gets
-   *  unreadable: then stay at ``minK`` and centre on ``focus`` (an element) instead. */
-  function fitView(maxK = 1.1, minK = 0, focus = null) {
+   *  unreadable: then zoom to ``floorK`` (default ``minK``) and centre on ``focus``
+   *  (an element) instead. */
+  function fitView(maxK = 1.1, minK = 0, focus = null, floorK = minK) {
     const vp = $("viewport"), canvas = $("canvas");
     if (!vp.firstChild) return;
     const box = vp.getBBox();
@@ -237,9 +267,9 @@
       const f = focus.getBBox();
       const m = focus.transform.baseVal.consolidate();
       const fx = (m ? m.matrix.e : 0) + f.x + f.width / 2, fy = (m ? m.matrix.f : 0) + f.y + f.height / 2;
-      zoom.k = minK;
-      zoom.tx = w / 2 - fx * minK;
-      zoom.ty = h / 2 - fy * minK;
+      zoom.k = floorK;
+      zoom.tx = w / 2 - fx * floorK;
+      zoom.ty = h / 2 - fy * floorK;
       applyZoom();
       return;
     }
@@ -441,6 +471,9 @@
     $("direction").addEventListener("change", () => go({ dir: $("direction").value, sel: null }));
     $("depth").addEventListener("change", () => go({ depth: $("depth").value, sel: null }));
     $("collapse").addEventListener("change", () => go({ collapse: $("collapse").checked ? "1" : "0", sel: null }));
+    for (const box of document.querySelectorAll(".hide-indirect")) {
+      box.addEventListener("change", () => go({ ind: box.checked ? "hide" : "show", sel: null }));
+    }
     let filterTimer = null;
     $("field-filter").addEventListener("input", () => {
       clearTimeout(filterTimer);
@@ -494,6 +527,7 @@
     $("direction").value = state.dir;
     $("depth").value = state.depth;
     $("collapse").checked = state.collapse === "1";
+    for (const box of document.querySelectorAll(".hide-indirect")) box.checked = state.ind === "hide";
     const crumbs = $("crumbs");
     crumbs.replaceChildren();
     if (state.ds) {
@@ -654,7 +688,7 @@
     datasetPanel(g);
     legend(withFields ? [["src", "source dataset"], ["sel", "selected dataset"],
       ["dst", "destination dataset"], ["nolin", "field without lineage in range"],
-      ["line", "field mapping (hover a field)"]] :
+      ["line", "field mapping (hover a field)"], ["indirect", "indirect: filter, join, group-by, sort…"]] :
       [["src", "source dataset"], ["sel", "selected dataset"], ["dst", "destination dataset"],
         ["bubble", "number of field mappings"]]);
     fitView(withFields ? 1 : 1.2, 0.6, document.querySelector("#viewport .selected"));
@@ -704,7 +738,7 @@
       },
       svg("rect", { width: W, height: H, rx: 10 }),
       svg("rect", { class: "stripe", width: 6, height: H, rx: 3 }),
-      svg("text", { class: "title", x: 18, y: 26 }, fit(n.name, W - 30, FONT_BOLD)),
+      svg("text", { class: "title", x: 18, y: 26 }, fitName(n.name, W - 30, FONT_BOLD)),
       svg("text", { class: "sub", x: 18, y: 46 },
         fit([r, n.ns !== state.ns ? n.ns : "", plural(nf, "field")].filter(Boolean).join(" · "), W - 30, FONT_SMALL)));
       if (n.key !== g.center) {
@@ -764,14 +798,19 @@
     const drawn = new Set();
     for (const e of g.edges) {
       const a = layout.get(e.from), b = layout.get(e.to);
-      for (const m of e.fieldmap) {
+      const maps = e.fieldmap.filter((m) => state.ind !== "hide" || m.kind !== "INDIRECT")
+        .sort((x, y) => (x.kind === "INDIRECT") - (y.kind === "INDIRECT"));
+      for (const m of maps) {
         const s = anchor(a, m.from, "out"), t = anchor(b, m.to, "in");
         const k = `${e.from}|${s.y}|${e.to}|${t.y}`;
         if (drawn.has(k)) continue;
         drawn.add(k);
         const dx = Math.max(50, Math.abs(t.x - s.x) / 2);
         layerLines.append(svg("path", {
-          class: "map-line" + (s.field && t.field ? "" : " partial"),
+          class: "map-line" + (s.field && t.field ? "" : " partial") +
+            (m.kind === "INDIRECT" ? " indirect" : ""),
+          "data-kind": m.kind || "",
+          "data-transformations": (m.transformations || []).map((x) => [x.type, x.subtype].filter(Boolean).join("/")).join(","),
           d: `M${s.x},${s.y} C${s.x + dx},${s.y} ${t.x - dx},${t.y} ${t.x},${t.y}`,
           "data-from": s.field ? fieldKey(a.n.ns, a.n.name, s.field) : "",
           "data-to": t.field ? fieldKey(b.n.ns, b.n.name, t.field) : "",
@@ -789,7 +828,7 @@
       const head = svg("g", { class: "head", tabindex: 0 },
         svg("rect", { width: W, height: HEAD - 6, rx: 10 }),
         svg("text", { class: "chev", x: 14, y: 27 }, p.mode === "collapsed" ? "▸" : "▾"),
-        svg("text", { class: "title", x: 30, y: 21 }, fit(n.name, W - 44, FONT_BOLD)),
+        svg("text", { class: "title", x: 30, y: 21 }, fitName(n.name, W - 44, FONT_BOLD)),
         svg("text", { class: "sub", x: 30, y: 36 },
           fit([r, n.ns !== state.ns ? n.ns : "", plural(n.fields.size, "field")].filter(Boolean).join(" · "), W - 44, FONT_SMALL)));
       head.addEventListener("click", () => {
@@ -1128,7 +1167,8 @@
   async function renderFieldGraph(token) {
     const raw = await loadFieldGraph(token);
     if (!raw || token !== renderToken) return;
-    const g = state.collapse === "1" ? collapseGraph(raw) : raw;
+    const shown = state.ind === "hide" ? withoutIndirect(raw) : raw;
+    const g = state.collapse === "1" ? collapseGraph(shown) : shown;
     clearCanvas();
     current = { kind: "field", graph: g, raw };
     drawFieldGraph(g);
@@ -1146,8 +1186,20 @@
     legend([["src", "source dataset field"], ["focus", "this field"], ["dst", "destination dataset field"],
       ["inter", "field inside a run"], ["bubble", "operation"], ["masked", "masked path"],
       ["indirect", "indirect (filter, join, …)"]]);
-    fitView(1.1, 0.6, document.querySelector("#viewport .fnode.focus"));
+    // a graph that fits at a still-readable scale is shown whole; a huge one is
+    // centred on the field at a comfortable scale instead
+    fitView(1.1, FIT_ALL_ABOVE, document.querySelector("#viewport .fnode.focus"), 0.6);
     $("hint").textContent = "Hover or click an operation bubble for details · double-click a dataset field to follow it · drag to pan · wheel to zoom";
+  }
+
+  /** The graph without its INDIRECT connections, and without the nodes only they
+   *  reached (the focus field always stays). */
+  function withoutIndirect(g) {
+    const conns = new Map([...g.conns].filter(([, c]) => !isIndirect(c.tags)));
+    const used = new Set();
+    for (const c of conns.values()) { used.add(c.from); used.add(c.to); }
+    const nodes = new Map([...g.nodes].filter(([k, n]) => n.focus || used.has(k)));
+    return { ...g, conns, nodes };
   }
 
   function nodeSize(n) {
@@ -1253,7 +1305,7 @@
       svg("text", { x: b.w / 2, y: 15, "text-anchor": "middle" }, b.text));
       bubble.addEventListener("mouseenter", () => { if (!state.sel) opPanel(g, b.operation, b); });
       bubble.addEventListener("click", (e) => { e.stopPropagation(); go({ sel: "op:" + b.operation }); });
-      tip(bubble, () => [el("b", {}, b.operation), el("div", { class: "muted" }, "Click for details")]);
+      tip(bubble, () => opTip(g, b));
       L.bubbles.append(bubble);
     }
     for (const n of g.nodes.values()) {
@@ -1269,7 +1321,7 @@
       },
       svg("rect", { width: s.w, height: s.h, rx: n.kind === "field" ? 8 : s.h / 2 }),
       svg("text", { class: "label", x: 12, y: 18 }, fit(n.label, s.w - 20, FONT_BOLD)),
-      svg("text", { class: "sub", x: 12, y: 33 }, fit(subOf(n), s.w - 20, FONT_SMALL)));
+      svg("text", { class: "sub", x: 12, y: 33 }, fitName(subOf(n), s.w - 20, FONT_SMALL)));
       group.addEventListener("click", (e) => { e.stopPropagation(); go({ sel: "node:" + n.key }); });
       if (n.kind === "field" && !n.focus) {
         group.addEventListener("dblclick", () => go({ ns: n.ns, ds: n.ds, field: n.label, sel: null }));
@@ -1282,7 +1334,7 @@
 
   function subOf(n) {
     if (n.kind !== "field") return `from ${n.origin}`;
-    return (n.focus ? "▶ " : roleText(n)) + n.ds;
+    return (n.focus ? "▶ " : roleText(n)) + shortName(n.ds);
   }
 
   function roleText(n) {
@@ -1323,6 +1375,20 @@
       el("div", {}, "operation ", el("b", {}, c.operation)),
       c.chain && c.chain.length > 1 ? el("div", { class: "muted" }, c.chain.join(" → ")) : "",
       tagList(c.tags)];
+  }
+
+  function opTip(g, b) {
+    const rawOps = current && current.raw ? current.raw.ops : g.ops;
+    const info = rawOps && rawOps.get(b.operation);
+    const op = info ? info.op : null;
+    const inputs = [...b.ins.keys()].map((k) => labelOf(g, k));
+    const runs = info ? info.runs.size || info.runs.length || 0 : 0;
+    return [el("b", {}, b.operation),
+      op && op.description ? el("div", { "data-testid": "tip-description" }, op.description) : "",
+      el("div", { class: "muted" }, `stage ${stageOf(b.operation)}` + (runs ? ` · ${plural(runs, "run")}` : "")),
+      inputs.length ? el("div", {}, "from ", inputs.slice(0, 6).join(", "), inputs.length > 6 ? ", …" : "") : "",
+      tagList([...b.ins.values()].flat()),
+      el("div", { class: "muted" }, "Click to keep the details in the panel")];
   }
 
   function nodeTip(n) {
