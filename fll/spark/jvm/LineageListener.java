@@ -68,8 +68,13 @@ public final class LineageListener implements QueryExecutionListener {
         "CreateHiveTableAsSelectCommand", "AppendData", "OverwriteByExpression",
         "OverwritePartitionsDynamic", "CreateTableAsSelect", "ReplaceTableAsSelect");
 
-    /** The name Spark gives the inner write of CREATE TABLE … AS SELECT / saveAsTable. */
-    static final String NESTED_WRITE = "file source write";
+    /**
+     * Events that repeat a write reported once already: "file source write" is the
+     * inner write of CREATE TABLE … AS SELECT / saveAsTable (reported whole as the
+     * CTAS), "cli" is spark-sql's driver re-posting each statement it ran (reported
+     * as "command" when it executed).
+     */
+    static final Set<String> SKIPPED_FUNCS = Set.of("file source write", "cli");
 
     /** Leaves whose dataset the plan JSON drops (the Python side keeps the same list). */
     static final Set<String> LEAVES = Set.of(
@@ -100,9 +105,8 @@ public final class LineageListener implements QueryExecutionListener {
         try {
             LogicalPlan plan = qe.analyzed();
             String command = plan.getClass().getSimpleName();
-            if (!WRITES.contains(command) || NESTED_WRITE.equals(funcName)) {
-                // a query, a non-writing command, or the file write a CTAS runs inside
-                // itself (reported again, whole, as the CTAS)
+            if (!WRITES.contains(command) || SKIPPED_FUNCS.contains(funcName)) {
+                // a query, a non-writing command, or a write already reported once
                 return;
             }
             long end = System.currentTimeMillis();
