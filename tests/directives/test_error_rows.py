@@ -32,11 +32,11 @@ def _rows(directory) -> list[dict]:
     return out
 
 
-def _spec(tmp_path, recipe: list[str], port: bool = True) -> dict:
+def _spec(tmp_path, recipe: list[str], port: bool = True, **wrangler: object) -> dict:
     conns: list = [["people", "wrangle"], ["wrangle", "good"]]
     stages = [
         {"name": "people", "plugin": "csv-source", "properties": {"path": _people(tmp_path)}},
-        {"name": "wrangle", "plugin": "wrangler", "properties": {"recipe": recipe}},
+        {"name": "wrangle", "plugin": "wrangler", "properties": {"recipe": recipe, **wrangler}},
         {"name": "good", "plugin": "csv-sink", "properties": {"path": str(tmp_path / "good")}},
     ]
     if port:
@@ -68,11 +68,21 @@ def test_the_errors_port_takes_the_sent_rows_to_its_sink(spark, tmp_path):
 
 
 def test_the_errors_port_lineage_is_recorded_like_any_output(spark, tmp_path):
-    result = run_pipeline(_spec(tmp_path, RECIPE), spark=spark, echo=None, record=False)
+    # the values' own inputs, without the columns that only chose the rows
+    spec = _spec(tmp_path, RECIPE, indirectDependencies=False)
+    result = run_pipeline(spec, spark=spark, echo=None, record=False)
     assert result.incoming("bad", "name") == {ef("people", "name")}
     assert result.incoming("bad", "age") == {ef("people", "age")}
     assert result.incoming("bad", "errMsg") == {ef("people", "name"), ef("people", "age")}
     assert result.incoming("good", "name") == {ef("people", "name")}
+
+
+def test_the_columns_that_chose_the_error_rows_are_their_indirect_inputs_by_default(
+        spark, tmp_path):
+    result = run_pipeline(_spec(tmp_path, RECIPE), spark=spark, echo=None, record=False)
+    assert result.incoming("bad", "age") == {ef("people", "age"), ef("people", "name")}
+    assert result.incoming("good", "id") == {ef("people", "id"), ef("people", "name"),
+                                             ef("people", "age")}
 
 
 def test_an_errors_port_needs_a_recipe_that_sends_rows():

@@ -99,8 +99,14 @@ def test_the_complete_event_adds_what_the_start_did_not_know(emitted):
     r = _get(emitted, v3(DUCK, TOTALS, "/lineage/fields/total"), direction="incoming",
              start=0, end="now")
     assert r.status_code == 200, r.text
-    assert r.json()["incoming"] == [{"dataset": {"namespace": PG, "dataset": ORDERS},
-                                     "fields": ["amount", "status"]}]
+    [edge] = r.json()["incoming"]
+    assert (edge["dataset"], edge["fields"]) == ({"namespace": PG, "dataset": ORDERS},
+                                                 ["amount", "status"])
+    # status came only with COMPLETE, and keeps the kind that event gave it
+    assert [(t["type"], t["subtype"]) for t in edge["transformations"]["status"]] == [
+        ("INDIRECT", "FILTER")]
+    assert [(t["type"], t["subtype"]) for t in edge["transformations"]["amount"]] == [
+        ("DIRECT", "AGGREGATION")]
     ops = _get(emitted, v3(DUCK, TOTALS, "/lineage/fields/total/operations"), start=0,
                end="now").json()
     [prog] = ops["incoming"][0]["programs"]
