@@ -188,7 +188,7 @@ def _serve(tmp: str):
     import socket
     import subprocess
 
-    import httpx
+    from fll.testing.serving import wait_until_serving
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -198,15 +198,12 @@ def _serve(tmp: str):
     proc = subprocess.Popen([fll, "--store", store_url, "serve", "--port", str(port),
                              "--log-level", "warning"], stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return proc, url, store_url
-        except httpx.TransportError:
-            time.sleep(0.2)
-    proc.terminate()
-    raise SystemExit("fll serve did not come up")
+    try:
+        wait_until_serving(url, proc, 60)
+    except RuntimeError as e:
+        proc.terminate()
+        raise SystemExit(str(e)) from None
+    return proc, url, store_url
 
 
 def _bus_drained(spark) -> None:

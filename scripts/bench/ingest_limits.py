@@ -31,6 +31,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, ROOT)
 
 from fll.server.guard import DEFAULT_MAX_FIELDS  # noqa: E402
+from fll.testing.serving import wait_until_serving  # noqa: E402
 
 
 def wide_event(fields: int) -> dict:
@@ -66,16 +67,7 @@ def one(body: bytes, max_fields: int, workdir: str) -> dict:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("fll serve did not start")
-            time.sleep(0.1)
+        wait_until_serving(base, proc, 60)
         before = peak_mb(proc.pid)
         began = time.monotonic()
         r = httpx.post(base + "/api/v1/lineage", content=body, timeout=600,

@@ -6,11 +6,11 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 from typing import NamedTuple
 
-import httpx
 import pytest
+
+from fll.testing.serving import wait_until_serving
 
 TOKEN = "e2e-secret-token"
 
@@ -36,19 +36,12 @@ def start_server(store_url: str, token: str | None = TOKEN) -> tuple[subprocess.
         args += ["--token", token]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while True:
-        try:
-            if httpx.get(base + "/health", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None:
-            raise RuntimeError(f"fll serve exited: {proc.stderr.read().decode()}")
-        if time.time() > deadline:
-            stop(proc)
-            raise RuntimeError("fll serve did not come up in 30 s")
-        time.sleep(0.1)
+    try:
+        wait_until_serving(base, proc, 60)
+    except RuntimeError:
+        stop(proc)
+        raise
+    return proc, base
 
 
 def stop(proc: subprocess.Popen) -> None:

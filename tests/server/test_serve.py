@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 from urllib.parse import quote
 
 import click
@@ -14,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from fll.server.cli import check_bind, is_loopback, serve
+from fll.testing.serving import wait_until_serving
 
 from .test_ingest import ol_event
 
@@ -33,16 +33,7 @@ def test_the_real_server_starts_answers_and_stops(tmp_path):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 30
-        while True:
-            try:
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.stderr.read().decode()
-            assert time.time() < deadline, "server did not come up"
-            time.sleep(0.1)
+        wait_until_serving(base, proc, 60)
         assert httpx.post(base + "/api/v1/lineage", json=ol_event()).status_code == 401
         r = httpx.post(base + "/api/v1/lineage", json=ol_event(),
                        headers={"Authorization": "Bearer tok"})

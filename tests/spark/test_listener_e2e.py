@@ -20,7 +20,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -108,7 +107,7 @@ def _recorded(store, dest: tuple[str, str]) -> set[str]:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """``fll serve`` on a free 127.0.0.1 port with a token; stopped by its pid after."""
-    import httpx
+    from fll.testing.serving import wait_until_serving
 
     root = tmp_path_factory.mktemp("listener_e2e")
     port = _free_port()
@@ -118,16 +117,7 @@ def served(tmp_path_factory):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            assert time.time() < deadline, "fll serve did not come up"
-            time.sleep(0.2)
+        wait_until_serving(base, proc, 60)
         yield root, base, store_url
     finally:
         proc.terminate()
