@@ -3,9 +3,9 @@ the HBase backend through happybase's real client and real sockets against
 fll's HBase Thrift 1 test server (`fll.testing.hbase_thrift`) always, and a
 real HBase when ``FLL_TEST_HBASE=host:port`` names a Thrift server.
 
-The whole suite runs on the test server over buffered transport and binary
-protocol; `hbase_servers` also serves the three other transport/protocol
-combinations the URL offers, for the smaller wire suite in test_hbase_wire.py.
+The whole suite runs on the test server over each transport/protocol pair the
+URL offers (buffered/framed × binary/compact), one `hbase_servers` server each;
+test_hbase_wire.py adds the wire-level cases (frames, pools, faults).
 
 The emulator (``cbtemulator``) is started once per session on a free loopback
 port and stopped after. A missing emulator FAILS the Bigtable tests (install it
@@ -58,9 +58,13 @@ def hbase_server() -> str | None:
     return os.environ.get("FLL_TEST_HBASE") or None
 
 
-BACKENDS = ["sqlite", "bigtable", "hbase-thrift"] + (["hbase"] if hbase_server() else [])
 WIRE = [("buffered", "binary"), ("buffered", "compact"), ("framed", "binary"),
         ("framed", "compact")]
+# the whole contract suite runs over every transport/protocol pair the URL offers:
+# "hbase-thrift" is buffered/binary (happybase's default), the others say theirs
+HBASE_WIRES = {"hbase-thrift": WIRE[0],
+               **{f"hbase-thrift-{t}-{p}": (t, p) for t, p in WIRE[1:]}}
+BACKENDS = ["sqlite", "bigtable", *HBASE_WIRES] + (["hbase"] if hbase_server() else [])
 
 
 @pytest.fixture(scope="session")
@@ -95,8 +99,8 @@ def table_url(request, tmp_path):
             emu = request.getfixturevalue("bigtable_emulator")
             return (f"bigtable://fll-test/contract/t{n}-{uuid.uuid4().hex[:8]}"
                     f"?emulator={emu.host}&page=7&batch=5&deadline=10")
-        if backend == "hbase-thrift":
-            server = request.getfixturevalue("hbase_servers")["buffered", "binary"]
+        if backend in HBASE_WIRES:
+            server = request.getfixturevalue("hbase_servers")[HBASE_WIRES[backend]]
             return server.url(f"t{n}", page=7, batch=5, deadline=5, pool=4)
         name = f"t{n}_{uuid.uuid4().hex[:8]}"
         cleanups.append(name)
