@@ -26,6 +26,7 @@ from fll import EndPoint
 from fll.openlineage import info_to_event
 from fll.server import guard
 from fll.server.guard import IngestLimitMiddleware, count_fields
+from fll.testing.serving import wait_until_serving
 from tests.lineage_examples import chain
 
 from .conftest import ROOT, SERVE, Server
@@ -72,18 +73,12 @@ class LimitedServer(Server):
             env["FLL_CONFIG"] = self.config
         self.proc = subprocess.Popen(args, cwd=str(ROOT), env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
-                raise RuntimeError(f"fll serve exited at start: {err[-2000:]}")
-            try:
-                if httpx.get(self.base + "/health", timeout=1).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                time.sleep(0.05)
-        self.kill()
-        raise RuntimeError(f"fll serve did not answer on port {self.port} within {timeout} s")
+        try:
+            wait_until_serving(self.base, self.proc, timeout)
+        except RuntimeError:
+            self.kill()
+            raise
+        return self
 
 
 @contextmanager
