@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import click
 
 from . import __version__
-from .errors import (BadRequest, FllError, InvalidLineageError, NotFound, RecipeError,
-                     StoreError)
+from .errors import (BadRequest, FllError, InvalidLineageError, NotFound, PipelineError,
+                     RecipeError, StoreError)
 
 if TYPE_CHECKING:  # pragma: no cover - the store is imported on first use, for startup time
     from .store.lineage import LineageStore
@@ -106,7 +106,9 @@ class CliError(click.ClickException):
 def exit_code_for(error: FllError) -> int:
     if isinstance(error, NotFound):
         return EXIT_NOT_FOUND
-    if isinstance(error, (BadRequest, InvalidLineageError, RecipeError)):
+    # a pipeline spec that does not check out, or a stage that fails on its input,
+    # is bad input to `fll run`, as a malformed option is to every other command
+    if isinstance(error, (BadRequest, InvalidLineageError, RecipeError, PipelineError)):
         return EXIT_USAGE
     return EXIT_STORE
 
@@ -535,9 +537,15 @@ def runs(state: State, dataset: str | None, namespace: str | None, ds_name: str 
     namespaces use --namespace and --dataset."""
     from .store.admin import iso_ms
 
+    from .render import Names
+
     store, ep = _dataset(state, dataset, namespace, ds_name)
     lo, hi = _range(start, end)
-    found = store.runs(ep, lo, hi, direction=direction, limit=limit)
+    # the dataset under every name it has (runs recorded under an alias before it was one)
+    by_id = {r.run_id: r for e in Names(store).equivalents(ep)
+             for r in store.runs(e, lo, hi, direction=direction, limit=limit)}
+    found = sorted(by_id.values(), key=lambda r: (-r.start_ms, r.run_id))
+    found = found[:limit] if limit else found
     if fmt == "json":
         _echo_json([{"run_id": r.run_id, "start_ms": r.start_ms, "start": iso_ms(r.start_ms),
                      "program": r.program, "checksum": r.checksum} for r in found])
@@ -558,12 +566,16 @@ def fields(state: State, dataset: str | None, namespace: str | None, ds_name: st
            prefix: str | None, start: str | None, end: str | None, fmt: str) -> None:
     """Fields of a dataset read or written by runs in [start, end), and the
     fields of the schema an OpenLineage event reported for it in the range."""
+    from .render import Names
+
     store, ep = _dataset(state, dataset, namespace, ds_name)
     lo, hi = _range(start, end)
-    found = set(store.fields(ep, lo, hi, prefix))
+    found: set[str] = set()
     low = (prefix or "").lower()
-    found.update(n for n in store.schema(ep.namespace, ep.name, lo, hi) or {}
-                 if n.lower().startswith(low))
+    for e in Names(store).equivalents(ep):
+        found.update(store.fields(e, lo, hi, prefix))
+        found.update(n for n in store.schema(e.namespace, e.name, lo, hi) or {}
+                     if n.lower().startswith(low))
     names = sorted(found)
     if fmt == "json":
         _echo_json(names)

@@ -10,6 +10,10 @@ is the answer; several are ambiguous and the error lists them with the
 explicit options (``--namespace``, ``--dataset``, ``--field``) that always
 work; none is "not found", naming the first-colon reading.
 
+It also names a storage path the way OpenLineage does (`location_name`), so
+every producer (a pipeline's file source or sink, `track()`, a Spark event)
+gives one dataset one name.
+
 This module must never write to a store and never guess between two known
 datasets.
 """
@@ -21,7 +25,49 @@ from .errors import BadRequest, NotFound
 from .model import EndPoint, EndPointField
 from .rowkeys import MAX_TIME
 
-__all__ = ["resolve_dataset", "resolve_field", "splits"]
+__all__ = ["location_name", "resolve_dataset", "resolve_field", "splits"]
+
+_GLOB = set("*?[{")
+
+
+def location_name(path: str, base_dir: str | None = None) -> tuple[str, str]:
+    """(namespace, name) of a file or directory as the OpenLineage Spark integration
+    (and `track()`) names it: the scheme and authority are the namespace
+    (``hdfs://nn:8020``, ``s3://bucket``), the path the name; a local path
+    (``file:``, or none) is ``file`` + its absolute, normalised path, a relative
+    one taken against ``base_dir`` (else the working directory). A glob names
+    the directory it lists (``/in/day=*/x.csv`` → ``/in``), since what it
+    matches changes from run to run."""
+    import os
+
+    from .spark.plan import dataset_name
+
+    if not isinstance(path, str) or not path.strip():
+        raise BadRequest(f"a dataset path must be a non-empty string, got {path!r}", "path")
+    local = path
+    if path.startswith("file:"):
+        local = path[5:]
+        if local.startswith("//"):  # file:///a (empty authority) or file://localhost/a
+            local = "/" + local[2:].partition("/")[2]
+    elif "://" in path:
+        scheme, _, rest = path.partition("://")
+        authority, slash, key = rest.partition("/")
+        key = _glob_dir(key) if slash else key
+        return dataset_name(f"{scheme}://{authority}/{key}" if key else
+                            f"{scheme}://{authority}")
+    if not os.path.isabs(local):
+        local = os.path.join(base_dir or os.getcwd(), local)
+    local = _glob_dir(os.path.normpath(local)) or "/"
+    return "file", local
+
+
+def _glob_dir(path: str) -> str:
+    """``path`` up to (not including) its first component holding a glob character."""
+    parts = path.split("/")
+    for i, part in enumerate(parts):
+        if _GLOB & set(part):
+            return "/".join(parts[:i])
+    return path
 
 
 def splits(text: str, parts: int) -> list[list[str]]:
@@ -54,13 +100,18 @@ def _dataset_names(store: Any) -> list[str]:
 
 
 def _known(store: Any, ep: EndPoint) -> EndPoint | None:
-    """``ep`` itself if the store knows it, the dataset it is an alias of, or None."""
-    if store.exists(ep) or store.schema(ep.namespace, ep.name, 0, MAX_TIME) is not None:
-        return ep
+    """The dataset an alias stands for (a file's ``referenceName`` → its location),
+    else ``ep`` itself if the store knows it, else None. A name that is both an
+    alias and holds runs of its own (recorded before the alias) is answered as
+    the alias's dataset: readers take both names' runs (`fll.render.Names`)."""
     target = EndPoint(*store.resolve_dataset(ep.namespace, ep.name))
-    if target != ep and store.exists(target):
+    if target != ep and _has_data(store, target):
         return target
-    return None
+    return ep if _has_data(store, ep) else None
+
+
+def _has_data(store: Any, ep: EndPoint) -> bool:
+    return store.exists(ep) or store.schema(ep.namespace, ep.name, 0, MAX_TIME) is not None
 
 
 def _fields(store: Any, ep: EndPoint) -> set[str]:

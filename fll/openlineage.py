@@ -484,21 +484,31 @@ def _compose(a: tuple[Transformation, ...], b: tuple[Transformation, ...]
              ) -> tuple[Transformation, ...]:
     """Tags of a path made of a step tagged ``a`` followed by a step tagged ``b``.
 
-    An untagged step says nothing, so it is neutral. INDIRECT tags win over
-    DIRECT ones (the value only shaped the result); among DIRECT tags the
-    strongest subtype wins and masking is kept if any step masked.
+    An untagged step says nothing, so it is neutral. A step may tag one input
+    both DIRECT and INDIRECT (a column passed through and also filtered on):
+    those are two dependencies, so every tag of ``a`` is composed with every tag
+    of ``b`` and all results are kept. Along one dependency INDIRECT wins over
+    DIRECT (the value only shaped the result: the INDIRECT step's subtype says
+    how); two DIRECT steps keep the strongest subtype, masked if either masked.
     """
     if not a:
         return b
     if not b:
         return a
-    both = a + b
-    indirect = tuple(t for t in both if t.type == "INDIRECT")
+    out: dict[Transformation, None] = {}
+    for x in a:
+        for y in b:
+            out.update(dict.fromkeys(_compose_pair(x, y)))
+    return tuple(out)
+
+
+def _compose_pair(x: Transformation, y: Transformation) -> tuple[Transformation, ...]:
+    indirect = tuple(t for t in (x, y) if t.type == "INDIRECT")
     if indirect:
-        return tuple(dict.fromkeys(indirect))
-    best = max(both, key=lambda t: _DIRECT_RANK.get(t.subtype, 0))
-    masking = any(t.masking for t in both)
-    return (Transformation("DIRECT", best.subtype, best.description, masking),)
+        return indirect
+    best = max((x, y), key=lambda t: _DIRECT_RANK.get(t.subtype, 0))
+    return (Transformation("DIRECT", best.subtype, best.description,
+                           x.masking or y.masking),)
 
 
 def input_transformations(info: FieldLineageInfo, destination: EndPointField

@@ -91,9 +91,13 @@ class EdgeTags:
     paths; one pass per (operation set, destination field), memoised, so a walk
     asks each destination once."""
 
-    def __init__(self, store, start_ms: int, end_ms: int, names: Names | None = None):
+    def __init__(self, store, start_ms: int, end_ms: int, names: Names | None = None,
+                 cache=None):
         self.store, self.start_ms, self.end_ms = store, start_ms, end_ms
         self.names = names or Names(store)
+        # a server's per-(operation set, dataset) cache, shared across requests:
+        # one pass per set and dataset instead of one per set and field
+        self.cache = cache
         self._sets: dict[str, FieldLineageInfo] = {}
         self._into: dict[EndPointField, dict[EndPointField, list[Transformation]]] = {}
 
@@ -108,10 +112,14 @@ class EdgeTags:
         for ep in self.names.equivalents(dest.endpoint):
             here = EndPointField(ep, dest.field)
             for c in self.store.checksums(ep, self.start_ms, self.end_ms, "incoming"):
-                info = self._sets.get(c)
-                if info is None:
-                    info = self._sets[c] = self.store.operation_set(c)
-                for src, tags in input_transformations(info, here).items():
+                if self.cache is not None:
+                    found = self.cache.get(self.store, c, here)
+                else:
+                    info = self._sets.get(c)
+                    if info is None:
+                        info = self._sets[c] = self.store.operation_set(c)
+                    found = input_transformations(info, here)
+                for src, tags in found.items():
                     # one name per dataset (endpoints also compare their properties)
                     key = self.names.field(src)
                     cur = merged.setdefault(key, [])

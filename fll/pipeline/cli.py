@@ -1,13 +1,14 @@
 """The ``fll run`` command: run a pipeline spec and record its lineage.
 
 Defines the click command only; the ``fll`` group (fll/cli.py) adds it. It
-must never print a stack trace for an error a user can cause.
+must never print a stack trace for an error a user can cause; its exit codes
+are the CLI's (2 for a bad spec or a failing stage, 3 for a store error).
 """
 from __future__ import annotations
 
 import click
 
-from ..cli import STORE_HELP, configured_store_url
+from ..cli import STORE_HELP, CliError, configured_store_url, exit_code_for
 from ..errors import FllError
 
 
@@ -22,6 +23,8 @@ def run(spec: str, store_url: str | None, run_id: str | None, master: str | None
     from .runner import run_pipeline
 
     try:
-        run_pipeline(spec, store_url=configured_store_url(store_url), run_id=run_id, master=master, echo=click.echo)
+        run_pipeline(spec, store_url=configured_store_url(store_url), run_id=run_id,
+                     master=master, echo=click.echo)
     except FllError as e:
-        raise click.ClickException(str(e)) from e
+        # exit codes as every fll command: 1 not found, 2 bad input, 3 store error
+        raise CliError(f"fll run: error: {e}", exit_code_for(e)) from e

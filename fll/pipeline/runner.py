@@ -51,9 +51,10 @@ class RunResult:
 
     def incoming(self, dataset: str, field_name: str,
                  namespace: str | None = None) -> frozenset[EndPointField]:
-        """Source fields of ``dataset.field_name`` in this run's lineage."""
+        """Source fields of ``dataset.field_name`` in this run's lineage; ``dataset``
+        is a dataset's name or, for a file, its ``referenceName``."""
         for ef, srcs in self.info.incoming_summary().items():
-            if ef.endpoint.name == dataset and ef.field == field_name and (
+            if dataset in (ef.endpoint.name, label(ef.endpoint)) and ef.field == field_name and (
                     namespace is None or ef.endpoint.namespace == namespace):
                 return srcs
         return frozenset()
@@ -182,17 +183,47 @@ def run_pipeline(spec_or_path: PipelineSpec | Mapping[str, Any] | str | os.PathL
         from ..store import default_url, open_store
 
         url = store_url or default_url()
-        with open_store(url) as store:
-            recorded = store.record(info, run_id, start_ms, program=spec.name)
-            if hasattr(store, "record_alias"):
-                from .plugins.files import file_locations
+        from .plugins.files import reference_names
 
-                for (loc_ns, loc), (ns, name) in file_locations(info, spec.base_dir):
-                    store.record_alias(loc_ns, loc, ns, name)
+        with open_store(url) as store:
+            prior = store.run(run_id)
+            if prior is not None and prior.checksum == legacy_info(info, spec.namespace).checksum:
+                # the same run recorded before file datasets were named by location:
+                # its operation set stands (the aliases below join the two names)
+                recorded = False
+            else:
+                recorded = store.record(info, run_id, start_ms, program=spec.name)
+            for (ns, reference), (loc_ns, loc) in reference_names(info, spec.namespace):
+                store.record_alias(ns, reference, loc_ns, loc)
     result = RunResult(spec.name, run_id, start_ms, info, rows, url, recorded,
                        time.monotonic() - t0, endpoints)
     say(summary(result))
     return result
+
+
+def legacy_info(info: FieldLineageInfo, namespace: str) -> FieldLineageInfo:
+    """``info`` as releases before location names recorded it: each file dataset
+    named ``namespace:referenceName`` (no ``referenceName`` property). Only to
+    recognise a run recorded then when it is recorded again."""
+    from dataclasses import replace
+
+    from ..model import ReadOperation, WriteOperation
+    from .plugins.files import REFERENCE_NAME
+
+    def old(ep: EndPoint, namespace: str) -> EndPoint:
+        props = dict(ep.properties)
+        reference = props.pop(REFERENCE_NAME, None)
+        return EndPoint(namespace, reference, props) if reference else ep
+
+    ops: list[Operation] = []
+    changed = False
+    for op in info.operations:
+        if isinstance(op, ReadOperation) and REFERENCE_NAME in op.source.properties:
+            op, changed = replace(op, source=old(op.source, namespace)), True
+        elif isinstance(op, WriteOperation) and REFERENCE_NAME in op.destination.properties:
+            op, changed = replace(op, destination=old(op.destination, namespace)), True
+        ops.append(op)
+    return FieldLineageInfo(ops) if changed else info
 
 
 def _union(inputs: tuple[str, ...], frames: Mapping[str, "DataFrame"]) -> "DataFrame":
@@ -222,12 +253,18 @@ def format_lineage(info: FieldLineageInfo, endpoint: EndPoint | None = None, *,
     for ef in sorted(incoming, key=lambda e: (e.endpoint.namespace, e.endpoint.name, e.field)):
         if endpoint is not None and ef.endpoint != endpoint:
             continue
-        srcs = ", ".join(f"{s.endpoint.name}.{s.field}" for s in sorted(
-            incoming[ef], key=lambda s: (s.endpoint.name, s.field)))
-        lines.append(f"{ef.endpoint.name}.{ef.field} <- {srcs}")
+        srcs = ", ".join(f"{label(s.endpoint)}.{s.field}" for s in sorted(
+            incoming[ef], key=lambda s: (label(s.endpoint), s.field)))
+        lines.append(f"{label(ef.endpoint)}.{ef.field} <- {srcs}")
         if operations:
             lines.extend(f"    {describe_operation(op)}" for op in info.incoming_operations(ef))
     return lines
+
+
+def label(ep: EndPoint) -> str:
+    """A dataset as a person names it: its ``referenceName`` when it has one (a
+    file dataset, named by its location), else its name."""
+    return dict(ep.properties).get("referenceName") or ep.name
 
 
 def describe_operation(op: Operation) -> str:
@@ -235,9 +272,9 @@ def describe_operation(op: Operation) -> str:
     from ..model import ReadOperation, WriteOperation
 
     if isinstance(op, ReadOperation):
-        flow = f"{op.source.name} -> {', '.join(op.outputs)}"
+        flow = f"{label(op.source)} -> {', '.join(op.outputs)}"
     elif isinstance(op, WriteOperation):
-        flow = f"{_inputs(op.inputs)} -> {op.destination.name}"
+        flow = f"{_inputs(op.inputs)} -> {label(op.destination)}"
     else:
         flow = f"{_inputs(op.inputs)} -> {', '.join(op.outputs) or '(dropped)'}"
     return f"{op.name}: {flow}  ({op.description})"
@@ -254,7 +291,8 @@ def summary(result: RunResult) -> str:
     for sink, n in result.rows_written.items():
         ep = result.sink_endpoints.get(sink)
         lines.append(f"sink {sink}: {n} row(s) written"
-                     + (f" to {ep.namespace}:{ep.name}" if ep else ""))
+                     + (f" to {ep.namespace}:{ep.name}" if ep else "")
+                     + (f" ({label(ep)})" if ep and label(ep) != ep.name else ""))
         if ep is not None:
             lines.extend(f"  {line}" for line in format_lineage(result.info, ep))
     return "\n".join(lines)

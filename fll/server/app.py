@@ -193,7 +193,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
             raise BadRequest("direction is required: incoming, outgoing or both", "direction")
         s, e = time_range(start, end)
         return JSONResponse(views.field_summary(lineage, _field(ns, ds, field), s, e, direction,
-                                                lvl(level, "level"), parse_indirect(indirect)))
+                                                lvl(level, "level"), parse_indirect(indirect),
+                                                tcache))
 
     @app.get(_V3 + "/lineage/fields/{field}/operations", tags=["cdap"])
     def lineage_field_operations(ns: str, ds: str, field: str,
@@ -252,14 +253,16 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                        depth: int = Query(DEFAULT_DEPTH, description="field hops"),
                        withDownstream: bool = Query(False),  # noqa: N803
                        start: str | None = Query(None, description=_TIME_HELP + "; default 0"),
-                       end: str | None = Query(None, description=_END_HELP + "; default now")
+                       end: str | None = Query(None, description=_END_HELP + "; default now"),
+                       indirect: str = Query("show", description=_INDIRECT_HELP)
                        ) -> JSONResponse:
         if not nodeId:
             raise BadRequest("nodeId is required", "nodeId")
         s, e = time_range(start, end, required=False)
         return JSONResponse(views.column_lineage(lineage, tcache, nodeId,
                                                  lvl(depth, "depth", minimum=0),
-                                                 withDownstream, s, e))
+                                                 withDownstream, s, e,
+                                                 parse_indirect(indirect)))
 
     # -- OpenLineage ingest (the token is checked by TokenMiddleware) ---------
     @app.post("/api/v1/lineage", status_code=201, tags=["openlineage"],

@@ -6,7 +6,11 @@ design/rest-api.md exactly (CDAP v3 key names, Marquez's column-lineage graph).
 Times in answers are epoch seconds, as CDAP gives them; the store speaks ms.
 
 Multi-level walks (`level`, `depth`) keep a visited set, so a cycle across runs
-is cut, never looped, and they stop at the limit they are given. This module
+is cut, never looped, and they stop at the limit they are given. A dataset
+asked for by an alias (a pipeline file's ``namespace:referenceName``, an
+OpenLineage symlink) is answered as the dataset it stands for, and the walks
+read a dataset's runs under every name it has (`fll.render.Names`), so runs
+recorded under an older name are part of the answer. This module
 must never write to the store and never raise anything but fll errors for
 what a caller can get wrong.
 """
@@ -20,7 +24,7 @@ from ..errors import BadRequest, NotFound
 from ..model import (EndPoint, EndPointField, Operation, ReadOperation, Transformation,
                      TransformOperation)
 from ..openlineage import dataset_input_transformations
-from ..render import EdgeTags, edge_kind
+from ..render import EdgeTags, Names, edge_kind
 from ..rowkeys import MAX_TIME
 from ..store.lineage import LineageStore
 
@@ -53,12 +57,10 @@ def require_dataset(store: LineageStore, ep: EndPoint) -> None:
 
 
 def resolve(store: LineageStore, ep: EndPoint) -> EndPoint:
-    """A dataset asked for by an alias (a pipeline's file location, or its
-    ``referenceName``) is answered as the dataset the alias stands for."""
-    if store.exists(ep):
-        return ep
-    resolve_dataset = getattr(store, "resolve_dataset", None)
-    return EndPoint(*resolve_dataset(ep.namespace, ep.name)) if resolve_dataset else ep
+    """A dataset asked for by an alias (a pipeline file's ``referenceName``, a
+    symlink) is answered as the dataset the alias stands for."""
+    target = Names(store).canonical(ep)
+    return target if target == ep or dataset_known(store, target) else ep
 
 
 def resolve_field(store: LineageStore, ef: EndPointField) -> EndPointField:
@@ -137,17 +139,20 @@ def dataset_fields(store: LineageStore, ep: EndPoint, start: int, end: int,
                    prefix: str | None, include_current: bool) -> list:
     ep = resolve(store, ep)
     require_dataset(store, ep)
+    names = Names(store).equivalents(ep)
     if not include_current:
-        return store.fields(ep, start, end, prefix)
+        return sorted({f for e in names for f in store.fields(e, start, end, prefix)})
     # "current" fields: every field the dataset ever had; lineage judged in the range
-    with_lineage = {f.field for d in ("incoming", "outgoing")
-                    for f, targets in store.field_map(ep, start, end, d).items() if targets}
+    with_lineage = {f.field for e in names for d in ("incoming", "outgoing")
+                    for f, targets in store.field_map(e, start, end, d).items() if targets}
     return [{"name": n, "lineage": n in with_lineage}
-            for n in known_fields(store, ep, *ALL_TIME, prefix)]
+            for n in sorted({f for e in names for f in known_fields(store, e, *ALL_TIME,
+                                                                    prefix)})]
 
 
 def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
-                  direction: str, level: int, show_indirect: bool = True) -> dict:
+                  direction: str, level: int, show_indirect: bool = True,
+                  cache: "TransformationCache | None" = None) -> dict:
     """Fields ``ef`` comes from / goes to, ``level`` hops across datasets.
 
     CDAP's shape, plus one key per dataset group when any of its edges is
@@ -159,10 +164,11 @@ def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
     ef = resolve_field(store, ef)
     dirs = _directions(direction)
     require_field(store, ef)
-    tagger = EdgeTags(store, start, end)
+    names = Names(store)
+    tagger = EdgeTags(store, start, end, names, cache)
     answer: dict[str, Any] = {"incoming": None, "outgoing": None}
     for d in dirs:
-        step = store.incoming if d == "incoming" else store.outgoing
+        step = _step(store, names, d)
         seen = {ef}
         found: dict[EndPointField, list[Transformation]] = {}
         frontier = [ef]
@@ -190,6 +196,21 @@ def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
                 group["transformations"] = tagged
         answer[d] = groups
     return answer
+
+
+def _step(store: LineageStore, names: Names, direction: str
+          ) -> Callable[[EndPointField, int, int], set[EndPointField]]:
+    """One hop of a walk, reading the field under every name of its dataset and
+    answering each field under one name."""
+    ask = store.incoming if direction == "incoming" else store.outgoing
+
+    def step(f: EndPointField, start: int, end: int) -> set[EndPointField]:
+        found: set[EndPointField] = set()
+        for ep in names.equivalents(f.endpoint):
+            found.update(names.field(g) for g in ask(EndPointField(ep, f.field), start, end))
+        found.discard(f)
+        return found
+    return step
 
 
 def field_operations(store: LineageStore, ef: EndPointField, start: int, end: int,
@@ -360,6 +381,7 @@ def _path(ops: list[Operation], ef: EndPointField, backward: bool, runs: list[st
 
 
 def dataset_properties(store: LineageStore, ep: EndPoint, start: int, end: int) -> list[dict]:
+    ep = resolve(store, ep)
     require_dataset(store, ep)
     return [{"programRun": p["programRun"], "properties": p["properties"]}
             for p in store.properties(ep, start, end)]
@@ -425,7 +447,14 @@ def parse_node_id(store: LineageStore, node_id: str) -> tuple[EndPoint, str | No
     if not candidates:
         raise BadRequest(f"nodeId {node_id!r} does not name a namespace, dataset"
                          + (" and field" if kind == "datasetField" else ""), "nodeId")
-    known = [c for c in candidates if dataset_known(store, c[0])]
+    names = Names(store)
+    known = []
+    for ep, fld in candidates:  # a name that is an alias stands for its dataset
+        target = names.canonical(ep)
+        if dataset_known(store, target):
+            known.append((target, fld))
+        elif dataset_known(store, ep):
+            known.append((ep, fld))
     if not known:
         raise NotFound(f"nodeId {node_id!r} names no known dataset")
     if kind == "datasetField":
@@ -471,12 +500,16 @@ def _order(f: EndPointField) -> tuple[str, str, str]:
 
 
 def column_lineage(store: LineageStore, cache: TransformationCache, node_id: str, depth: int,
-                   with_downstream: bool, start: int, end: int) -> dict:
+                   with_downstream: bool, start: int, end: int,
+                   show_indirect: bool = True) -> dict:
     """Marquez's column-lineage graph. As Marquez writes it, every edge listed
     on a node has that node as ``origin``: an inEdge's ``destination`` is the
     upstream field, an outEdge's the downstream one (its web UI walks
     ``inEdges[].destination``). Linear in the fields reached: each (operation
-    set, dataset) is composed once for all its fields."""
+    set, dataset) is composed once for all its fields. A dataset is read under
+    every name it has (aliases) and answered under one. With ``show_indirect``
+    False an input only INDIRECT (filter, join, group-by, sort…) is neither an
+    edge nor an input field, and is not walked past; untagged inputs are kept."""
     if node_id.startswith("job:"):
         roots = job_outputs(store, node_id, start, end)
     else:
@@ -484,29 +517,42 @@ def column_lineage(store: LineageStore, cache: TransformationCache, node_id: str
         roots = ([EndPointField(ep, field_name)] if field_name is not None
                  else [EndPointField(ep, f) for f in known_fields(store, ep, start, end)])
 
-    checksums_memo: dict[EndPoint, list[str]] = {}
+    names = Names(store)
+    roots = [names.field(f) for f in roots]
+    checksums_memo: dict[EndPoint, list[tuple[EndPoint, str]]] = {}
     inputs_memo: dict[EndPointField, dict[EndPointField, list[Transformation]]] = {}
 
     def inputs_of(f: EndPointField) -> dict[EndPointField, list[Transformation]]:
         if f in inputs_memo:
             return inputs_memo[f]
         if f.endpoint not in checksums_memo:
-            checksums_memo[f.endpoint] = list(store.checksums(f.endpoint, start, end,
-                                                              "incoming"))
+            checksums_memo[f.endpoint] = [
+                (ep, c) for ep in names.equivalents(f.endpoint)
+                for c in store.checksums(ep, start, end, "incoming")]
         merged: dict[EndPointField, list[Transformation]] = {}
-        for c in checksums_memo[f.endpoint]:
-            for src, tags in cache.get(store, c, f).items():
-                cur = merged.setdefault(src, [])
+        for ep, c in checksums_memo[f.endpoint]:
+            for src, tags in cache.get(store, c, EndPointField(ep, f.field)).items():
+                if not show_indirect and edge_kind(tags) == "INDIRECT":
+                    continue
+                cur = merged.setdefault(names.field(src), [])
                 cur.extend(t for t in tags if t not in cur)
         inputs_memo[f] = merged
         return merged
+
+    outgoing = _step(store, names, "outgoing")
+
+    def downstream(f: EndPointField) -> Iterable[EndPointField]:
+        found = outgoing(f, start, end)
+        if show_indirect:
+            return sorted(found, key=_order)
+        return sorted((g for g in found if f in inputs_of(g)), key=_order)
 
     nodes: set[EndPointField] = set(roots)
     edges: set[tuple[EndPointField, EndPointField]] = set()  # (upstream, downstream)
     walks: list[tuple[str, Callable[[EndPointField], Iterable[EndPointField]]]] = [
         ("up", lambda f: inputs_of(f).keys())]
     if with_downstream:
-        walks.append(("down", lambda f: store.outgoing(f, start, end)))
+        walks.append(("down", downstream))
     for way, step in walks:
         seen = set(roots)
         frontier = list(roots)

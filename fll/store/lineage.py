@@ -526,6 +526,14 @@ class LineageStore:
             return False
         key = rk.alias(alias_ns, alias_name)
         target = msgpack.packb([namespace, name], use_bin_type=True)
+        # the pair the other way round (a store written when the location was the
+        # alias and the logical name the dataset) is turned: one direction per
+        # pair, so resolving never goes round in a circle
+        back = rk.alias(namespace, name)
+        row = self.table.get(back)
+        if row and row.get("t") == msgpack.packb([alias_ns, alias_name], use_bin_type=True):
+            if self.table.check_and_put(back, "t", row["t"], {"t": b""}):
+                self.table.delete([back, rk.aliased_by(alias_ns, alias_name, namespace, name)])
         for _ in range(16):
             row = self.table.get(key)
             current = row.get("t") if row else None
@@ -537,7 +545,7 @@ class LineageStore:
             # does not confirm, which `aliases` ignores
             self.table.put({rk.aliased_by(namespace, name, alias_ns, alias_name): {"x": b""}})
             if self.table.check_and_put(key, "t", current, {"t": target}):
-                if current is not None:
+                if current:
                     old_ns, old_name = _target(self.url, key, current)
                     self.table.delete([rk.aliased_by(old_ns, old_name, alias_ns, alias_name)])
                 return True
@@ -546,7 +554,7 @@ class LineageStore:
     def resolve_dataset(self, namespace: str, name: str) -> tuple[str, str]:
         """The dataset an alias stands for, else ``(namespace, name)`` itself."""
         row = self.table.get(rk.alias(namespace, name))
-        if not row or "t" not in row:
+        if not row or not row.get("t"):  # b"": a turned pair being deleted
             return namespace, name
         return _target(self.url, rk.alias(namespace, name), row["t"])
 

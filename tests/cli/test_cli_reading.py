@@ -249,10 +249,15 @@ def test_a_tracked_job_reading_a_pipelines_output_is_linked_to_it(spark, tmp_pat
     doc = json.loads(run_cli("lineage", f"file:{tmp_path}/report:doubled", "--format", "json",
                              store=url).output)
     nodes = {n["id"] for n in doc["nodes"]}
-    # one name per dataset: the location the tracked job read is the pipeline's sink
-    assert "shop:orders_clean:amount" in nodes
-    assert "shop:orders:amount" in nodes  # and the walk goes on into the pipeline
-    assert not any(n.startswith(f"file:{out}") for n in nodes)
-    # either name finds the dataset
-    by_location = run_cli("fields", f"file:{out}", store=url)
-    assert by_location.exit_code == 0 and by_location.output.split() == ["amount", "id"]
+    # one name per dataset: the pipeline's sink is named by its location, as track() names it
+    assert f"file:{out}:amount" in nodes
+    assert f"file:{tmp_path}/orders.csv:amount" in nodes  # and the walk goes on into the pipeline
+    assert not any(n.startswith("shop:") for n in nodes)
+    # the referenceName is an alias: it finds the same dataset
+    for name in (f"file:{out}", "shop:orders_clean"):
+        found = run_cli("fields", name, store=url)
+        assert found.exit_code == 0 and found.output.split() == ["amount", "id"], name
+    by_reference = json.loads(run_cli("lineage", "shop:orders_clean:amount", "--direction",
+                                      "outgoing", "--format", "json", store=url).output)
+    assert by_reference["field"]["id"] == f"file:{out}:amount"
+    assert f"file:{tmp_path}/report:doubled" in {n["id"] for n in by_reference["nodes"]}

@@ -11,7 +11,7 @@ import pytest
 from fll import open_store
 from fll.errors import InvalidLineageError, PipelineError
 from fll.model import DROPPED, EndPoint, EndPointField
-from fll.pipeline.runner import run_pipeline
+from fll.pipeline.runner import label, run_pipeline
 from fll.pipeline.spec import parse_spec
 
 pytestmark = pytest.mark.spark
@@ -43,6 +43,22 @@ def ef(dataset, field, ns="default"):
     return EndPointField(EndPoint(ns, dataset), field)
 
 
+def at(path, field):
+    """A field of a file dataset, named by its location as OpenLineage names files."""
+    return EndPointField(EndPoint("file", os.path.normpath(str(path))), field)
+
+
+def named(fields):
+    """Fields as (dataset as a person names it, field): the referenceName of a file."""
+    return {(label(f.endpoint), f.field) for f in fields}
+
+
+def drops(result, dataset, field):
+    [key] = [k for k in result.info.outgoing_summary()
+             if (label(k.endpoint), k.field) == (dataset, field)]
+    return result.info.outgoing_summary()[key]
+
+
 def test_the_demo_pipeline_records_employee_id_lineage_as_cdap_describes(spark, tmp_path):
     url = f"sqlite:///{tmp_path}/fll.db"
     lines: list[str] = []
@@ -58,11 +74,14 @@ def test_the_demo_pipeline_records_employee_id_lineage_as_cdap_describes(spark, 
         run = store.run("run-1")
         assert run is not None and run.program == "employee"
         window = (run.start_ms, run.start_ms + 1)
-        assert store.incoming(ef("Employee Data", "ID"), *window) == {
-            ef("Person File", "body"), ef("HR File", "body")}
-        assert store.incoming(ef("Employee Data", "ContactDetails"), *window) == {
-            ef("Person File", "body")}
-        [group] = store.operations(ef("Employee Data", "ID"), *window)
+        # file datasets are named by location (as track() and OpenLineage name them)
+        out, persons, hr = tmp_path / "employee-data", f"{DATA}/persons.csv", f"{DATA}/hr.csv"
+        assert store.incoming(at(out, "ID"), *window) == {at(persons, "body"), at(hr, "body")}
+        assert store.incoming(at(out, "ContactDetails"), *window) == {at(persons, "body")}
+        # and their referenceName is an alias of the location
+        assert store.resolve_dataset("default", "Employee Data") == ("file", str(out))
+        assert store.aliases("file", persons) == [("default", "Person File")]
+        [group] = store.operations(at(out, "ID"), *window)
         assert [r.run_id for r in group.runs] == ["run-1"]
         names = {op.name for op in group.operations}
         assert names == {
@@ -143,9 +162,9 @@ def test_projection_then_json_and_parquet_sinks(spark, tmp_path):
                         ["project", "as parquet"]]}
     result = run_pipeline(spec, spark=spark, echo=None, record=False)
     assert result.rows_written == {"as json": 2, "as parquet": 2}
-    assert result.incoming("people_parquet", "given") == {ef("people", "first")}
-    assert result.incoming("people_json", "family") == {ef("people", "last")}
-    assert result.info.outgoing_summary()[ef("people", "age")] == {DROPPED}
+    assert named(result.incoming("people_parquet", "given")) == {("people", "first")}
+    assert named(result.incoming("people_json", "family")) == {("people", "last")}
+    assert drops(result, "people", "age") == {DROPPED}
     assert sorted(spark.read.parquet(str(tmp_path / "p")).columns) == ["family", "given", "id"]
     rows = spark.read.json(str(tmp_path / "j")).orderBy("id").collect()
     assert [(r["given"], r["family"]) for r in rows] == [("Ada", "Lovelace"), ("Alan", "Turing")]
@@ -165,10 +184,10 @@ def test_sql_transform_records_column_lineage_or_warns_all_to_all(spark, tmp_pat
     assert result.rows_written == {"out": 2}
     name_sources = result.incoming("out", "name")
     if any("warning" in line for line in lines):  # no plan capture: all-to-all, loudly
-        assert name_sources == {ef("people", f) for f in ("id", "first", "last", "age")}
+        assert named(name_sources) == {("people", f) for f in ("id", "first", "last", "age")}
     else:
-        assert name_sources == {ef("people", "first"), ef("people", "last")}
-        assert result.incoming("out", "id") == {ef("people", "id")}
+        assert named(name_sources) == {("people", "first"), ("people", "last")}
+        assert named(result.incoming("out", "id")) == {("people", "id")}
 
 
 def test_sql_errors_name_the_stage_and_query(spark, tmp_path):
@@ -202,7 +221,8 @@ def test_fll_run_command_runs_a_spec_file_into_a_store(spark, tmp_path):
     with open_store(url) as store:
         assert store.run("cli-run").program == "employee"
     bad = CliRunner().invoke(run, [str(tmp_path / "missing.json")])
-    assert bad.exit_code == 1 and "cannot read pipeline spec" in bad.output
+    # bad input to `fll run` exits 2, as it does for every fll command
+    assert bad.exit_code == 2 and "cannot read pipeline spec" in bad.output
 
 
 def test_wrangler_transform_records_the_recipe_field_operations(spark, tmp_path):
@@ -216,10 +236,10 @@ def test_wrangler_transform_records_the_recipe_field_operations(spark, tmp_path)
         ],
         "connections": [["people", "wrangle"], ["wrangle", "out"]]}
     result = run_pipeline(spec, spark=spark, echo=None, record=False)
-    assert result.incoming("out", "last") == {ef("people", "first")}  # swapped, then upper
-    assert result.incoming("out", "full") == {ef("people", "first"), ef("people", "last")}
-    assert result.incoming("out", "id") == {ef("people", "id")}
-    assert result.info.outgoing_summary()[ef("people", "age")] == {DROPPED}
+    assert named(result.incoming("out", "last")) == {("people", "first")}  # swapped, then upper
+    assert named(result.incoming("out", "full")) == {("people", "first"), ("people", "last")}
+    assert named(result.incoming("out", "id")) == {("people", "id")}
+    assert drops(result, "people", "age") == {DROPPED}
     rows = read_csv(tmp_path / "o")
     assert [(r["first"], r["last"], r["full"]) for r in rows] == [
         ("Lovelace", "ADA", "Lovelace ADA"), ("Turing", "ALAN", "Turing ALAN")]
@@ -256,9 +276,10 @@ def test_the_shipped_customers_pipeline_records_recipe_and_sql_lineage(spark, tm
     assert counts == {"UK": "2", "US": "2", "UNKNOWN": "1"}
     with open_store(url) as store:
         window = (result.start_time_ms, result.start_time_ms + 1)
-        assert store.incoming(ef("Customers", "email_domain"), *window) == {
-            ef("Customers File", "body")}
-        [group] = store.operations(ef("Customers per Country", "customers"), *window)
+        customers = tmp_path / "Customers-Writer"
+        assert store.incoming(at(customers, "email_domain"), *window) == {
+            at(f"{DATA}/customers.csv", "body")}
+        [group] = store.operations(at(tmp_path / "Country-Counts-Writer", "customers"), *window)
         ops = {op.name: op for op in group.operations}
         [(inp, tags)] = list(ops["Count per Country.sql.customers"].transformations.items())
         assert inp.name == "customer_id"

@@ -62,6 +62,28 @@ def test_transformations_compose_along_paths_indirect_beats_direct():
     assert got[EndPointField(a, "k")] == [Transformation("INDIRECT", "GROUP_BY")]
 
 
+def test_a_step_tagging_one_input_direct_and_indirect_keeps_both_through_later_steps():
+    a, out = EndPoint("n", "a"), EndPoint("n", "out")
+    ident = Transformation("DIRECT", "IDENTITY")
+    filt = Transformation("INDIRECT", "FILTER")
+    info = FieldLineageInfo([
+        ReadOperation("r", "", a, ("x",)),
+        # x is copied into y and also decides which rows survive
+        TransformOperation("t1", "", (InputField("r", "x"),), ("y",),
+                           {InputField("r", "x"): (ident, filt)}),
+        TransformOperation("t2", "", (InputField("t1", "y"),), ("z",),
+                           {InputField("t1", "y"): (Transformation("DIRECT", "TRANSFORMATION"),)}),
+        TransformOperation("t3", "", (InputField("t2", "z"),), ("z",),
+                           {InputField("t2", "z"): (Transformation("INDIRECT", "SORT"),
+                                                    ident)}),
+        WriteOperation("w", "", out, (InputField("t3", "z"),)),
+    ])
+    got = set(input_transformations(info, EndPointField(out, "z"))[EndPointField(a, "x")])
+    # the value path stays DIRECT; each INDIRECT step is kept with its own subtype
+    assert got == {Transformation("DIRECT", "TRANSFORMATION"), filt,
+                   Transformation("INDIRECT", "SORT")}
+
+
 def test_an_input_shared_by_every_field_with_a_filter_goes_to_the_dataset_list():
     facet = facet_from_info(ab_info(), B)
     # A.y filters x2 but is copied into y: not dataset-wide, stays per field

@@ -1,11 +1,14 @@
 """Built-in file sources and sinks: CSV, JSON, Parquet and text (one ``body`` field per line).
 
-A source records one READ of every field it outputs from the dataset named
-by ``referenceName`` (default: the stage name); a sink records one WRITE of
-every field it receives. Endpoint properties keep the path as written in
-the spec, so the same pipeline gives the same checksum on every machine; the
-runner records each local file's location (``file`` + absolute path, as
-OpenLineage names files) as an alias of the dataset (`file_locations`), and
+A source records one READ of every field it outputs from the dataset its
+``path`` names, and a sink one WRITE of every field it receives into it. A
+dataset is named by its location, as OpenLineage and `track()` name files
+(`fll.names.location_name`: ``file`` + absolute path, ``hdfs://nn:8020`` +
+path, ``s3://bucket`` + key, a glob by its directory), so a tracked job that
+reads a pipeline's output is linked to it by name alone. ``referenceName``
+(default: the stage name) is the dataset's logical name: it is kept in the
+endpoint properties and the runner records ``namespace:referenceName`` as an
+alias of the location (`reference_names`, OpenLineage's symlink idea).
 `check_local_path` refuses a missing local input while the spec is checked.
 This module must never write lineage itself: it only records operations.
 """
@@ -19,8 +22,8 @@ from ..api import (FieldReadOperation, FieldWriteOperation, Property, PropertyEr
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-_REFERENCE = Property("referenceName", help="dataset name in the lineage store (default: stage "
-                      "name)")
+_REFERENCE = Property("referenceName", help="logical name of the dataset, an alias of its "
+                      "location (default: stage name)")
 _PATH = Property("path", required=True, help="file or directory; relative to the spec file")
 
 
@@ -78,17 +81,30 @@ def check_local_path(config: Any, base_dir: str | None) -> None:
         raise PropertyError("path", f"{path} does not exist")
 
 
-def file_locations(info: Any, base_dir: str | None) -> list[tuple[tuple[str, str],
-                                                                   tuple[str, str]]]:
-    """``(("file", absolute path), (namespace, referenceName))`` for every local file
-    a run read or wrote: the location is recorded as an alias of the dataset, so a
-    `track()`-ed job that names the same files by location (as OpenLineage does)
-    links to the pipeline, and queries find the dataset under either name."""
-    import os
+def file_endpoint(ctx: StageContext, config: Any, properties: dict[str, Any]) -> Any:
+    """The endpoint of a file source or sink: named by its location, with its
+    ``referenceName`` (default: the stage name) among its properties."""
+    from ...model import EndPoint
+    from ...names import location_name
 
+    ns, name = location_name(str(config["path"]), ctx.base_dir)
+    reference = config.get("referenceName") or ctx.stage
+    props = ctx.endpoint(name, {**properties, REFERENCE_NAME: reference}).properties
+    return EndPoint(ns, name, props)
+
+
+#: the endpoint property that keeps a file dataset's logical name
+REFERENCE_NAME = "referenceName"
+
+
+def reference_names(info: Any, namespace: str) -> list[tuple[tuple[str, str],
+                                                             tuple[str, str]]]:
+    """``((namespace, referenceName), (location namespace, location))`` for every
+    file dataset a run read or wrote: the runner records the first as an alias
+    of the second, so queries find the dataset under its logical name too."""
     from ...model import ReadOperation, WriteOperation
 
-    found = []
+    found: dict[tuple[tuple[str, str], tuple[str, str]], None] = {}
     for op in info.operations:
         if isinstance(op, ReadOperation):
             ep = op.source
@@ -96,20 +112,10 @@ def file_locations(info: Any, base_dir: str | None) -> list[tuple[tuple[str, str
             ep = op.destination
         else:
             continue
-        props = dict(ep.properties)
-        path = str(props.get("path") or "")
-        if not path or "format" not in props:
-            continue
-        if path.startswith("file:"):
-            path = path[5:].removeprefix("//")
-        elif "://" in path or _GLOB & set(path):
-            continue
-        if not os.path.isabs(path):
-            if not base_dir:
-                continue
-            path = os.path.join(base_dir, path)
-        found.append((("file", os.path.normpath(path)), (ep.namespace, ep.name)))
-    return found
+        reference = dict(ep.properties).get(REFERENCE_NAME)
+        if reference and (namespace, reference) != (ep.namespace, ep.name):
+            found[((namespace, reference), (ep.namespace, ep.name))] = None
+    return list(found)
 
 
 class FileSource(Source):
@@ -138,10 +144,9 @@ class FileSource(Source):
 
     def read(self, ctx: StageContext) -> "DataFrame":
         df = self.reader(ctx).load(ctx.resolve_path(self.config["path"]))
-        name = self.config.get("referenceName") or ctx.stage
         ctx.record(FieldReadOperation(
             "READ", f"Read {self.format} file {self.config['path']}.",
-            ctx.endpoint(name, self.endpoint_properties()), tuple(df.columns)))
+            file_endpoint(ctx, self.config, self.endpoint_properties()), tuple(df.columns)))
         return df
 
 
@@ -201,7 +206,7 @@ class TextSource(Source):
         name = self.config.get("referenceName") or ctx.stage
         ctx.record(FieldReadOperation(
             "READ", f"Read {name}.",
-            ctx.endpoint(name, {"path": self.config["path"], "format": "text"}),
+            file_endpoint(ctx, self.config, {"path": self.config["path"], "format": "text"}),
             (self.config["field"],)))
         return df
 
@@ -225,10 +230,9 @@ class FileSink(Sink):
         return {"path": self.config["path"], "format": self.format}
 
     def prepare(self, ctx: StageContext, df: "DataFrame") -> None:
-        name = self.config.get("referenceName") or ctx.stage
         ctx.record(FieldWriteOperation(
             "WRITE", f"Write {self.format} file {self.config['path']}.",
-            ctx.endpoint(name, self.endpoint_properties()), tuple(df.columns)))
+            file_endpoint(ctx, self.config, self.endpoint_properties()), tuple(df.columns)))
 
     def writer(self, df: "DataFrame"):
         return df.write.format(self.format).mode(self.config["mode"])
