@@ -95,8 +95,19 @@ def suggest(name: str, known: list[str], what: str = "known") -> str:
     return f" ({what}: {', '.join(known[:10])}{', …' if len(known) > 10 else ''})"
 
 
+#: datasets whose aliases are offered as suggestions (one scan each, on an error path)
+_ALIAS_SUGGESTIONS = 500
+
+
 def _dataset_names(store: Any) -> list[str]:
-    return [f"{d.namespace}:{d.name}" for d in store.datasets()]
+    """Every dataset's name, and the aliases (reference names) of the first few."""
+    found = store.datasets()
+    names = [f"{d.namespace}:{d.name}" for d in found]
+    aliases = getattr(store, "aliases", None)
+    if aliases is not None:
+        names += [f"{a}:{b}" for d in found[:_ALIAS_SUGGESTIONS]
+                  for a, b in aliases(d.namespace, d.name)]
+    return names
 
 
 def _known(store: Any, ep: EndPoint) -> EndPoint | None:

@@ -95,3 +95,27 @@ def test_a_job_node_id_answers_the_column_lineage_of_what_its_latest_run_wrote(c
 def test_a_job_with_no_run_is_not_found(client):
     r = client.get("/api/v1/column-lineage?nodeId=job:chain:nope")
     assert r.status_code == 404 and "no run of this job" in r.json()["error"]
+
+
+def test_indirect_hide_leaves_out_inputs_that_only_filter_and_does_not_walk_past_them(client):
+    g = _graph(client, "datasetField:chain:C:z", indirect="hide")
+    # A.y only filters the rows of B.x2: neither an edge nor an input field
+    assert set(g) == {"datasetField:chain:C:z", "datasetField:chain:B:x2",
+                      "datasetField:chain:A:x"}
+    x2 = g["datasetField:chain:B:x2"]
+    assert [i["field"] for i in x2["data"]["inputFields"]] == ["x"]
+    assert x2["inEdges"] == [{"origin": "datasetField:chain:B:x2",
+                              "destination": "datasetField:chain:A:x"}]
+    shown = _graph(client, "datasetField:chain:C:z", indirect="show")
+    assert "datasetField:chain:A:y" in shown
+    # downstream too: A.y is copied into B.y (kept) and filters B.x2 (left out)
+    down = _graph(client, "datasetField:chain:A:y", depth=2, withDownstream="true",
+                  indirect="hide")
+    assert "datasetField:chain:B:y" in down and "datasetField:chain:B:x2" not in down
+    assert "datasetField:chain:B:x2" in _graph(client, "datasetField:chain:A:y", depth=2,
+                                               withDownstream="true")
+
+
+def test_indirect_takes_show_or_hide_only(client):
+    r = client.get("/api/v1/column-lineage?nodeId=datasetField:chain:C:z&indirect=maybe")
+    assert r.status_code == 400 and "indirect" in r.text
