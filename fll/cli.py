@@ -506,8 +506,9 @@ def name_options(field: bool = False) -> Callable:
 @format_option("table", "json")
 @pass_state
 def datasets(state: State, namespace: str | None, prefix: str | None, fmt: str) -> None:
-    """Datasets some run read or wrote, as NS:NAME (what lineage, runs and fields take)."""
-    found = [d for d in state.store().datasets()
+    """Datasets some run read or wrote, or an OpenLineage event reported the schema
+    of, as NS:NAME (what lineage, runs and fields take)."""
+    found = [d for d in state.store().datasets(with_schemas=True)
              if (namespace is None or d.namespace == namespace)
              and (prefix is None or d.name.lower().startswith(prefix.lower()))]
     if fmt == "json":
@@ -588,7 +589,8 @@ def fields(state: State, dataset: str | None, namespace: str | None, ds_name: st
 @format_option("table", "json")
 @pass_state
 def stats(state: State, fmt: str) -> None:
-    """Rows and bytes per row kind, distinct operation sets, datasets, runs (one full scan)."""
+    """Rows and bytes per row kind, distinct operation sets, datasets, runs (one full
+    scan). Runs whose START was received but that never completed are counted apart."""
     from .store import admin, redact
 
     result = admin.stats(state.store().table)
@@ -604,6 +606,10 @@ def stats(state: State, fmt: str) -> None:
     click.echo(f"operation sets  {result['operation_sets']}")
     click.echo(f"datasets        {result['datasets']}")
     click.echo(f"runs            {result['runs']}")
+    if result.get("started_only_runs"):
+        # an OpenLineage START was received and no COMPLETE (yet): not a recorded run
+        click.echo(f"started only    {result['started_only_runs']}  (START received, "
+                   f"never completed)")
     if "file_bytes" in result:
         click.echo(f"file size       {result['file_bytes']} bytes")
 

@@ -101,7 +101,7 @@ _ALIAS_SUGGESTIONS = 500
 
 def _dataset_names(store: Any) -> list[str]:
     """Every dataset's name, and the aliases (reference names) of the first few."""
-    found = store.datasets()
+    found = store.datasets(with_schemas=True)
     names = [f"{d.namespace}:{d.name}" for d in found]
     aliases = getattr(store, "aliases", None)
     if aliases is not None:

@@ -28,21 +28,28 @@ from fll.cli import STORE_HELP, configured_store_url  # noqa: E402
 from fll.store import open_store  # noqa: E402
 
 
+def reference(store, ep: EndPoint) -> str:
+    """A file dataset (named by its location) as the spec names it: its referenceName."""
+    names = store.aliases(ep.namespace, ep.name)
+    return names[0][1] if names else ep.name
+
+
 def show_employee_lineage(url: str, result) -> None:
     """Every Employee Data field's sources and operations, as stored, and a DOT
     picture of ID's lineage."""
     print()
     print("Field lineage of Employee Data, as stored:")
-    target = EndPoint(result.info.destinations and sorted(result.info.destinations)[0].namespace
-                      or "default", "Employee Data")
     start, end = result.start_time_ms, result.start_time_ms + 1
     with open_store(url) as store:
+        # the sink's referenceName is an alias of its location, the name it is stored under
+        target = EndPoint(*store.resolve_dataset("default", "Employee Data"))
+        print(f"  (dataset {target.namespace}:{target.name}, alias default:Employee Data)")
         for name in store.fields(target, start, end):
             efield = EndPointField(target, name)
             sources = sorted(store.incoming(efield, start, end),
-                             key=lambda f: (f.endpoint.name, f.field))
-            print(f"\n  {target.name}.{name} <- "
-                  + ", ".join(f"{s.endpoint.name}.{s.field}" for s in sources))
+                             key=lambda f: (reference(store, f.endpoint), f.field))
+            print(f"\n  Employee Data.{name} <- "
+                  + ", ".join(f"{reference(store, s.endpoint)}.{s.field}" for s in sources))
             for group in store.operations(efield, start, end):
                 for op in group.operations:
                     print(f"      {describe_operation(op)}")
@@ -62,10 +69,10 @@ def show_employee_lineage(url: str, result) -> None:
 
 def show_sql_tags(url: str, result) -> None:
     """The OpenLineage transformation types the Spark plan gave the SQL stage."""
-    target = EndPoint("default", "Customers per Country")
     start, end = result.start_time_ms, result.start_time_ms + 1
     print("\nHow the SQL stage built Customers per Country (from its Spark plan):")
     with open_store(url) as store:
+        target = EndPoint(*store.resolve_dataset("default", "Customers per Country"))
         for name in store.fields(target, start, end):
             for group in store.operations(EndPointField(target, name), start, end):
                 for op in group.operations:

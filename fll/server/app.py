@@ -167,7 +167,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
 
     @app.get("/api/v1/datasets", tags=["explorer"])
     def list_datasets() -> JSONResponse:
-        """Every dataset with at least one recorded run."""
+        """Every dataset a run read or wrote, or an event reported the schema of."""
         return JSONResponse(views.datasets(lineage))
 
     # -- CDAP v3 -------------------------------------------------------------

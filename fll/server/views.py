@@ -597,4 +597,5 @@ def column_lineage(store: LineageStore, cache: TransformationCache, node_id: str
 
 
 def datasets(store: LineageStore) -> dict:
-    return {"datasets": [endpoint_json(ep) for ep in store.datasets()]}
+    """Every dataset a run read or wrote, or an event reported the schema of."""
+    return {"datasets": [endpoint_json(ep) for ep in store.datasets(with_schemas=True)]}

@@ -272,6 +272,7 @@ def stats(table: Table, progress: Progress | None = None) -> dict:
     kinds = {name: {"rows": 0, "bytes": 0} for name in list(rk.KINDS.values()) + ["unknown"]}
     datasets: set[tuple[bytes, bytes]] = set()
     total_rows = total_bytes = 0
+    started_only = 0  # run rows whose start was claimed (OpenLineage START) and no set came
     for key, cols in table.scan():
         name = rk.KINDS.get(key[:1], "unknown") if key[1:2] == rk.SEP else "unknown"
         size = row_bytes(key, cols)
@@ -283,10 +284,13 @@ def stats(table: Table, progress: Progress | None = None) -> dict:
             parts = key.split(rk.SEP, 3)
             if len(parts) == 4:
                 datasets.add((parts[1], parts[2]))
+        elif name == "run" and "c" not in cols:
+            started_only += 1
         if progress:
             progress(1)
     out = {"store": table.url, "rows": total_rows, "bytes": total_bytes, "kinds": kinds,
-           "operation_sets": kinds["data"]["rows"], "runs": kinds["run"]["rows"],
+           "operation_sets": kinds["data"]["rows"],
+           "runs": kinds["run"]["rows"] - started_only, "started_only_runs": started_only,
            "datasets": len(datasets)}
     size_bytes = getattr(table, "size_bytes", None)
     if callable(size_bytes):

@@ -792,10 +792,12 @@ class LineageStore:
                         "properties": dict(ep.properties) if ep else {}})
         return out
 
-    def datasets(self) -> list[EndPoint]:
-        """Every dataset with at least one recorded run, as source or destination."""
+    def datasets(self, *, with_schemas: bool = False) -> list[EndPoint]:
+        """Every dataset with at least one recorded run, as source or destination;
+        with ``with_schemas`` also those known only by a reported schema (an
+        OpenLineage DatasetEvent, or a run event without column lineage)."""
         found: set[EndPoint] = set()
-        for kind in (rk.BACKWARD, rk.FORWARD):
+        for kind in (rk.BACKWARD, rk.FORWARD) + ((rk.SCHEMA,) if with_schemas else ()):
             prefix = kind + rk.SEP
             stop = rk.prefix_end(prefix)
             cursor = prefix

@@ -95,3 +95,29 @@ def test_a_store_that_does_not_exist_is_announced_as_new_and_empty(tmp_path):
         assert "fll-dta.db" in m.string
     finally:
         _stop(proc)
+
+
+@pytest.mark.slow
+def test_without_store_serve_uses_the_config_files_store_as_every_command_does(tmp_path):
+    url = build_store(f"sqlite:///{tmp_path}/from-config.db")
+    config = tmp_path / "fll.yaml"
+    config.write_text(f"store: {url}\n")
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, "serve", "--port", "0",
+                             "--log-level", "warning"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "FLL_STORE": "", "FLL_CONFIG": str(config)})
+    try:
+        m = _first_line(proc, r"serving (.*) on http://127\.0\.0\.1:(\d+) ")
+        assert "from-config.db" in m.group(1)
+        port = int(m.group(2))
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                r = httpx.get(f"http://127.0.0.1:{port}/api/v1/datasets", timeout=2)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "the printed port never answered"
+                time.sleep(0.1)
+        assert r.status_code == 200 and {"namespace": "ns", "name": "A"} in r.json()["datasets"]
+    finally:
+        _stop(proc)

@@ -174,3 +174,31 @@ def test_reading_the_report_never_asks_for_aliases_when_names_agree(tmp_path):
             EndPointField(EndPoint("file", REPORT), "doubled")}
         assert store.incoming(clean, 0, T0 + 10_000) == {
             EndPointField(EndPoint("file", ORDERS), "amount")}
+
+
+def test_a_dataset_known_only_by_its_reported_schema_is_listed(tmp_path, run_cli):
+    url = f"sqlite:///{tmp_path}/schemas.db"
+    with open_store(url) as store:
+        record_new(store)
+        # an OpenLineage DatasetEvent: a schema, no run read or wrote it
+        store.record_schema("postgres://db:5432", "shop.customers", "ev-1", T0,
+                            [("id", "bigint"), ("email", None)])
+    listed = run_cli("datasets", store=url)
+    assert listed.exit_code == 0
+    assert "postgres://db:5432:shop.customers" in listed.output.splitlines()
+    assert f"file:{CLEAN}" in listed.output.splitlines()
+    with _rest(url) as client:
+        body = client.get("/api/v1/datasets").json()
+    assert {"namespace": "postgres://db:5432", "name": "shop.customers"} in body["datasets"]
+    assert len(body["datasets"]) == 4  # each dataset once
+
+
+def test_stats_counts_runs_whose_start_only_was_claimed_apart(tmp_path, run_cli):
+    url = f"sqlite:///{tmp_path}/stats.db"
+    with open_store(url) as store:
+        record_new(store)  # two complete runs
+        store.claim_run_start("started-never-completed", T0 + 5000)
+    stats = json.loads(run_cli("stats", "--format", "json", store=url).stdout)
+    assert stats["runs"] == 2 and stats["started_only_runs"] == 1
+    text = run_cli("stats", store=url).stdout
+    assert "runs            2" in text and "started only    1" in text
