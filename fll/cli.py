@@ -508,14 +508,19 @@ def name_options(field: bool = False) -> Callable:
 def datasets(state: State, namespace: str | None, prefix: str | None, fmt: str) -> None:
     """Datasets some run read or wrote, or an OpenLineage event reported the schema
     of, as NS:NAME (what lineage, runs and fields take)."""
-    found = [d for d in state.store().datasets(with_schemas=True)
+    store = state.store()
+    found = [d for d in store.datasets(with_schemas=True)
              if (namespace is None or d.namespace == namespace)
              and (prefix is None or d.name.lower().startswith(prefix.lower()))]
+    # the other names each dataset answers to (a pipeline file's referenceName)
+    aliases = {d: [f"{a}:{b}" for a, b in store.aliases(d.namespace, d.name)] for d in found}
     if fmt == "json":
-        _echo_json([{"namespace": d.namespace, "name": d.name} for d in found])
+        _echo_json([{"namespace": d.namespace, "name": d.name, "aliases": aliases[d]}
+                    for d in found])
         return
     for d in found:
-        click.echo(f"{d.namespace}:{d.name}")
+        also = f"  (also {', '.join(aliases[d])})" if aliases[d] else ""
+        click.echo(f"{d.namespace}:{d.name}{also}")
 
 
 @main.command()

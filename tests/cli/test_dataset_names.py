@@ -186,7 +186,8 @@ def test_a_dataset_known_only_by_its_reported_schema_is_listed(tmp_path, run_cli
     listed = run_cli("datasets", store=url)
     assert listed.exit_code == 0
     assert "postgres://db:5432:shop.customers" in listed.output.splitlines()
-    assert f"file:{CLEAN}" in listed.output.splitlines()
+    # a file dataset shows the reference name it also answers to
+    assert f"file:{CLEAN}  (also shop:Clean Orders)" in listed.output.splitlines()
     with _rest(url) as client:
         body = client.get("/api/v1/datasets").json()
     assert {"namespace": "postgres://db:5432", "name": "shop.customers"} in body["datasets"]
