@@ -513,7 +513,8 @@ def datasets(state: State, namespace: str | None, prefix: str | None, fmt: str) 
              if (namespace is None or d.namespace == namespace)
              and (prefix is None or d.name.lower().startswith(prefix.lower()))]
     # the other names each dataset answers to (a pipeline file's referenceName)
-    aliases = {d: [f"{a}:{b}" for a, b in store.aliases(d.namespace, d.name)] for d in found}
+    every = store.all_aliases()
+    aliases = {d: [f"{a}:{b}" for a, b in every.get((d.namespace, d.name), ())] for d in found}
     if fmt == "json":
         _echo_json([{"namespace": d.namespace, "name": d.name, "aliases": aliases[d]}
                     for d in found])

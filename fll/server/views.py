@@ -219,12 +219,13 @@ def field_operations(store: LineageStore, ef: EndPointField, start: int, end: in
     dirs = _directions(direction)
     require_field(store, ef)
     answer: dict[str, Any] = {"incoming": None, "outgoing": None}
+    names = Names(store).equivalents(ef.endpoint)  # runs recorded under an older name too
     for d in dirs:
         answer[d] = [{
             "programs": [{"program": r.program, "run": r.run_id,
                           "lastExecutedTimeInSeconds": r.start_ms // 1000} for r in g.runs],
             "operations": [operation_json(op) for op in g.operations],
-        } for g in store.operations(ef, start, end, d)]
+        } for e in names for g in store.operations(EndPointField(e, ef.field), start, end, d)]
     return answer
 
 
@@ -515,7 +516,9 @@ def column_lineage(store: LineageStore, cache: TransformationCache, node_id: str
     else:
         ep, field_name = parse_node_id(store, node_id)
         roots = ([EndPointField(ep, field_name)] if field_name is not None
-                 else [EndPointField(ep, f) for f in known_fields(store, ep, start, end)])
+                 else [EndPointField(ep, f) for f in sorted(
+                     {f for e in Names(store).equivalents(ep)
+                      for f in known_fields(store, e, start, end)})])
 
     names = Names(store)
     roots = [names.field(f) for f in roots]
@@ -597,5 +600,15 @@ def column_lineage(store: LineageStore, cache: TransformationCache, node_id: str
 
 
 def datasets(store: LineageStore) -> dict:
-    """Every dataset a run read or wrote, or an event reported the schema of."""
-    return {"datasets": [endpoint_json(ep) for ep in store.datasets(with_schemas=True)]}
+    """Every dataset a run read or wrote, or an event reported the schema of; one
+    with aliases (a pipeline file's referenceName, symlinks) lists them, so a
+    search finds it by either name."""
+    aliases = store.all_aliases()
+    out = []
+    for ep in store.datasets(with_schemas=True):
+        d = endpoint_json(ep)
+        others = aliases.get((ep.namespace, ep.name))
+        if others:
+            d["aliases"] = [{"namespace": a, "name": b} for a, b in others]
+        out.append(d)
+    return {"datasets": out}

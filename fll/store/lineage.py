@@ -572,6 +572,20 @@ class LineageStore:
         want = msgpack.packb([namespace, name], use_bin_type=True)
         return sorted(a for a in candidates if rows.get(rk.alias(*a), {}).get("t") == want)
 
+    def all_aliases(self) -> dict[tuple[str, str], list[tuple[str, str]]]:
+        """Every alias in the store, by the dataset it stands for (one scan of the
+        alias rows, however many datasets there are)."""
+        prefix = rk.ALIAS + rk.SEP
+        out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for key, cols in self.table.scan(prefix, rk.prefix_end(prefix)):
+            if not cols.get("t"):  # a turned pair being deleted
+                continue
+            k = _decode_key(self.url, key)
+            if k.namespace is None or k.name is None:
+                continue
+            out.setdefault(_target(self.url, key, cols["t"]), []).append((k.namespace, k.name))
+        return {t: sorted(a) for t, a in out.items()}
+
     # -- operation sets --------------------------------------------------------
     def _decode(self, checksum: str, row: dict[str, bytes] | None) -> _Cached:
         key = rk.data(checksum)

@@ -203,3 +203,20 @@ def test_stats_counts_runs_whose_start_only_was_claimed_apart(tmp_path, run_cli)
     assert stats["runs"] == 2 and stats["started_only_runs"] == 1
     text = run_cli("stats", store=url).stdout
     assert "runs            2" in text and "started only    1" in text
+
+
+@pytest.mark.parametrize("ns,ds", [("file", CLEAN), ("shop", "Clean Orders")])
+def test_operations_and_a_dataset_node_cover_the_runs_under_both_names(history, ns, ds):
+    url, kind = history
+    with _rest(url) as client:
+        r = client.get(v3(ns, ds, "/lineage/fields/amount/operations"),
+                       params={"direction": "incoming", "start": 0, "end": "now"})
+        assert r.status_code == 200, r.text
+        runs = {p["run"] for g in r.json()["incoming"] for p in g["programs"]}
+        node = client.get("/api/v1/column-lineage",
+                          params={"nodeId": f"dataset:{ns}:{ds}", "depth": 1})
+        assert node.status_code == 200, node.text
+    assert runs == {"old": {"old-run"}, "new": {"new-run"}, "both": {"old-run", "new-run"}}[kind]
+    roots = {n["data"]["field"] for n in node.json()["graph"]
+             if n["data"]["dataset"] in (CLEAN, "Clean Orders")}
+    assert roots == {"id", "amount"}

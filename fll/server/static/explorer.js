@@ -385,7 +385,9 @@
   function searchMatches(q) {
     const low = q.trim().toLowerCase();
     const ns = $("namespace").value;
-    const hit = (d) => !low || d.name.toLowerCase().includes(low);
+    // a dataset is found by its name or by an alias (a pipeline file's referenceName)
+    const hit = (d) => !low || d.name.toLowerCase().includes(low)
+      || (d.aliases || []).some((a) => a.name.toLowerCase().includes(low));
     const mine = datasets.filter((d) => d.namespace === ns && hit(d));
     const others = low ? datasets.filter((d) => d.namespace !== ns && hit(d)) : [];
     const starts = (d) => (d.name.toLowerCase().startsWith(low) ? 0 : 1);
@@ -402,6 +404,7 @@
       class: i === 0 ? "active" : "",
       onmousedown: (e) => { e.preventDefault(); pick(d); },
     }, el("span", { class: "name" }, d.name),
+    (d.aliases || []).length ? el("span", { class: "ns" }, d.aliases.map((a) => a.name).join(", ")) : "",
     d.namespace !== $("namespace").value ? el("span", { class: "ns" }, d.namespace) : "")));
     if (!matches.length) list.append(el("li", { class: "none" }, "No dataset matches"));
     list.hidden = false;
