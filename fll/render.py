@@ -113,7 +113,7 @@ class EdgeTags:
             here = EndPointField(ep, dest.field)
             for c in self.store.checksums(ep, self.start_ms, self.end_ms, "incoming"):
                 if self.cache is not None:
-                    found = self.cache.get(self.store, c, here)
+                    found = self.cache.of_field(self.store, c, here)
                 else:
                     info = self._sets.get(c)
                     if info is None:

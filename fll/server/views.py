@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable
 from ..errors import BadRequest, NotFound
 from ..model import (EndPoint, EndPointField, Operation, ReadOperation, Transformation,
                      TransformOperation)
-from ..openlineage import dataset_input_transformations
+from ..openlineage import dataset_input_transformations, input_transformations
 from ..render import EdgeTags, Names, edge_kind
 from ..rowkeys import MAX_TIME
 from ..store.lineage import LineageStore
@@ -397,7 +397,8 @@ class TransformationCache:
     operation set never changes, so entries never go stale."""
 
     def __init__(self, size: int = 2_000):
-        self._data: OrderedDict[tuple[str, EndPoint], dict] = OrderedDict()
+        # (checksum, EndPoint) -> per field; (checksum, EndPointField) -> one field
+        self._data: OrderedDict[tuple[str, Any], dict] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
 
@@ -419,6 +420,27 @@ class TransformationCache:
     def get(self, store: LineageStore, checksum: str, ef: EndPointField
             ) -> dict[EndPointField, list[Transformation]]:
         return self.of_dataset(store, checksum, ef.endpoint).get(ef.field, {})
+
+    def of_field(self, store: LineageStore, checksum: str, ef: EndPointField
+                 ) -> dict[EndPointField, list[Transformation]]:
+        """One field's inputs and tags: from the dataset's entry when a request
+        already composed it, else one pass over that field's operations only
+        (a walk that tags a few fields of a wide dataset must not compose them
+        all), kept for the next request."""
+        with self._lock:
+            whole = self._data.get((checksum, ef.endpoint))
+            if whole is not None:
+                return whole.get(ef.field, {})
+            hit = self._data.get((checksum, ef))
+            if hit is not None:
+                self._data.move_to_end((checksum, ef))
+                return hit
+        value = input_transformations(store.operation_set(checksum), ef)
+        with self._lock:
+            self._data[(checksum, ef)] = value
+            if len(self._data) > self._size:
+                self._data.popitem(last=False)
+        return value
 
 
 def _colon_splits(rest: str, parts: int) -> list[list[str]]:
