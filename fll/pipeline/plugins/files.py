@@ -22,6 +22,8 @@ from ..api import (FieldReadOperation, FieldWriteOperation, Property, PropertyEr
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
+    from ...model import EndPoint
+
 _REFERENCE = Property("referenceName", help="logical name of the dataset, an alias of its "
                       "location (default: stage name)")
 _PATH = Property("path", required=True, help="file or directory; relative to the spec file")
@@ -81,20 +83,20 @@ def check_local_path(config: Any, base_dir: str | None) -> None:
         raise PropertyError("path", f"{path} does not exist")
 
 
-def file_endpoint(ctx: StageContext, config: Any, properties: dict[str, Any]) -> Any:
+#: the endpoint property that keeps a file dataset's logical name
+REFERENCE_NAME = "referenceName"
+
+
+def file_endpoint(ctx: StageContext, config: Any, properties: dict[str, Any]) -> "EndPoint":
     """The endpoint of a file source or sink: named by its location, with its
     ``referenceName`` (default: the stage name) among its properties."""
     from ...model import EndPoint
-    from ...names import location_name
+    from ...names import location_name  # the one naming rule, shared with track()
 
     ns, name = location_name(str(config["path"]), ctx.base_dir)
     reference = config.get("referenceName") or ctx.stage
     props = ctx.endpoint(name, {**properties, REFERENCE_NAME: reference}).properties
     return EndPoint(ns, name, props)
-
-
-#: the endpoint property that keeps a file dataset's logical name
-REFERENCE_NAME = "referenceName"
 
 
 def reference_names(info: Any, namespace: str) -> list[tuple[tuple[str, str],
