@@ -875,18 +875,25 @@ def export(state: State, dataset: str | None, namespace: str | None, ds_name: st
     """
     from .store.admin import iso_ms
 
+    from .render import Names
+
     store, ep = _dataset(state, dataset, namespace, ds_name)
     lo, hi = _range(start, end)
+    # the dataset under every name it has: runs recorded under a reference name
+    # before it became an alias are exported too, as they were recorded
+    names = Names(store).equivalents(ep)
     if fmt == "openlineage":
         try:
             from .openlineage import export_events
         except ImportError as e:
             raise BadRequest(f"--format openlineage needs fll.openlineage ({e})",
                              "format") from None
-        docs = list(export_events(store, ep, lo, hi))
+        events = {e["run"]["runId"]: e for n in names for e in export_events(store, n, lo, hi)}
+        docs = sorted(events.values(), key=lambda e: (e["eventTime"], e["run"]["runId"]))
     else:
         docs = []
-        for r in store.runs(ep, lo, hi):
+        runs = {r.run_id: r for n in names for r in store.runs(n, lo, hi)}
+        for r in sorted(runs.values(), key=lambda r: (-r.start_ms, r.run_id)):
             info = store.operation_set(r.checksum)
             docs.append({"run_id": r.run_id, "start_time_ms": r.start_ms,
                          "start": iso_ms(r.start_ms), "program": r.program,

@@ -220,3 +220,25 @@ def test_operations_and_a_dataset_node_cover_the_runs_under_both_names(history, 
     roots = {n["data"]["field"] for n in node.json()["graph"]
              if n["data"]["dataset"] in (CLEAN, "Clean Orders")}
     assert roots == {"id", "amount"}
+
+
+def test_an_old_run_sent_again_is_already_recorded_not_a_conflict(tmp_path, run_cli):
+    """The store never rewrites a recorded set's names, so the old payload (an
+    export made before the rename, a spooled event) keeps its checksum."""
+    url = f"sqlite:///{tmp_path}/again.db"
+    with open_store(url) as store:
+        record_old(store)
+        record_new(store)  # turns the alias pairs round
+        assert store.record(copy(OLD_ORDERS, OLD_CLEAN), "old-run", T0, "clean") is False
+        assert store.run("old-run").checksum == copy(OLD_ORDERS, OLD_CLEAN).checksum
+    # an export by either name holds the runs under both, each as it was recorded,
+    # so recording the export back changes nothing
+    for fmt in ("json", "openlineage"):
+        exported = run_cli("export", "shop:Clean Orders", "--format", fmt, store=url)
+        assert exported.exit_code == 0, exported.output
+        (tmp_path / f"export.{fmt}").write_text(exported.output)
+        assert len(json.loads(exported.output)) == (2 if fmt == "openlineage" else 3)
+    docs = json.loads((tmp_path / "export.json").read_text())
+    assert {d["run_id"] for d in docs} == {"old-run", "new-run", "report-run"}
+    again = run_cli("record", str(tmp_path / "export.json"), store=url)
+    assert again.exit_code == 0 and "recorded 0 new run(s), 3 already present" in again.output
