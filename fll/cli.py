@@ -666,6 +666,8 @@ def lineage(state: State, field_ref: str | None, namespace: str | None, ds_name:
     asked = bool(show_ops or show_runs)
     graph = render.walk_lineage(store, root, direction, depth, lo, hi, show_indirect=show,
                                 with_operations=asked or fmt == "tree")
+    graph.aliases = [f"{a}:{b}" for a, b in store.aliases(graph.root.endpoint.namespace,
+                                                          graph.root.endpoint.name)]
     if fmt == "json":
         if not asked:
             graph.operations.clear()

@@ -176,6 +176,8 @@ class LineageGraph:
     show_indirect: bool = True
     # destination field -> its operation groups (operations, runs newest first), when asked
     operations: dict[EndPointField, list] = field(default_factory=dict)
+    # other names of the root's dataset (a pipeline file's referenceName), "NS:NAME"
+    aliases: list[str] = field(default_factory=list)
 
     def edge_tags(self, a: EndPointField, b: EndPointField) -> list[Transformation]:
         return self.tags.get((a, b), [])
@@ -221,6 +223,8 @@ class LineageGraph:
                "nodes": [node(f) for f in self.nodes],
                "edges": [edge(a, b) for a, b in sorted(self.edges, key=lambda e: (
                    field_id(e[0]), field_id(e[1])))]}
+        if self.aliases:
+            out["aliases"] = list(self.aliases)
         if self.operations:
             out["operations"] = {field_id(f): [_group_json(g) for g in groups]
                                  for f, groups in sorted(self.operations.items(),
@@ -328,6 +332,8 @@ def render_tree(graph: LineageGraph, *, ops: bool = False, runs: bool = False,
     ``(cycle)``.
     """
     lines: list[str] = []
+    if graph.aliases:  # the name the user may know it by (a pipeline's referenceName)
+        lines.append(f"(its dataset is also named {', '.join(graph.aliases)})")
     for d, arrow in (("incoming", "←"), ("outgoing", "→")):
         if graph.direction not in (d, "both"):
             continue

@@ -242,3 +242,20 @@ def test_an_old_run_sent_again_is_already_recorded_not_a_conflict(tmp_path, run_
     assert {d["run_id"] for d in docs} == {"old-run", "new-run", "report-run"}
     again = run_cli("record", str(tmp_path / "export.json"), store=url)
     assert again.exit_code == 0 and "recorded 0 new run(s), 3 already present" in again.output
+
+
+def test_the_lineage_of_a_field_says_which_other_name_its_dataset_has(tmp_path, run_cli):
+    url = f"sqlite:///{tmp_path}/tree.db"
+    with open_store(url) as store:
+        record_new(store)
+    tree = run_cli("lineage", "shop:Clean Orders:amount", store=url)
+    assert tree.exit_code == 0, tree.output
+    first, second = tree.output.splitlines()[:2]
+    assert first == "(its dataset is also named shop:Clean Orders)"
+    assert second.startswith(f"file:{CLEAN}:amount  (incoming")
+    doc = json.loads(run_cli("lineage", f"file:{CLEAN}:amount", "--format", "json",
+                             store=url).output)
+    assert doc["aliases"] == ["shop:Clean Orders"]
+    plain = json.loads(run_cli("lineage", f"file:{REPORT}:doubled", "--format", "json",
+                               store=url).output)
+    assert "aliases" not in plain  # a dataset with one name keeps the plain shape
