@@ -2,6 +2,7 @@
 what `fll.spark.track` adds to a real job.
 
     .venv/bin/python scripts/bench/capture.py [--repeat 7] [--job-rows 1000000] [--quick]
+                                              [--pairs 10]
 
 Part 1 builds DataFrame plans over a small parquet file: chains of N operators
 (withColumn / filter / self-join with a second read, in turn) over W columns,
@@ -17,8 +18,13 @@ store) and prints the overhead as a fraction of the job.
 
 Part 3 runs the same job without and with the JVM listener
 (``fll.spark.LineageListener``, registered on the same session, sending to a
-``fll serve`` this script starts on 127.0.0.1), alternating, and prints the
-overhead as a fraction of the job; then it checks every write was recorded.
+``fll serve`` this script starts on 127.0.0.1): one untimed run of each, then
+--pairs pairs interleaved A B B A. It prints the job time's median, quartiles
+and range for each, the overhead as a fraction of the job, and the CPU the
+listener costs per write wherever it runs (Spark's listener thread, the
+sender thread, ``fll serve``), measured with ThreadMXBean and /proc: the
+figure the load of a shared machine does not blur. Then it checks every write
+was recorded.
 
 Targets: <= 50 ms for a 50-operator plan; <= 5% of a one-minute job (3 s);
 the listener <= 2% of the 1M-row job.
@@ -38,7 +44,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from fll import open_store  # noqa: E402
 from fll.spark import capture, track  # noqa: E402
-from fll.spark.listener import ensure_jar  # noqa: E402
 
 TARGET_50_OPS_MS = 50.0
 TARGET_JOB_SHARE = 0.05
@@ -82,7 +87,19 @@ def _plan(spark, path: str, operators: int, columns: int):
     return df
 
 
+#: untimed captures of each plan before its timed ones: the first analyses the
+#: DataFrame (Spark's analyzer, which the write pays anyway), the next let the JIT
+#: settle on this plan's shape
+PLAN_WARM_UP = 2
+#: captures of a 50 x 50 plan before part 1, whatever the grid: with fewer, the
+#: first plans measured a cold JVM and a --quick run (fewer plans before 50 x 10)
+#: read several times slower than a full one
+JVM_WARM_UP = 15
+
+
 def _median_capture(df, repeat: int) -> dict:
+    for _ in range(PLAN_WARM_UP):
+        capture(df)
     caps = [capture(df) for _ in range(repeat)]
     jplan = df._jdf.queryExecution().analyzed()
     tojson = []
@@ -117,17 +134,28 @@ def _job(spark, tmp: str, rows: int):
 @click.option("--repeat", default=7, show_default=True, help="captures per plan (median)")
 @click.option("--job-rows", default=1_000_000, show_default=True,
               help="rows of the job of part 2 (0: skip it)")
-@click.option("--quick", is_flag=True, help="a smaller grid of plans")
-def main(repeat: int, job_rows: int, quick: bool) -> None:
+@click.option("--quick", is_flag=True, help="a smaller grid of plans, fewer listener pairs")
+@click.option("--pairs", default=0, help="part 3: runs without/with the listener "
+              "(default 10, 6 with --quick)")
+def main(repeat: int, job_rows: int, quick: bool, pairs: int) -> None:
     tmp = tempfile.mkdtemp(prefix="fll-bench-capture-")
     server = _serve(tmp) if job_rows else None
-    spark = _session(str(ensure_jar()), server[1]) if server else _session()
+    if server:
+        from fll.spark.listener import ensure_jar
+
+        spark = _session(str(ensure_jar()), server[1])
+    else:
+        spark = _session()
     path = os.path.join(tmp, "base.parquet")
     spark.range(1000).selectExpr("id", "id * 1.5 AS v").write.parquet(path)
-    for _ in range(3):  # warm up py4j, the analyzer and the JIT
-        capture(_plan(spark, path, 20, 20))
+    warm = _plan(spark, path, 50, 50)
+    for _ in range(JVM_WARM_UP):  # py4j, the analyzer and the JIT, alike for every grid
+        capture(warm)
 
-    click.echo("Part 1: capture time vs plan size (median of %d; ms)" % repeat)
+    click.echo(f"load average {os.getloadavg()[0]:.1f} (1 min) on {os.cpu_count()} cores")
+    click.echo(f"Part 1: capture time vs plan size (ms; median of {repeat} after "
+               f"{JVM_WARM_UP} captures of a 50 x 50 plan and {PLAN_WARM_UP} untimed "
+               f"of each plan)")
     head = (f"{'plan':>16} {'nodes':>5} {'JSON kB':>8} {'capture':>8} {'min':>6} "
             f"{'serialize':>9} {'parse':>6} {'leaves':>6} {'walk':>6} {'py4j':>5} "
             f"{'toJSON()':>8}")
@@ -176,10 +204,11 @@ def main(repeat: int, job_rows: int, quick: bool) -> None:
                    f"{'meets' if cap / 60 <= TARGET_JOB_SHARE else 'misses'})")
     if job_rows and server is not None:
         try:
-            _listener_part(spark, tmp, job_rows, build, server)
+            _listener_part(spark, tmp, job_rows, build, server, pairs or (6 if quick else 10))
         finally:
             server[0].terminate()
             server[0].wait(timeout=30)
+    click.echo(f"load average {os.getloadavg()[0]:.1f} (1 min) at the end")
     spark.stop()
 
 
@@ -213,47 +242,130 @@ def _bus_drained(spark) -> None:
         time.sleep(2)
 
 
-def _listener_part(spark, tmp: str, rows: int, build, server) -> None:
-    from py4j.java_gateway import JavaClass
+class _Cpu:
+    """CPU milliseconds spent so far by the listener's JVM threads and by ``fll serve``.
 
+    The JVM side is read with ThreadMXBean: Spark's shared listener queue
+    thread (where ``onSuccess`` runs) and the listener's sender thread. The
+    server side is the ``fll serve`` process's user + system time.
+    """
+
+    def __init__(self, spark, server_pid: int) -> None:
+        self.jvm, self.pid = spark._jvm, server_pid
+        self.mx = self.jvm.java.lang.management.ManagementFactory.getThreadMXBean()
+
+    def read(self) -> dict[str, float]:
+        out = {"bus": 0.0, "sender": 0.0}
+        for t in self.jvm.java.lang.Thread.getAllStackTraces().keySet().toArray():
+            name = t.getName()
+            key = ("bus" if name == "spark-listener-group-shared"
+                   else "sender" if name == "fll-lineage-sender" else None)
+            if key:
+                out[key] += max(self.mx.getThreadCpuTime(t.getId()), 0) / 1e6
+        with open(f"/proc/{self.pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        out["server"] = (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+        return out
+
+
+def _recorded(store, path: str, deadline: float) -> bool:
     from fll import EndPoint
     from fll.spark.plan import dataset_name
+
+    while time.time() < deadline:
+        if store.runs(EndPoint(*dataset_name(path)), 0, 2**62, "incoming"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _listener_part(spark, tmp: str, rows: int, build, server, pairs: int) -> None:
+    from py4j.java_gateway import JavaClass
 
     click.echo(f"\nPart 3: the JVM listener on the same {rows}-row job, sending to fll serve")
     cls = JavaClass("fll.spark.LineageListener", spark._jvm._gateway_client)
     listener = cls(spark._jsc.sc().getConf())
     manager = spark._jsparkSession.listenerManager()
-    plain, captured = [], []
-    for i in range(5):  # alternate, so warm-up and load hit both alike
-        start = time.perf_counter()
-        build().write.mode("overwrite").parquet(os.path.join(tmp, f"plain-l{i}.parquet"))
-        plain.append(time.perf_counter() - start)
-        manager.register(listener)
-        try:
-            start = time.perf_counter()
-            build().write.mode("overwrite").parquet(os.path.join(tmp, f"listened{i}.parquet"))
-            captured.append(time.perf_counter() - start)
-            _bus_drained(spark)  # not timed: the event is delivered after the write returns
-        finally:
-            manager.unregister(listener)  # an undelivered event would be dropped
-    job, listened = statistics.median(plain), statistics.median(captured)
-    share = (listened - job) / job
-    click.echo(f"job median {job:.2f} s (min {min(plain):.2f}); with the listener median "
-               f"{listened:.2f} s (min {min(captured):.2f})")
-    click.echo(f"overhead {(listened - job) * 1000:+.0f} ms = {share * 100:+.2f}% of the job "
-               f"(target <= {TARGET_LISTENER_SHARE * 100:.0f}%: "
-               f"{'meets' if share <= TARGET_LISTENER_SHARE else 'misses'}); the event is "
-               f"built on Spark's listener thread after the write and sent by a daemon thread")
+    cpu = _Cpu(spark, server[0].pid)
     store = open_store(server[2])
+    runs: dict[str, list[float]] = {"plain": [], "listener": []}
+    costs: dict[str, list[dict[str, float]]] = {"plain": [], "listener": []}
+    recorded = 0
+
+    def run(kind: str, name: str) -> None:
+        nonlocal recorded
+        out = os.path.join(tmp, f"{name}.parquet")
+        if kind == "listener":
+            manager.register(listener)
+        before = cpu.read()
+        start = time.perf_counter()
+        build().write.mode("overwrite").parquet(out)
+        elapsed = time.perf_counter() - start
+        try:
+            # not timed: the event is delivered after the write returns; waiting until
+            # the server has recorded it keeps each run's neighbour free of its work,
+            # which the CPU accounting below counts instead
+            _bus_drained(spark)
+            if kind == "listener":
+                recorded += _recorded(store, out, time.time() + 30)
+        finally:
+            if kind == "listener":
+                manager.unregister(listener)  # an undelivered event would be dropped
+        time.sleep(0.3)  # the server's answer and the sender's return, before reading CPU
+        after = cpu.read()
+        if not name.startswith("warm"):
+            runs[kind].append(elapsed)
+            costs[kind].append({k: after[k] - before[k] for k in after})
+        else:
+            click.echo(f"  first {kind} run (not counted): {elapsed:.2f} s" + (
+                "; listener CPU on the first event (class loading, first HTTP send): bus "
+                f"{after['bus'] - before['bus']:.0f} ms, sender "
+                f"{after['sender'] - before['sender']:.0f} ms, fll serve "
+                f"{after['server'] - before['server']:.0f} ms" if kind == "listener" else ""))
+
     try:
-        deadline, missing = time.time() + 30, list(range(5))
-        while missing and time.time() < deadline:
-            missing = [i for i in missing if not store.runs(EndPoint(*dataset_name(
-                os.path.join(tmp, f"listened{i}.parquet"))), 0, 2**62, "incoming")]
-            time.sleep(0.2)
-        click.echo(f"recorded by fll serve: {5 - len(missing)} of 5 writes")
+        run("listener", "warm-listener")
+        run("plain", "warm-plain")
+        for i in range(pairs):  # interleaved A B B A ..., so drift and load hit both alike
+            for kind in (("plain", "listener") if i % 2 == 0 else ("listener", "plain")):
+                run(kind, f"{kind}{i}")
     finally:
         store.close()
+    med = statistics.median
+    job, listened = med(runs["plain"]), med(runs["listener"])
+    share = (listened - job) / job
+
+    def spread(xs: list[float]) -> str:
+        q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
+        return f"median {med(xs):.3f} s, quartiles {q[0]:.3f}-{q[2]:.3f}, range " \
+               f"{min(xs):.3f}-{max(xs):.3f}"
+
+    click.echo(f"job time = the write call (read 2 parquet inputs, filter, join, aggregate, "
+               f"write parquet), {pairs} interleaved pairs after one untimed run of each")
+    click.echo(f"  without the listener: {spread(runs['plain'])}")
+    click.echo(f"  with the listener:    {spread(runs['listener'])}")
+    click.echo(f"job time overhead {(listened - job) * 1000:+.0f} ms = {share * 100:+.2f}% "
+               f"(target <= {TARGET_LISTENER_SHARE * 100:.0f}%: "
+               f"{'meets' if share <= TARGET_LISTENER_SHARE else 'misses'})")
+    # what the listener costs in CPU, wherever it runs: above what the same threads
+    # and the idle server spend during a run without it
+    extra = {k: med([c[k] for c in costs["listener"]]) - med([c[k] for c in costs["plain"]])
+             for k in ("bus", "sender", "server")}
+    total = sum(max(v, 0.0) for v in extra.values())
+    click.echo(f"listener CPU per write (median, above a run without it): Spark's listener "
+               f"thread {extra['bus']:.1f} ms, sender thread {extra['sender']:.1f} ms, "
+               f"fll serve {extra['server']:.1f} ms")
+    for kind in ("listener", "plain"):
+        raw = {k: med([c[k] for c in costs[kind]]) for k in ("bus", "sender", "server")}
+        click.echo(f"  raw medians, runs {'with' if kind == 'listener' else 'without'}: " +
+                   ", ".join(f"{k} {v:.1f} ms" for k, v in raw.items()) +
+                   (" (fll serve read in 10 ms ticks)" if kind == "plain" else ""))
+    click.echo(f"  all of it = {total:.0f} ms = {total / 1000 / job * 100:.2f}% of the job "
+               f"(target <= {TARGET_LISTENER_SHARE * 100:.0f}%: "
+               f"{'meets' if total / 1000 / job <= TARGET_LISTENER_SHARE else 'misses'}; an "
+               f"upper bound: none of it runs on the job's thread, and fll serve usually "
+               f"runs on another host)")
+    click.echo(f"recorded by fll serve: {recorded} of {pairs + 1} writes")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,10 @@ at once to keep the wall time down:
   over Derby's in-memory database, shipped with Spark);
 - ``spark-sql -e "CREATE TABLE … AS SELECT …; INSERT …"`` with a WRONG token:
   the job still succeeds, one warning line names the problem, the events wait
-  in the spool, and ``fll record --spool`` records them.
+  in the spool, and ``fll record --spool`` records them;
+- a Python job whose listener points at a URL where nothing listens, with a
+  second session whose listener posts to a server that answers 503 to every
+  event: the same promise, one warning line per problem however many writes.
 
 For every statement the recorded operations equal what ``track()`` records
 for the same statement in this process (same operations, types, masking).
@@ -20,6 +23,8 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -62,6 +67,63 @@ spark.sql({V2_DDL!r})
 spark.sql({V2_ROWS!r}).writeTo({V2_TABLE!r}).append()
 spark.stop()
 '''
+
+
+# Bad settings: the application's listener (from --conf) points at a port where
+# nothing listens; a second session's listener, registered by hand, at a server
+# that answers 503. Two writes each: a problem is logged once, not per event.
+BAD_JOB = """
+import sys
+from py4j.java_gateway import JavaClass
+from pyspark.sql import SparkSession
+
+root, failing_url = sys.argv[1], sys.argv[2]
+spark = SparkSession.builder.appName("fll-e2e-bad").getOrCreate()
+for i in range(2):
+    (spark.read.parquet(root + "/src/orders").selectExpr("order_id", "amount * 2 AS doubled")
+     .write.parquet(root + "/bad/unreachable%d" % i))
+other = spark.newSession()
+manager = other._jsparkSession.listenerManager()
+manager.clear()  # not the --conf listener: only the one posting to the failing server
+conf = (spark.sparkContext._jsc.sc().getConf().clone().set("spark.fll.url", failing_url)
+        .set("spark.fll.spool", root + "/spool-failing"))
+manager.register(JavaClass("fll.spark.LineageListener", spark._jvm._gateway_client)(conf))
+for i in range(2):
+    (other.read.parquet(root + "/src/orders").selectExpr("order_id", "amount + 1 AS more")
+     .write.parquet(root + "/bad/failing%d" % i))
+spark.stop()
+"""
+
+
+class _Failing(BaseHTTPRequestHandler):
+    """Answers every request 503, as a server whose store is down does; counts them."""
+
+    posts: list[str] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        type(self).posts.append(self.path)
+        self.send_response(503)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b'{"error": "the store is unavailable"}')
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def failing_server():
+    """A 127.0.0.1 server answering 503; shut down after the module."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Failing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", _Failing.posts
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
 
 
 def _sql_statements(src: str) -> list[str]:
@@ -125,8 +187,8 @@ def served(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def applications(served, spark):
-    """Runs both applications at once; returns their completed processes and paths."""
+def applications(served, failing_server, spark):
+    """Runs the three applications at once; returns their completed processes and paths."""
     root, base, store_url = served
     src = root / "src"
     spark.createDataFrame(
@@ -141,9 +203,11 @@ def applications(served, spark):
     jar = ensure_jar()
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    job_dir, sql_dir = root / "job", root / "sql"
+    (root / "bad_job.py").write_text(BAD_JOB)
+    job_dir, sql_dir, bad_dir = root / "job", root / "sql", root / "bad"
     job_dir.mkdir()
     sql_dir.mkdir()
+    bad_dir.mkdir()
     job = subprocess.Popen(
         [str(BIN / "spark-submit"), "--master", "local[1]",
          *spark_conf(base, "e2e-token", str(root / "spool-job"), jar),
@@ -158,15 +222,25 @@ def applications(served, spark):
                       f"jdbc:derby:;databaseName={sql_dir}/metastore_db;create=true"}),
          "-e", "; ".join(_sql_statements(str(src))) + ";"],
         cwd=sql_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    unreachable = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    bad = subprocess.Popen(
+        [str(BIN / "spark-submit"), "--master", "local[1]",
+         *spark_conf(unreachable, None, str(root / "spool-unreachable"), jar),
+         *_confs({"spark.sql.warehouse.dir": str(bad_dir / "wh")}),
+         str(root / "bad_job.py"), str(root), failing_server[0]],
+        cwd=bad_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         job_out = job.communicate(timeout=1500)
         sql_out = sql.communicate(timeout=1500)
+        bad_out = bad.communicate(timeout=1500)
     finally:
-        for p in (job, sql):
+        for p in (job, sql, bad):
             if p.poll() is None:
                 p.kill()
     return {"root": root, "src": src, "store_url": store_url,
             "job": (job.returncode, *job_out), "sql": (sql.returncode, *sql_out),
+            "bad": (bad.returncode, *bad_out), "unreachable": unreachable,
+            "failing": failing_server,
             "job_wh": job_dir / "wh", "sql_wh": sql_dir / "wh"}
 
 
@@ -264,3 +338,28 @@ def test_spark_sql_with_a_wrong_token_finishes_spools_and_records_later(applicat
         assert len(programs) == 1 and programs.pop().startswith("SparkSQL")
     finally:
         store.close()
+
+
+def test_a_wrong_url_and_a_failing_server_leave_the_job_alone_and_the_events_spooled(
+        applications, tmp_path):
+    app = applications
+    rc, _out, err = app["bad"]
+    assert rc == 0, err[-3000:]
+    root = app["root"]
+    for name in ("unreachable0", "unreachable1", "failing0", "failing1"):
+        assert list((root / "bad" / name).glob("*.parquet")), name  # every write finished
+    warnings = [line for line in err.splitlines() if "fll: " in line]
+    assert len(warnings) == 2, warnings  # one per problem, not one per event
+    unreachable = [w for w in warnings if "cannot reach" in w]
+    failing = [w for w in warnings if "HTTP 503" in w]
+    assert len(unreachable) == 1 and app["unreachable"] in unreachable[0]
+    assert "spark.fll.url" in unreachable[0]
+    assert len(failing) == 1 and app["failing"][0] in failing[0]
+    assert app["failing"][1] and set(app["failing"][1]) == {"/api/v1/spark/events"}
+    store_url = f"sqlite:///{tmp_path}/spooled.db"
+    for spool in ("spool-unreachable", "spool-failing"):
+        assert len(list((root / spool).glob("*.json"))) == 2, spool
+        done = subprocess.run([str(BIN / "fll"), "--store", store_url, "record", "--spool",
+                               str(root / spool)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "recorded 2 new run(s)" in done.stderr, done.stderr

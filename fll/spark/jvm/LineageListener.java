@@ -14,8 +14,10 @@
  * and the destination's location or name. No lineage rule lives here.
  *
  * This class must never fail or slow the job it listens to: callbacks run on
- * Spark's listener bus thread (after the write has finished), every failure is
- * swallowed, sends happen on one daemon thread fed by a small bounded queue, and
+ * Spark's listener bus thread (after the write has finished) and read there only
+ * what the live session knows (names, locations); the plan's JSON is rendered and
+ * sent on one daemon thread fed by a small bounded queue, which sleeps while idle;
+ * every failure is swallowed, and
  * whatever cannot be sent (server down, wrong token, queue full, JVM exiting)
  * is written to the spool directory, re-sent when the server answers again or
  * by `fll record --spool DIR`. A send problem is logged once, not per event.
@@ -110,7 +112,8 @@ public final class LineageListener implements QueryExecutionListener {
                 return;
             }
             long end = System.currentTimeMillis();
-            sender.submit(event(funcName, qe, plan, command, end - durationNs / 1_000_000L));
+            sender.submit(new Pending(
+                head(funcName, qe, plan, command, end - durationNs / 1_000_000L), plan));
         } catch (Throwable t) {
             sender.problem("cannot describe a write for fll (" + describe(t) + ")");
         }
@@ -123,8 +126,31 @@ public final class LineageListener implements QueryExecutionListener {
 
     // -- the event ------------------------------------------------------------------
 
-    private String event(String funcName, QueryExecution qe, LogicalPlan plan, String command,
-                         long startMs) throws Exception {
+    /**
+     * A write waiting to be sent: everything read from the live session (the head),
+     * and the analyzed plan, whose JSON is rendered on the sender thread. Rendering
+     * is most of an event's cost; the plan is immutable once analyzed, so doing it
+     * later frees Spark's shared listener queue at once and holds no string bigger
+     * than the plan meanwhile.
+     */
+    static final class Pending {
+        final String head;
+        final LogicalPlan plan;
+
+        Pending(String head, LogicalPlan plan) {
+            this.head = head;
+            this.plan = plan;
+        }
+
+        /** The event's JSON; toJSON is valid JSON, embedded as is, not re-escaped. */
+        String body() {
+            return head + plan.toJSON() + '}';
+        }
+    }
+
+    /** The event up to its "plan" value: what must be read while the session is as written. */
+    private String head(String funcName, QueryExecution qe, LogicalPlan plan, String command,
+                        long startMs) throws Exception {
         StringBuilder out = new StringBuilder(4096);
         out.append("{\"format\":").append(FORMAT);
         field(out, "run_id", UUID.randomUUID().toString());
@@ -163,8 +189,7 @@ public final class LineageListener implements QueryExecutionListener {
             }
             out.append("]}");
         }
-        // toJSON is valid JSON: embedded as is, not re-escaped into a string
-        out.append("],\"plan\":").append(plan.toJSON()).append('}');
+        out.append("],\"plan\":");
         return out.toString();
     }
 
@@ -379,10 +404,13 @@ public final class LineageListener implements QueryExecutionListener {
         /** At JVM exit: how long pending events may still be posted before being spooled. */
         private static final long EXIT_BUDGET_MS = 3_000;
 
+        /** Wakes the sender at JVM exit without waiting for an event. */
+        private static final Pending STOP = new Pending("", null);
+
         private final String endpoint;
         private final String token;
         private final Path spool;
-        private final ArrayBlockingQueue<String> queue;
+        private final ArrayBlockingQueue<Pending> queue;
         private final Set<String> logged = ConcurrentHashMap.newKeySet();
         private final Thread thread;
         private volatile boolean closing;
@@ -402,7 +430,7 @@ public final class LineageListener implements QueryExecutionListener {
             Runtime.getRuntime().addShutdownHook(new Thread(this::drain, "fll-lineage-exit"));
         }
 
-        void submit(String event) {
+        void submit(Pending event) {
             if (closing || !queue.offer(event)) {
                 spool(event);  // never block the listener bus
                 if (!closing) {
@@ -414,10 +442,20 @@ public final class LineageListener implements QueryExecutionListener {
         @Override
         public void run() {
             while (!closing) {
-                String event;
+                Pending event;
                 try {
-                    event = queue.poll(200, TimeUnit.MILLISECONDS);
+                    // Idle, the thread sleeps until an event comes, costing no CPU while the
+                    // job runs; only with events spooled does it wake, to retry them when due.
+                    if (spooled) {
+                        long wait = Math.max(1L, downUntil - System.currentTimeMillis());
+                        event = queue.poll(wait, TimeUnit.MILLISECONDS);
+                    } else {
+                        event = queue.take();
+                    }
                 } catch (InterruptedException e) {
+                    return;
+                }
+                if (event == STOP) {
                     return;
                 }
                 if (event == null) {
@@ -430,7 +468,21 @@ public final class LineageListener implements QueryExecutionListener {
             }
         }
 
-        private void deliver(String event) {
+        /** The event's JSON, or null (logged once) when its plan cannot be rendered. */
+        private String render(Pending event) {
+            try {
+                return event.body();
+            } catch (Throwable t) {
+                problem("cannot describe a write for fll (" + describe(t) + ")");
+                return null;
+            }
+        }
+
+        private void deliver(Pending pending) {
+            String event = render(pending);
+            if (event == null) {
+                return;
+            }
             if (System.currentTimeMillis() < downUntil) {
                 spool(event);
                 return;
@@ -544,6 +596,13 @@ public final class LineageListener implements QueryExecutionListener {
             }
         }
 
+        private void spool(Pending pending) {
+            String event = render(pending);
+            if (event != null) {
+                spool(event);
+            }
+        }
+
         private void spool(String event) {
             try {
                 Files.createDirectories(spool);
@@ -571,13 +630,21 @@ public final class LineageListener implements QueryExecutionListener {
         private void drain() {
             long deadline = System.currentTimeMillis() + EXIT_BUDGET_MS;
             closing = true;
+            queue.offer(STOP);  // an idle sender returns now, not at its next wake-up
             try {  // let an event in flight finish: killing the post would lose it
                 thread.join(EXIT_BUDGET_MS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-            String event;
-            while ((event = queue.poll()) != null) {
+            Pending pending;
+            while ((pending = queue.poll()) != null) {
+                if (pending == STOP) {
+                    continue;
+                }
+                String event = render(pending);
+                if (event == null) {
+                    continue;
+                }
                 long now = System.currentTimeMillis();
                 if (now < deadline && now >= downUntil) {
                     String problem = post(event.getBytes(StandardCharsets.UTF_8));
