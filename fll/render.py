@@ -13,7 +13,7 @@ flows: source field → destination field.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 from .errors import BadRequest
 from .model import EndPoint, EndPointField, FieldLineageInfo, Transformation
@@ -91,9 +91,13 @@ class EdgeTags:
     paths; one pass per (operation set, destination field), memoised, so a walk
     asks each destination once."""
 
-    def __init__(self, store, start_ms: int, end_ms: int, names: Names | None = None):
+    def __init__(self, store, start_ms: int, end_ms: int, names: Names | None = None,
+                 per_set: Any = None):
         self.store, self.start_ms, self.end_ms = store, start_ms, end_ms
         self.names = names or Names(store)
+        # (checksum, field) -> input_transformations of that set: a server passes a
+        # cache kept across requests (operation sets never change under a checksum)
+        self.per_set = per_set
         self._sets: dict[str, FieldLineageInfo] = {}
         self._into: dict[EndPointField, dict[EndPointField, list[Transformation]]] = {}
 
@@ -108,10 +112,14 @@ class EdgeTags:
         for ep in self.names.equivalents(dest.endpoint):
             here = EndPointField(ep, dest.field)
             for c in self.store.checksums(ep, self.start_ms, self.end_ms, "incoming"):
-                info = self._sets.get(c)
-                if info is None:
-                    info = self._sets[c] = self.store.operation_set(c)
-                for src, tags in input_transformations(info, here).items():
+                if self.per_set is not None:
+                    pairs = self.per_set(c, here)
+                else:
+                    info = self._sets.get(c)
+                    if info is None:
+                        info = self._sets[c] = self.store.operation_set(c)
+                    pairs = input_transformations(info, here)
+                for src, tags in pairs.items():
                     # one name per dataset (endpoints also compare their properties)
                     key = self.names.field(src)
                     cur = merged.setdefault(key, [])

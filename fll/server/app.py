@@ -144,7 +144,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     lineage: LineageStore = store
     # serialises the events of one run in this process (the union is read-merge-write)
     run_locks = [threading.Lock() for _ in range(64)]
-    tcache = views.TransformationCache()
+    # as many entries as a server keeps decoded sets (fll serve --cache-sets)
+    tcache = views.TransformationCache(size=32_768)
 
     app = FastAPI(title="fll", version=__version__, default_response_class=JSONResponse,
                   description="Field-level lineage: CDAP v3 field-lineage API, "
@@ -195,7 +196,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
             raise BadRequest("direction is required: incoming, outgoing or both", "direction")
         s, e = time_range(start, end)
         return JSONResponse(views.field_summary(lineage, _field(ns, ds, field), s, e, direction,
-                                                lvl(level, "level"), parse_indirect(indirect)))
+                                                lvl(level, "level"), parse_indirect(indirect),
+                                                tcache))
 
     @app.get(_V3 + "/lineage/fields/{field}/operations", tags=["cdap"])
     def lineage_field_operations(ns: str, ds: str, field: str,

@@ -147,7 +147,8 @@ def dataset_fields(store: LineageStore, ep: EndPoint, start: int, end: int,
 
 
 def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
-                  direction: str, level: int, show_indirect: bool = True) -> dict:
+                  direction: str, level: int, show_indirect: bool = True,
+                  tcache: "TransformationCache | None" = None) -> dict:
     """Fields ``ef`` comes from / goes to, ``level`` hops across datasets.
 
     CDAP's shape, plus one key per dataset group when any of its edges is
@@ -159,7 +160,8 @@ def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
     ef = resolve_field(store, ef)
     dirs = _directions(direction)
     require_field(store, ef)
-    tagger = EdgeTags(store, start, end)
+    tagger = EdgeTags(store, start, end,
+                      per_set=(lambda c, f: tcache.get(store, c, f)) if tcache else None)
     answer: dict[str, Any] = {"incoming": None, "outgoing": None}
     for d in dirs:
         step = store.incoming if d == "incoming" else store.outgoing

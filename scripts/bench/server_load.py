@@ -202,16 +202,16 @@ class _Conn:
 
 
 async def _client(n: int, port: int, until: float, ingest_share: float, templates: list[str],
-                  samples: dict[str, list[float]], errors: list[str], accepted: list[str]
-                  ) -> None:
-    rnd = random.Random(n)
+                  samples: dict[str, list[float]], errors: list[str], accepted: list[str],
+                  session: str) -> None:
+    rnd = random.Random(f"{session}-{n}")
     i = 0
     conn = _Conn(port)
     try:
         while time.monotonic() < until:
             i += 1
             if rnd.random() < ingest_share:
-                kind, run_id = "ingest", f"load-{n}-{i}"
+                kind, run_id = "ingest", f"load-{session}-{n}-{i}"
                 method, path = "POST", "/api/v1/lineage"
                 body = rnd.choice(templates).replace(_RUN_MARK, run_id).encode()
                 ok = (201,)
@@ -256,7 +256,8 @@ TARGET_P99_MS = 150
 
 def run_load(clients: int = 50, seconds: float = 30, runs: int = 100_000,
              ingest_share: float = 0.2, directory: str | None = None,
-             workers: int = 2, variants: int | None = None) -> dict[str, Any]:
+             workers: int = 2, variants: int | None = None, warmup: float = 0
+             ) -> dict[str, Any]:
     """Populate, serve, load and verify; returns the report (see module docstring)."""
     global VARIANTS
     VARIANTS = variants or VARIANTS
@@ -274,16 +275,25 @@ def run_load(clients: int = 50, seconds: float = 30, runs: int = 100_000,
             errors: list[str] = []
             accepted: list[str] = []
             templates = event_templates()
-            server_cpu0, own_cpu0 = _cpu_seconds(server.pid), time.process_time()
-            began = time.monotonic()
-            until = began + seconds
+            # run ids unique to this run: a kept store (--dir) already holds earlier ones
+            session = os.urandom(4).hex()
 
-            async def main() -> None:
+            async def drive(seconds: float, into: dict, errs: list, runs_ok: list) -> None:
+                until = time.monotonic() + seconds
                 await asyncio.gather(*[
-                    _client(n, port, until, ingest_share, templates, samples, errors, accepted)
+                    _client(n, port, until, ingest_share, templates, into, errs, runs_ok,
+                            f"{session}{'w' if into is not samples else ''}")
                     for n in range(clients)])
 
-            asyncio.run(main())
+            if warmup:
+                # the same load, not measured: a long-running server's caches are warm
+                # (their cold cost is printed as the warm-up's rate)
+                warm_samples: dict[str, list[float]] = {}
+                asyncio.run(drive(warmup, warm_samples, errors, accepted))
+                warm_rps = sum(map(len, warm_samples.values())) / warmup
+            server_cpu0, own_cpu0 = _cpu_seconds(server.pid), time.process_time()
+            began = time.monotonic()
+            asyncio.run(drive(seconds, samples, errors, accepted))
             took = time.monotonic() - began
             own_cpu = time.process_time() - own_cpu0
             server_cpu = _cpu_seconds(server.pid) - server_cpu0
@@ -304,6 +314,7 @@ def run_load(clients: int = 50, seconds: float = 30, runs: int = 100_000,
         except OSError:
             load = "?"
         return {"clients": clients, "workers": workers, "seconds": round(took, 1),
+                "warmup_s": warmup, "warmup_rps": round(warm_rps, 1) if warmup else None,
                 "stored_runs_at_start": runs, "variants": VARIANTS,
                 "populate_s": round(populate_s, 1), "ingest_share": ingest_share,
                 "overall": _stats(every, took),
@@ -322,7 +333,9 @@ def run_load(clients: int = 50, seconds: float = 30, runs: int = 100_000,
 
 
 def render(report: dict[str, Any]) -> str:
-    lines = [f"{report['clients']} clients for {report['seconds']} s against "
+    warm = (f" after a {report['warmup_s']:g} s warm-up at {report['warmup_rps']} req/s"
+            if report.get("warmup_s") else "")
+    lines = [f"{report['clients']} clients for {report['seconds']} s{warm} against "
              f"{report['stored_runs_at_start']:,} recorded runs, {report['variants']} sets per "
              f"dataset (populated in {report['populate_s']} s), "
              f"{int(report['ingest_share'] * 100)}% ingest, server workers: {report['workers']}",
@@ -352,14 +365,16 @@ def render(report: dict[str, Any]) -> str:
 @click.option("--ingest-share", default=0.2, show_default=True, type=click.FloatRange(0, 1))
 @click.option("--dir", "directory", default=None, help="Keep the store here (default: a temp dir).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--warmup", default=10.0, show_default=True, type=click.FloatRange(0, 600),
+              help="seconds of the same load before measuring (reported apart)")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64),
               help="fll serve --workers")
 @click.option("--variants", default=100, show_default=True, type=click.IntRange(1),
               help="distinct operation sets per dataset pair in the history")
 def cli(clients: int, seconds: float, runs: int, ingest_share: float, directory: str | None,
-        as_json: bool, workers: int, variants: int) -> None:
+        as_json: bool, warmup: float, workers: int, variants: int) -> None:
     """Run the bounded server load and print the report."""
-    report = run_load(clients, seconds, runs, ingest_share, directory, workers, variants)
+    report = run_load(clients, seconds, runs, ingest_share, directory, workers, variants, warmup)
     click.echo(json.dumps(report, indent=2) if as_json else render(report))
     if report["errors"] or report["ingested_lost"] or not report["server_alive"]:
         sys.exit(1)
