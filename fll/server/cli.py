@@ -212,6 +212,13 @@ def _supervise(url: str, sock: socket.socket, token: str | None, settings: dict[
     def stop(signum: int, frame: Any) -> None:
         nonlocal stopping
         stopping = True
+        # waitpid below resumes after a handled signal (PEP 475): the workers
+        # exiting is what wakes it
+        for pid in started:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
 
     def spawn() -> int:
         pid = os.fork()
