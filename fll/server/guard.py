@@ -279,7 +279,7 @@ def _httptools_protocol() -> type | None:
         _in_message = False
         _head_done = False
 
-        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._arm_phase("head")
 

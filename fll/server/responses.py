@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse as _StarletteJSON
 try:
     import orjson
 except ImportError:  # pragma: no cover - orjson is a dependency; keep working without it
-    orjson = None
+    orjson = None  # type: ignore[assignment]
 
 
 class JSONResponse(_StarletteJSON):

@@ -99,8 +99,9 @@ def start_server(url: str, port: int, workers: int = 1, timeout: float = 60
     env = {**os.environ, "PYTHONPATH": ROOT}
     env.pop("FLL_TOKEN", None)
     proc = subprocess.Popen([sys.executable, "-c", code, "serve", "--store", url, "--host",
-                             "127.0.0.1", "--port", str(port), "--log-level", "warning",
-                             "--workers", str(workers)],
+                             "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+                            # only when asked: the script also measures servers without it
+                            + (["--workers", str(workers)] if workers > 1 else []),
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     from fll.testing.serving import wait_until_serving
     try:

@@ -76,6 +76,7 @@ def two_workers(tmp_path):
                 proc.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_two_workers_record_concurrent_ingests_exactly_once_and_stop_by_pid(two_workers):
     base, url, proc = two_workers
@@ -99,7 +100,7 @@ def test_two_workers_record_concurrent_ingests_exactly_once_and_stop_by_pid(two_
             assert all(sorted(s) == [200] * (SENDERS_PER_RUN - 1) + [201] for s in per_run), \
                 per_run
 
-    # both workers served (each has spent CPU on requests), and neither was replaced
+    # neither worker died and was replaced under the race
     assert _children(proc.pid) == workers
 
     proc.send_signal(signal.SIGTERM)
