@@ -221,12 +221,20 @@ def _supervise(url: str, sock: socket.socket, token: str | None, settings: dict[
                 pass
 
     def spawn() -> int:
+        # no signal between fork and the child's own handlers: the parent's handler
+        # in a child would signal its siblings
+        signals = {signal.SIGTERM, signal.SIGINT}
+        signal.pthread_sigmask(signal.SIG_BLOCK, signals)
         pid = os.fork()
         if pid == 0:  # the worker: serve until told to stop, never return to click
             code = 0
             try:
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                # uvicorn installs its own handlers and, once stopped, re-raises the
+                # signal under the handler it found: ignored, the worker closes its
+                # store and exits 0 instead of dying by the signal
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
                 from ..store import open_store
                 store = open_store(url, cache_size=settings["cache_sets"])
                 try:
@@ -238,6 +246,7 @@ def _supervise(url: str, sock: socket.socket, token: str | None, settings: dict[
                 click.echo(f"fll serve: worker {os.getpid()} stopped: {e}", err=True)
             finally:
                 os._exit(code)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
         return pid
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
