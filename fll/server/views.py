@@ -159,7 +159,12 @@ def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
     """
     ef = resolve_field(store, ef)
     dirs = _directions(direction)
-    require_field(store, ef)
+    first = {d: (store.incoming if d == "incoming" else store.outgoing)(ef, start, end)
+             for d in dirs}
+    if not any(first.values()):
+        # a field with lineage in the range is known; only without any does the
+        # 404 check need every set the dataset ever had
+        require_field(store, ef)
     tagger = EdgeTags(store, start, end,
                       per_set=(lambda c, f: tcache.get(store, c, f)) if tcache else None)
     answer: dict[str, Any] = {"incoming": None, "outgoing": None}
@@ -171,7 +176,7 @@ def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
         for _ in range(level):
             nxt = []
             for f in frontier:
-                for g in sorted(step(f, start, end)):
+                for g in sorted(first[d] if f == ef else step(f, start, end)):
                     if g in seen:
                         continue
                     tags = tagger.of(g, f) if d == "incoming" else tagger.of(f, g)
