@@ -52,19 +52,29 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.fixture
-def two_workers(tmp_path):
-    """A `fll serve --workers 2` over a fresh SQLite store: (base URL, store URL, process)."""
-    port = _free_port()
-    url = f"sqlite:///{tmp_path}/served.db"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from fll.server.cli import serve; serve()", "--store", url,
-         "--port", str(port), "--workers", "2", "--max-ingests", "4", "--log-level", "warning"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    try:
+def serve_two(tmp_path, monkeypatch):
+    """Start `fll serve --workers 2` over a fresh SQLite store with ``max_ingests``
+    slots and ``ingest_wait`` seconds of waiting for one: returns (base URL, store
+    URL, process); every process started is stopped by pid afterwards."""
+    started: list[subprocess.Popen] = []
+
+    def start(max_ingests: int, ingest_wait: float) -> tuple[str, str, subprocess.Popen]:
+        port = _free_port()
+        url = f"sqlite:///{tmp_path}/served.db"
+        (tmp_path / "fll.yaml").write_text(f"serve:\n  ingest_wait: {ingest_wait}\n")
+        monkeypatch.setenv("FLL_CONFIG", str(tmp_path / "fll.yaml"))
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from fll.server.cli import serve; serve()", "--store", url,
+             "--port", str(port), "--workers", "2", "--max-ingests", str(max_ingests),
+             "--log-level", "warning"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        started.append(proc)
+        base = f"http://127.0.0.1:{port}"
         wait_until_serving(base, proc, 60)
-        yield base, url, proc
-    finally:
+        return base, url, proc
+
+    yield start
+    for proc in started:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -78,8 +88,8 @@ def two_workers(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_two_workers_record_concurrent_ingests_exactly_once_and_stop_by_pid(two_workers):
-    base, url, proc = two_workers
+def test_two_workers_record_concurrent_ingests_exactly_once_and_stop_by_pid(serve_two):
+    base, url, proc = serve_two(max_ingests=8, ingest_wait=30)
     workers = _children(proc.pid)
     assert len(workers) == 2, workers
 
@@ -117,8 +127,8 @@ def test_two_workers_record_concurrent_ingests_exactly_once_and_stop_by_pid(two_
         assert all(store.run(r) is not None for r in sent)
 
 
-def test_with_two_workers_a_store_failure_is_a_503(two_workers, tmp_path):
-    base, url, _ = two_workers
+def test_with_two_workers_a_store_failure_is_a_503(serve_two):
+    base, url, _ = serve_two(max_ingests=8, ingest_wait=10)
     assert httpx.post(base + "/api/v1/lineage",
                       json=ol_event(run_id="00000000-0000-4000-8000-00000000aaaa")).status_code == 201
     # the file replaced under the running server: every write must refuse, in every worker
@@ -130,3 +140,36 @@ def test_with_two_workers_a_store_failure_is_a_503(two_workers, tmp_path):
                             json=ol_event(run_id=f"00000000-0000-4000-8000-0000000bbb{i:02d}"))
         assert r.status_code == 503, r.text
         assert set(r.json()) == {"error", "status"} and "store" in r.json()["error"]
+
+
+def test_max_ingests_caps_the_whole_server_not_each_worker(serve_two):
+    """Two ingests hold both slots (their bodies never finish arriving); whichever
+    worker a third ingest reaches, it waits 0.5 s and gets 503. Once the two
+    leave, an ingest is recorded."""
+    base, _, _ = serve_two(max_ingests=2, ingest_wait=0.5)
+    port = int(base.rsplit(":", 1)[1])
+    held = []
+    for _ in range(2):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(b"POST /api/v1/lineage HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+                  b"\r\nContent-Length: 1000\r\n\r\n{")
+        held.append(s)
+    time.sleep(1.0)  # both requests have reached a worker and taken a slot
+    try:
+        for i in range(6):  # new connections: the kernel hands them to either worker
+            with httpx.Client(base_url=base, timeout=30) as client:
+                r = client.post("/api/v1/lineage",
+                                json=ol_event(run_id=f"00000000-0000-4000-8000-0000000ccc{i:02d}"))
+            assert r.status_code == 503, r.text
+            assert "2 ingests are in progress" in r.json()["error"]
+    finally:
+        for s in held:
+            s.close()
+    deadline = time.monotonic() + 10
+    while True:  # the slots come back once the server sees the clients gone
+        r = httpx.post(base + "/api/v1/lineage",
+                       json=ol_event(run_id="00000000-0000-4000-8000-0000000ddd00"), timeout=30)
+        if r.status_code != 503 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert r.status_code == 201, r.text
