@@ -207,6 +207,7 @@ def _supervise(url: str, sock: socket.socket, token: str | None, settings: dict[
     from ..cli import EXIT_STORE, CliError
 
     slots = multiprocessing.get_context("fork").BoundedSemaphore(settings["max_ingests"])
+    parent = os.getpid()
     stopping = False
 
     def stop(signum: int, frame: Any) -> None:
@@ -235,6 +236,7 @@ def _supervise(url: str, sock: socket.socket, token: str | None, settings: dict[
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+                _die_with_parent(parent)
                 from ..store import open_store
                 store = open_store(url, cache_size=settings["cache_sets"])
                 try:
@@ -291,6 +293,23 @@ def _supervise(url: str, sock: socket.socket, token: str | None, settings: dict[
     if failed:
         raise CliError("fll serve: error: a worker process stopped right after it started "
                        "(see above); stopping the server", EXIT_STORE)
+
+
+def _die_with_parent(parent: int) -> None:
+    """A worker whose supervisor is killed (SIGKILL, OOM) must not serve on as an
+    orphan nobody stops: Linux kills it with its parent (PR_SET_PDEATHSIG). A
+    store write is one transaction, so a killed worker leaves nothing half-written."""
+    import ctypes
+    import os
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(0)
 
 
 def _access(token: str | None, public_reads: bool) -> str:

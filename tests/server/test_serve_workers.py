@@ -173,3 +173,18 @@ def test_max_ingests_caps_the_whole_server_not_each_worker(serve_two):
             break
         time.sleep(0.2)
     assert r.status_code == 201, r.text
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG, /proc")
+def test_workers_do_not_outlive_a_killed_parent(serve_two):
+    """SIGKILL (or the OOM killer) gives the parent no chance to stop its workers:
+    they die with it instead of serving on as orphans nobody stops."""
+    _, _, proc = serve_two(max_ingests=8, ingest_wait=10)
+    workers = _children(proc.pid)
+    assert len(workers) == 2
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(w) for w in workers)
