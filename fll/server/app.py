@@ -22,7 +22,6 @@ from typing import Any
 
 from fastapi import FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
 
 from .. import __version__
 from ..errors import BadRequest, InvalidLineageError
@@ -37,6 +36,7 @@ from .errors import ApiError, CatchAllMiddleware, install
 from .guard import (DEFAULT_BODY_TIMEOUT, DEFAULT_INGEST_WAIT, DEFAULT_MAX_FIELDS,
                     DEFAULT_MAX_INGESTS, IngestLimitMiddleware, TokenMiddleware, check_fields)
 from .paths import RawPathMiddleware, segment
+from .responses import JSONResponse
 
 log = logging.getLogger("fll.server")
 
@@ -124,7 +124,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                max_body: int = MAX_BODY, max_level: int = MAX_LEVEL,
                public_reads: bool = False, max_ingests: int = DEFAULT_MAX_INGESTS,
                ingest_wait: float = DEFAULT_INGEST_WAIT, max_fields: int = DEFAULT_MAX_FIELDS,
-               body_timeout: float = DEFAULT_BODY_TIMEOUT) -> FastAPI:
+               body_timeout: float = DEFAULT_BODY_TIMEOUT, ingest_slots: Any = None) -> FastAPI:
     """The ASGI app over ``store`` (a `LineageStore` or a store URL).
 
     ``token``: when set, every route but the public shell (/health, the explorer
@@ -134,6 +134,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     a slot before 503. ``max_fields``: column-lineage fields per event (413 above).
     ``body_timeout``: seconds for a request body to arrive (408 after).
     ``max_body``: largest accepted request body in bytes (413 above).
+    ``ingest_slots``: a semaphore shared by worker processes (``fll serve
+    --workers``), so ``max_ingests`` holds for the whole server.
     ``max_level``: hard cap of ``level`` and ``depth`` (400 above).
     """
     if isinstance(store, str):
@@ -142,16 +144,17 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     lineage: LineageStore = store
     # serialises the events of one run in this process (the union is read-merge-write)
     run_locks = [threading.Lock() for _ in range(64)]
-    tcache = views.TransformationCache()
+    # as many entries as a server keeps decoded sets (fll serve --cache-sets)
+    tcache = views.TransformationCache(size=32_768)
 
-    app = FastAPI(title="fll", version=__version__,
+    app = FastAPI(title="fll", version=__version__, default_response_class=JSONResponse,
                   description="Field-level lineage: CDAP v3 field-lineage API, "
                               "Marquez-style column lineage and OpenLineage ingest.")
     app.state.store = lineage
     install(app)
     # innermost first: the token is checked before an ingest slot is taken
     app.add_middleware(IngestLimitMiddleware, max_ingests=max_ingests, ingest_wait=ingest_wait,
-                       body_timeout=body_timeout)
+                       body_timeout=body_timeout, slots=ingest_slots)
     if token:
         app.add_middleware(TokenMiddleware, token=token, public_reads=public_reads)
     app.add_middleware(CatchAllMiddleware)

@@ -25,6 +25,11 @@ from ..cli import STORE_HELP
 from ..errors import BadRequest
 from . import guard
 
+# decoded operation sets each server process keeps (about 14 KB each on the load
+# benchmark's sets): more than the sets a busy day's questions meet, so whole-
+# history questions over datasets with many distinct sets stay in memory
+DEFAULT_CACHE_SETS = 32_768
+
 # config key -> (type, default) of the settings `serve` also reads from the config file
 _SETTINGS: dict[str, tuple[type, Any]] = {
     "public_reads": (bool, False),
@@ -33,6 +38,7 @@ _SETTINGS: dict[str, tuple[type, Any]] = {
     "max_fields": (int, guard.DEFAULT_MAX_FIELDS),
     "header_timeout": (float, guard.DEFAULT_HEADER_TIMEOUT),
     "body_timeout": (float, guard.DEFAULT_BODY_TIMEOUT),
+    "cache_sets": (int, DEFAULT_CACHE_SETS),
 }
 
 
@@ -113,20 +119,24 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
 @click.option("--body-timeout", type=click.FloatRange(0, min_open=True), default=None,
               help=f"Seconds a request body has to arrive, then 408 "
                    f"[default: {guard.DEFAULT_BODY_TIMEOUT:g}].")
+@click.option("--cache-sets", type=click.IntRange(1), default=None,
+              help=f"Decoded operation sets each server process keeps in memory "
+                   f"[default: {DEFAULT_CACHE_SETS}].")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Server processes sharing the listening socket: reads scale across "
+                   "cores; writes stay serialized by the store, --max-ingests holds for all.")
 @click.option("--insecure", is_flag=True, default=False,
               help="Allow a non-loopback bind without a token.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def serve(store_url: str | None, host: str, port: int, token: str | None, insecure: bool,
-          log_level: str, **limits: Any) -> None:
+          log_level: str, workers: int, **limits: Any) -> None:
     """Serve the REST API (CDAP v3 field lineage, column lineage, OpenLineage ingest)."""
     check_bind(host, token, insecure)
     settings = serve_settings(limits)
-    import uvicorn
 
     from ..cli import EXIT_STORE, CliError, configured_store_url
     from ..store import open_store, redact
-    from .app import create_app
 
     url = configured_store_url(store_url)
     # A missing SQLite file is created (a first `fll serve` takes ingests), but
@@ -138,22 +148,168 @@ def serve(store_url: str | None, host: str, port: int, token: str | None, insecu
     # --port 0 can report the port the OS picked
     sock = _listen(host, port, CliError, EXIT_STORE)
     real_port = sock.getsockname()[1]
-    store = open_store(url)
     try:
+        # opened here even with workers: a store that cannot open is one line and
+        # exit 3 before any worker starts
+        store = open_store(url, cache_size=settings["cache_sets"])
         click.echo(f"fll: serving {redact(url)} on http://{_url_host(host)}:{real_port} "
-                   f"({_access(token, settings['public_reads'])})", err=True)
-        app = create_app(store, token=token, public_reads=settings["public_reads"],
-                         max_ingests=settings["max_ingests"], ingest_wait=settings["ingest_wait"],
-                         max_fields=settings["max_fields"],
-                         body_timeout=settings["body_timeout"])
+                   f"({_access(token, settings['public_reads'])}"
+                   f"{f', {workers} worker processes' if workers > 1 else ''})", err=True)
         guard.raise_open_file_limit()
-        config = uvicorn.Config(app, log_level=log_level,
-                                http=guard.timed_h11(settings["header_timeout"],
-                                                     settings["body_timeout"]))
-        uvicorn.Server(config).run(sockets=[sock])
+        if workers == 1:
+            try:
+                _run_worker(store, sock, token, settings, log_level)
+            finally:
+                store.close()
+        else:
+            # no connection or thread of the parent may cross a fork
+            store.close()
+            _supervise(url, sock, token, settings, log_level, workers)
     finally:
         sock.close()
-        store.close()
+
+
+def _run_worker(store: Any, sock: socket.socket, token: str | None, settings: dict[str, Any],
+                log_level: str, ingest_slots: Any = None) -> None:
+    import uvicorn
+
+    from .app import create_app
+
+    app = create_app(store, token=token, public_reads=settings["public_reads"],
+                     max_ingests=settings["max_ingests"], ingest_wait=settings["ingest_wait"],
+                     max_fields=settings["max_fields"], body_timeout=settings["body_timeout"],
+                     ingest_slots=ingest_slots)
+    config = uvicorn.Config(app, log_level=log_level,
+                            http=guard.timed_http(settings["header_timeout"],
+                                                  settings["body_timeout"]))
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+# a worker that dies sooner than this after its start is not restarted: it would
+# only die again (a broken store, a bad setting), so the server stops instead
+_CRASH_LOOP_S = 5.0
+
+
+def _supervise(url: str, sock: socket.socket, token: str | None, settings: dict[str, Any],
+               log_level: str, workers: int) -> None:
+    """Fork ``workers`` processes that accept on the one listening socket (the
+    kernel spreads connections between them), restart one that dies, and on
+    SIGTERM/SIGINT stop them all by pid and wait for them.
+
+    What is shared between processes is shared through the store (run claims,
+    merges, SQLite's ``BEGIN IMMEDIATE``) or this semaphore (the ingest slots);
+    per-process caches only hold immutable rows."""
+    import multiprocessing
+    import os
+    import signal
+    import time
+
+    from ..cli import EXIT_STORE, CliError
+
+    slots = multiprocessing.get_context("fork").BoundedSemaphore(settings["max_ingests"])
+    parent = os.getpid()
+    stopping = False
+
+    def stop(signum: int, frame: Any) -> None:
+        nonlocal stopping
+        stopping = True
+        # waitpid below resumes after a handled signal (PEP 475): the workers
+        # exiting is what wakes it
+        for pid in started:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    def spawn() -> int:
+        # no signal between fork and the child's own handlers: the parent's handler
+        # in a child would signal its siblings
+        signals = {signal.SIGTERM, signal.SIGINT}
+        signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+        pid = os.fork()
+        if pid == 0:  # the worker: serve until told to stop, never return to click
+            code = 0
+            try:
+                # uvicorn installs its own handlers and, once stopped, re-raises the
+                # signal under the handler it found: ignored, the worker closes its
+                # store and exits 0 instead of dying by the signal
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+                _die_with_parent(parent)
+                from ..store import open_store
+                store = open_store(url, cache_size=settings["cache_sets"])
+                try:
+                    _run_worker(store, sock, token, settings, log_level, slots)
+                finally:
+                    store.close()
+            except BaseException as e:  # noqa: BLE001 - reported, then the worker exits
+                code = EXIT_STORE
+                click.echo(f"fll serve: worker {os.getpid()} stopped: {e}", err=True)
+            finally:
+                os._exit(code)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+        return pid
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    started: dict[int, float] = {}
+    failed = False
+    try:
+        for _ in range(workers):
+            started[spawn()] = time.monotonic()
+        while not stopping and started:
+            try:
+                pid, _status = os.waitpid(-1, 0)
+            except InterruptedError:  # pragma: no cover - PEP 475 retries
+                continue
+            except ChildProcessError:
+                break
+            began = started.pop(pid, None)
+            if began is None or stopping:
+                continue
+            if time.monotonic() - began < _CRASH_LOOP_S:
+                failed = True
+                break
+            click.echo(f"fll serve: worker {pid} exited; starting another", err=True)
+            started[spawn()] = time.monotonic()
+    finally:
+        for pid in started:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 30
+        for pid in list(started):
+            while time.monotonic() < deadline:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    break
+                time.sleep(0.05)
+            else:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    if failed:
+        raise CliError("fll serve: error: a worker process stopped right after it started "
+                       "(see above); stopping the server", EXIT_STORE)
+
+
+def _die_with_parent(parent: int) -> None:
+    """A worker whose supervisor is killed (SIGKILL, OOM) must not serve on as an
+    orphan nobody stops: Linux kills it with its parent (PR_SET_PDEATHSIG). A
+    store write is one transaction, so a killed worker leaves nothing half-written."""
+    import ctypes
+    import os
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(0)
 
 
 def _access(token: str | None, public_reads: bool) -> str:

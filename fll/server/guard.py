@@ -14,7 +14,8 @@ the read timeouts.
   the first read (else 408 and the connection is closed).
 - `check_fields`: the cap on column-lineage fields per event (413), checked on
   the parsed JSON before any lineage object is built.
-- `timed_h11`: uvicorn's h11 protocol with a header deadline. uvicorn only
+- `timed_http` (httptools when installed) / `timed_h11`: uvicorn's HTTP
+  protocol with a header deadline. uvicorn only
   times out idle keep-alive connections after a response; a connection that
   never completes its request head (slowloris, half-open) would stay forever.
   The deadline counts from the connection (or the previous response), and a
@@ -98,16 +99,21 @@ class IngestLimitMiddleware:
 
     def __init__(self, app: Any, max_ingests: int = DEFAULT_MAX_INGESTS,
                  ingest_wait: float = DEFAULT_INGEST_WAIT,
-                 body_timeout: float = DEFAULT_BODY_TIMEOUT):
+                 body_timeout: float = DEFAULT_BODY_TIMEOUT, slots: Any = None):
         self.app = app
         self.max_ingests = max_ingests
         self.ingest_wait = ingest_wait
         self.body_timeout = body_timeout
-        # a counter, not an asyncio.Semaphore: a semaphore binds to one event loop
+        # a counter, not an asyncio.Semaphore: a semaphore binds to one event loop.
+        # ``slots`` (a process-shared semaphore of max_ingests) replaces it when
+        # several worker processes serve one socket: the cap is for the server
+        self.slots = slots
         self.active = 0
         self._lock = threading.Lock()
 
     def _take(self) -> bool:
+        if self.slots is not None:
+            return bool(self.slots.acquire(False))
         with self._lock:
             if self.active < self.max_ingests:
                 self.active += 1
@@ -115,6 +121,9 @@ class IngestLimitMiddleware:
             return False
 
     def _give(self) -> None:
+        if self.slots is not None:
+            self.slots.release()
+            return
         with self._lock:
             self.active -= 1
 
@@ -198,38 +207,23 @@ def check_fields(event: Any, max_fields: int) -> None:
                             f"per event")
 
 
-class _TimedH11(H11Protocol):
+class _Deadlines:
+    """The header/body deadlines shared by both HTTP parsers: ``_arm`` one phase's
+    timer; re-arming the same phase keeps the deadline (bytes do not extend it)."""
+
     header_timeout = DEFAULT_HEADER_TIMEOUT
     body_timeout = DEFAULT_BODY_TIMEOUT
 
     _phase: str | None = None
     _timer: asyncio.TimerHandle | None = None
+    loop: Any
+    transport: Any
+    logger: Any
 
-    def connection_made(self, transport: Any) -> None:
-        super().connection_made(transport)
-        self._watch()
-
-    def data_received(self, data: bytes) -> None:
-        super().data_received(data)
-        self._watch()
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        self._watch()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._arm(None, 0)
-        super().connection_lost(exc)
-
-    def _watch(self) -> None:
-        state = self.conn.their_state
-        if state is h11.IDLE:
-            self._arm("head", self.header_timeout)
-        elif state is h11.SEND_BODY:
-            # the app answers 408 at body_timeout; this only catches a body nobody reads
-            self._arm("body", self.body_timeout + 5)
-        else:
-            self._arm(None, 0)
+    def _arm_phase(self, phase: str | None) -> None:
+        # the app answers 408 at body_timeout; the body timer only catches a body
+        # nobody reads
+        self._arm(phase, self.header_timeout if phase == "head" else self.body_timeout + 5)
 
     def _arm(self, phase: str | None, seconds: float) -> None:
         if phase == self._phase:
@@ -249,11 +243,91 @@ class _TimedH11(H11Protocol):
             self.transport.close()
 
 
+class _TimedH11(_Deadlines, H11Protocol):
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self._watch()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._watch()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._arm(None, 0)
+        super().connection_lost(exc)
+
+    def _watch(self) -> None:
+        state = self.conn.their_state
+        self._arm_phase("head" if state is h11.IDLE else
+                        "body" if state is h11.SEND_BODY else None)
+
+
+def _httptools_protocol() -> type | None:
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:  # httptools is optional: h11 is the fallback
+        return None
+
+    class _TimedHttpTools(_Deadlines, HttpToolsProtocol):
+        """httptools (C parser, several times faster than h11) with the same
+        deadlines; the phase follows the parser callbacks instead of h11's state."""
+
+        _in_message = False
+        _head_done = False
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm_phase("head")
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._arm(None, 0)
+            super().connection_lost(exc)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._in_message, self._head_done = True, False
+
+        def on_headers_complete(self) -> None:
+            super().on_headers_complete()
+            self._head_done = True
+            self._arm_phase("body")
+
+        def on_message_complete(self) -> None:
+            super().on_message_complete()
+            self._in_message = False
+            self._arm_phase(None)  # the app has the request: its own time is not limited
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if self.transport.is_closing():
+                return
+            if self._in_message:  # a pipelined request is on its way
+                self._arm_phase("body" if self._head_done else "head")
+            elif not self.pipeline and self.cycle.response_complete:
+                self._arm_phase("head")
+
+    return _TimedHttpTools
+
+
 def timed_h11(header_timeout: float = DEFAULT_HEADER_TIMEOUT,
               body_timeout: float = DEFAULT_BODY_TIMEOUT) -> type[H11Protocol]:
     """uvicorn's h11 protocol with the header (and last-resort body) deadlines."""
     return type("TimedH11Protocol", (_TimedH11,), {"header_timeout": header_timeout,
                                                    "body_timeout": body_timeout})
+
+
+def timed_http(header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+               body_timeout: float = DEFAULT_BODY_TIMEOUT) -> type:
+    """The fastest HTTP protocol installed (httptools, else h11) with the deadlines."""
+    base = _httptools_protocol()
+    if base is None:
+        return timed_h11(header_timeout, body_timeout)
+    return type("TimedHttpToolsProtocol", (base,), {"header_timeout": header_timeout,
+                                                    "body_timeout": body_timeout})
 
 
 def raise_open_file_limit() -> None:

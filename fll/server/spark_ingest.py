@@ -17,12 +17,12 @@ import json
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
 
 from ..errors import BadRequest, InvalidLineageError
 from ..spark.events import record_event
 from ..store.lineage import LineageStore
 from .errors import ApiError
+from .responses import JSONResponse
 
 __all__ = ["ROUTE", "register"]
 

@@ -163,19 +163,24 @@ def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
     """
     ef = resolve_field(store, ef)
     dirs = _directions(direction)
-    require_field(store, ef)
     names = Names(store)
+    steps = {d: _step(store, names, d) for d in dirs}
+    first = {d: steps[d](ef, start, end) for d in dirs}
+    if not any(first.values()):
+        # a field with lineage in the range is known; only without any does the
+        # 404 check need every set the dataset ever had
+        require_field(store, ef)
     tagger = EdgeTags(store, start, end, names, cache)
     answer: dict[str, Any] = {"incoming": None, "outgoing": None}
     for d in dirs:
-        step = _step(store, names, d)
+        step = steps[d]
         seen = {ef}
         found: dict[EndPointField, list[Transformation]] = {}
         frontier = [ef]
         for _ in range(level):
             nxt = []
             for f in frontier:
-                for g in sorted(step(f, start, end)):
+                for g in sorted(first[d] if f == ef else step(f, start, end)):
                     if g in seen:
                         continue
                     tags = tagger.of(g, f) if d == "incoming" else tagger.of(f, g)

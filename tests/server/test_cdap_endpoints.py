@@ -178,3 +178,24 @@ def test_all_field_lineage_outgoing_only_leaves_incoming_null(client):
                                               "entity": "DATASET"},
                                  "relations": [{"source": "x2", "destination": "z"},
                                                {"source": "y", "destination": "w"}]}]
+
+
+@pytest.mark.parametrize("dataset, field, query, status, answer", [
+    # lineage in the range: answered from the range alone
+    ("C", "z", f"direction=both&{ALL}", 200, None),
+    # known (C was written at 3000 s) but no lineage in [0, 2500 s): an empty answer
+    ("C", "z", "direction=both&start=0&end=2500", 200,
+     {"incoming": [], "outgoing": []}),
+    # never read or written: 404 whatever the range
+    ("C", "nope", f"direction=both&{ALL}", 404, None),
+    ("C", "nope", "direction=incoming&start=0&end=2500", 404, None),
+    ("Nowhere", "z", f"direction=both&{ALL}", 404, None),
+])
+def test_a_field_summary_is_404_only_for_a_field_no_run_ever_touched(
+        client, dataset, field, query, status, answer):
+    r = client.get(v3("chain", dataset, f"/lineage/fields/{field}?{query}"))
+    assert r.status_code == status, r.text
+    if answer is not None:
+        assert r.json() == answer
+    if status == 404:
+        assert set(r.json()) == {"error", "status"} and "unknown" in r.json()["error"]

@@ -6,12 +6,12 @@ import pytest
 
 from fll.errors import BadRequest
 from fll.server import guard
-from fll.server.cli import serve_settings
+from fll.server.cli import DEFAULT_CACHE_SETS, serve_settings
 
 DEFAULTS = {"public_reads": False, "max_ingests": guard.DEFAULT_MAX_INGESTS,
             "ingest_wait": guard.DEFAULT_INGEST_WAIT, "max_fields": guard.DEFAULT_MAX_FIELDS,
             "header_timeout": guard.DEFAULT_HEADER_TIMEOUT,
-            "body_timeout": guard.DEFAULT_BODY_TIMEOUT}
+            "body_timeout": guard.DEFAULT_BODY_TIMEOUT, "cache_sets": DEFAULT_CACHE_SETS}
 
 
 @pytest.fixture

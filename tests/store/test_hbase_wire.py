@@ -100,3 +100,42 @@ def test_a_field_question_costs_a_few_thrift_calls(hbase_servers, name, ask):
     print(f"{name}: {calls} Thrift calls")
     # a scan page is open + get + close; anything near one call per row is a regression
     assert calls <= 40, f"{name} took {calls} Thrift calls"
+
+
+def _dated(store: LineageStore, sets_before: int, in_range: int) -> tuple[int, int]:
+    """A daily job with a dated input: every run a new set; the range holds the last runs."""
+    from fll import EndPoint
+    from tests.lineage_examples import chain
+
+    hour = 3_600_000
+    store.record_many([(chain(EndPoint("n", f"raw/day={i}"), EndPoint("n", "dst"), ["a"]),
+                        f"d{i}", 1_600_000_000_000 + i * hour, None)
+                       for i in range(sets_before + in_range)])
+    first = 1_600_000_000_000 + sets_before * hour
+    return first - 1, first + in_range * hour
+
+
+def test_a_field_question_costs_three_thrift_calls_per_range_whatever_the_history(
+        hbase_servers):
+    """Per key range of the question's cover exactly open + one page + close (no
+    empty trailing page), plus one multi-get for the operation sets: the count
+    follows the range's shape (`rowkeys.cover`), never the sets before it."""
+    from fll import EndPoint
+    from fll import rowkeys as rk
+
+    server = hbase_servers["buffered", "binary"]
+    for sets_before in (10, 300):
+        store = LineageStore(open_table(server.url(f"h{next(_ids)}")))
+        start, end = _dated(store, sets_before, 5)
+        store._cache.clear()
+        before = dict(server.calls)
+        got = store.incoming(EndPointField(EndPoint("n", "dst"), "a"), start, end)
+        calls = {k: v - before.get(k, 0) for k, v in server.calls.items()
+                 if v != before.get(k, 0)}
+        assert len(got) == 5
+        spans, edges = rk.cover(start, end)
+        print(f"{sets_before} sets before the range: {sum(calls.values())} Thrift calls {calls}")
+        assert calls == {"scannerOpenWithScan": len(spans) + len(edges),
+                         "scannerGetList": len(spans) + len(edges),
+                         "scannerClose": len(spans) + len(edges),
+                         "getRowsWithColumns": 1}, calls
