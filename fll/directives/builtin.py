@@ -20,6 +20,7 @@ from ..errors import RecipeError
 from . import labels as L
 from .context import StepContext, java_quote, quote
 from .parser import Args, check_regex
+from .builtin_support import error_rows
 from .registry import Outcome, register_directive
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -316,8 +317,9 @@ def parse_as_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     becomes one row per element instead (the column holds the element).
 
     The keys and their types are data dependent: one job reads the first 1000 non-null
-    values (keys seen only later are not found). Malformed JSON gives nulls (Wrangler
-    sends the row to error). Labels: DROP column, ADD all columns minus <the columns
+    values (keys seen only later are not found). A value that is not JSON (Spark's
+    strict parser; Wrangler's Gson is lenient and also takes unquoted names) goes to the
+    recipe's error output with ``errCode`` 1, as Wrangler's error row. Labels: DROP column, ADD all columns minus <the columns
     before> (the new columns come from the dropped one); arrays: MODIFY column.
     """
     step.require(df, [a.column])
@@ -333,11 +335,15 @@ def parse_as_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
             docs.append(json.loads(text))
         except ValueError:
             continue
-    kept = df.where(src.isNotNull())
+    # Text that is not JSON is an error row, as Wrangler's ErrorRowException: it goes to
+    # the recipe's error output (the stage's errors port), never a row of nulls.
+    bad = src.isNotNull() & F.try_parse_json(src).isNull()
+    kept, to_error = error_rows(step, df.where(src.isNotNull()), bad, F.concat(
+        F.lit(f"malformed JSON in column '{a.column}': "), src), 1)
     if docs and all(isinstance(d, list) for d in docs):
         value = F.explode(F.from_json(src, "ARRAY<STRING>"))
         return Outcome(_replace(kept, a.column, value), L.modify(a.column),
-                       note="one job found arrays: one row per element")
+                       note="one job found arrays: one row per element", **to_error)
     leaves: dict[tuple[str, ...], str | None] = {}
     for d in docs:
         if isinstance(d, dict):
@@ -358,7 +364,7 @@ def parse_as_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         new.append((name, v))      # type: ignore[arg-type]
     out = kept.select([F.col(quote(c)) for c in before] + [v.alias(n) for n, v in new])
     return Outcome(out, L.drop(a.column) + L.add(L.all_columns_minus(*before)),
-                   note=f"one job found {len(leaves)} keys")
+                   note=f"one job found {len(leaves)} keys", **to_error)
 
 
 # -- value transformations (MODIFY) -------------------------------------------

@@ -255,6 +255,12 @@ class Recipe:
     def __len__(self) -> int:
         return len(self.steps)
 
+    @property
+    def sends_errors(self) -> bool:
+        """Whether a line can send rows to the error output (send-to-error, or a parser
+        whose bad values are Wrangler error rows), so an ``errors`` port can get rows."""
+        return any(s.spec.name in ERROR_SENDERS for s in self.steps)
+
     def __repr__(self) -> str:
         return f"Recipe({len(self.steps)} directives)"
 
@@ -369,6 +375,13 @@ class Recipe:
         else:  # anything but a list or tuple of names is taken to be the DataFrame
             df = cast("DataFrame", input_columns)
         return self.compile(df).to_lineage(source, destination, stage, filter_dependencies)
+
+
+#: The built-in directives whose rows can go to the error output.
+ERROR_SENDERS = frozenset({
+    "send-to-error", "send-to-error-and-continue", "parse-as-json", "parse-as-datetime",
+    "parse-as-simple-date", "parse-timestamp", "parse-as-fixed-length", "parse-as-currency",
+    "format-as-currency"})
 
 
 def _union_errors(a: "DataFrame", b: "DataFrame") -> "DataFrame":
