@@ -1054,8 +1054,7 @@ def split_email(step, df, a):
     on a value that is not text; fll splits its text form. Labels: READ column, ADD both."""
     step.require(df, [a.column])
     c = _as_text(df, a.column, step.col(a.column))
-    has_lt = F.instr(c, "<") > 0
-    address = F.when(~has_lt, c).when(c.rlike(_BRACKETED), F.regexp_extract(c, _BRACKETED, 1))
+    address = F.when(F.instr(c, "<") == 0, c).when(c.rlike(_BRACKETED), F.regexp_extract(c, _BRACKETED, 1))
     ok = address.rlike(_AT)
     new = [(f"{a.column}_account", F.when(ok, F.regexp_extract(address, _AT, 1))),
            (f"{a.column}_domain", F.when(ok, F.regexp_extract(address, _AT, 2)))]
