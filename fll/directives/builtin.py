@@ -319,14 +319,28 @@ def parse_as_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     The keys and their types are data dependent: one job reads the first 1000 non-null
     values (keys seen only later are not found). A value that is not JSON (Spark's
     strict parser; Wrangler's Gson is lenient and also takes unquoted names) goes to the
-    recipe's error output with ``errCode`` 1, as Wrangler's error row. Labels: DROP column, ADD all columns minus <the columns
-    before> (the new columns come from the dropped one); arrays: MODIFY column.
+    recipe's error output with ``errCode`` 1, as Wrangler's error row. Labels: DROP
+    column, ADD all columns minus <the columns before> (the new columns come from the
+    dropped one); arrays: MODIFY column.
     """
     step.require(df, [a.column])
-    depth = 2 ** 31 - 1 if a.depth is None else a.depth
+    src = _as_text(df, a.column, step.col(a.column))
+    # Text that is not JSON is an error row, as Wrangler's ErrorRowException: it goes to
+    # the recipe's error output (the stage's errors port), never a row of nulls.
+    bad = src.isNotNull() & F.try_parse_json(src).isNull()
+    kept, to_error = error_rows(step, df.where(src.isNotNull()), bad, F.concat(
+        F.lit(f"malformed JSON in column '{a.column}': "), src), 1)
+    return flatten_json(step, kept, a.column, src, a.depth, to_error)
+
+
+def flatten_json(step: StepContext, df: "DataFrame", column: str, src: "Column",
+                 depth: int | None, extra: dict | None = None) -> Outcome:
+    """Replace ``column`` by the keys of the JSON text ``src`` (parse-as-json's
+    flattening, shared with parse-xml-to-json); one job samples the keys."""
+    extra = extra or {}
+    depth = 2 ** 31 - 1 if depth is None else depth
     if depth < 1:
         raise step.error("depth must be at least 1")
-    src = _as_text(df, a.column, step.col(a.column))
     step.action()
     sample = [r[0] for r in df.select(src).where(src.isNotNull()).limit(_JSON_SAMPLE).collect()]
     docs = []
@@ -335,21 +349,17 @@ def parse_as_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
             docs.append(json.loads(text))
         except ValueError:
             continue
-    # Text that is not JSON is an error row, as Wrangler's ErrorRowException: it goes to
-    # the recipe's error output (the stage's errors port), never a row of nulls.
-    bad = src.isNotNull() & F.try_parse_json(src).isNull()
-    kept, to_error = error_rows(step, df.where(src.isNotNull()), bad, F.concat(
-        F.lit(f"malformed JSON in column '{a.column}': "), src), 1)
+    kept = df
     if docs and all(isinstance(d, list) for d in docs):
         value = F.explode(F.from_json(src, "ARRAY<STRING>"))
-        return Outcome(_replace(kept, a.column, value), L.modify(a.column),
-                       note="one job found arrays: one row per element", **to_error)
+        return Outcome(_replace(kept, column, value), L.modify(column),
+                       note="one job found arrays: one row per element", **extra)
     leaves: dict[tuple[str, ...], str | None] = {}
     for d in docs:
         if isinstance(d, dict):
             _json_leaves(d, depth, leaves)
-    names = {path: "_".join((a.column,) + path) for path in leaves}
-    before = [c for c in df.columns if c != a.column]
+    names = {path: "_".join((column,) + path) for path in leaves}
+    before = [c for c in df.columns if c != column]
     for n in names.values():
         if n in before:
             raise step.error(f"parsed column {n!r} already exists")
@@ -363,8 +373,8 @@ def parse_as_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
             v = v.getField(part)   # type: ignore[union-attr]
         new.append((name, v))      # type: ignore[arg-type]
     out = kept.select([F.col(quote(c)) for c in before] + [v.alias(n) for n, v in new])
-    return Outcome(out, L.drop(a.column) + L.add(L.all_columns_minus(*before)),
-                   note=f"one job found {len(leaves)} keys", **to_error)
+    return Outcome(out, L.drop(column) + L.add(L.all_columns_minus(*before)),
+                   note=f"one job found {len(leaves)} keys", **extra)
 
 
 # -- value transformations (MODIFY) -------------------------------------------
