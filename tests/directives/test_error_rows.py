@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import glob
 import os
+import re
 
 import pytest
 
@@ -151,3 +152,23 @@ def test_hash_without_encode_gives_the_raw_digest_bytes(spark):
     df = spark.createDataFrame([("a",)], "a string")
     row = Recipe.parse("hash a SHA-256").apply(df).first()
     assert bytes(row.a) == hashlib.sha256(b"a").digest()
+
+
+def test_fail_does_not_keep_alive_a_column_the_recipe_drops_later(spark):
+    # the check inside the job names only the condition's columns, so Spark can prune
+    # `m` and push the check down to the source: a full-row message would pin every column
+    df = spark.createDataFrame([("a", "b", 1)], "x string, y string, n int")
+    compiled = Recipe.parse("merge x y m '-'\nfail n < 0\ndrop m").compile(df)
+    plan = compiled.dataframe._jdf.queryExecution().optimizedPlan().toString()
+    assert not re.search(r"AS m\b", plan), plan
+    assert [tuple(r) for r in compiled.dataframe.collect()] == [("a", "b", 1)]
+
+
+def test_run_error_of_fail_shows_the_whole_first_failing_row(spark):
+    df = spark.createDataFrame([("a", 1), ("b", -2)], "x string, n int")
+    compiled = Recipe.parse("uppercase x\nfail n < 0").compile(df)
+    with pytest.raises(Exception) as info:
+        compiled.dataframe.collect()
+    err = compiled.run_error(info.value)
+    assert err.line == 2 and err.directive == "fail n < 0"
+    assert str(err) == ("""line 2: fail: condition 'n < 0' is true for row {"x":"B","n":-2}""")
