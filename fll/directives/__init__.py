@@ -7,7 +7,8 @@ Custom directives register with `register_directive`. Nothing in this
 package writes lineage to a store.
 """
 from . import labels
-from . import (builtin_datetime, builtin_encoding, builtin_parsers,  # noqa: F401  (register)
+from . import (builtin_datetime, builtin_encoding, builtin_logs,  # noqa: F401  (register)
+               builtin_parsers,
                builtin_text)
 from .context import StepContext, quote
 from .labels import ADD, DROP, MODIFY, READ, RENAME

@@ -21,7 +21,7 @@ from ..errors import RecipeError
 from ..model import (EndPoint, FieldLineageInfo, InputField, ReadOperation, Transformation,
                      TransformOperation, WriteOperation)
 from . import builtin  # noqa: F401  (registers the built-in directives)
-from .builtin import ERROR_CODE, ERROR_MESSAGE, FAIL_MARKER
+from .builtin import ERROR_CODE, ERROR_MESSAGE, FAIL_MARKER, FAIL_ROW
 from .context import StepContext, quote
 from .labels import ADD, DROP, MODIFY, READ, resolve
 from .parser import Args, Statement, bind, split_statements
@@ -96,19 +96,37 @@ class CompiledRecipe:
     """A recipe applied to one DataFrame: the lazy result plus every step's labels."""
 
     def __init__(self, dataframe: "DataFrame", steps: Sequence[StepLabels],
-                 input_columns: Sequence[str], errors: "DataFrame | None" = None):
+                 input_columns: Sequence[str], errors: "DataFrame | None" = None,
+                 probes: "Mapping[int, DataFrame] | None" = None):
         self.dataframe = dataframe
         self.steps = tuple(steps)
         self.input_columns = tuple(input_columns)
         self.output_columns = tuple(dataframe.columns)
         #: rows sent to the error output by send-to-error* (None: the recipe sends none)
         self.errors = errors
+        #: recipe line → the rows that make its `fail` stop the run
+        self.probes = dict(probes or {})
 
     def run_error(self, exc: BaseException) -> RecipeError:
         """A failure of a Spark job that ran this recipe, as one line naming the recipe
         line and directive when it can be found (`fail`, or the failing expression of
-        an expression directive), without Java internals."""
-        return run_error(exc, self.steps)
+        an expression directive), without Java internals. For `fail`, one more small
+        job reads the whole first failing row (the check itself only carries the
+        columns its condition reads, so that it costs nothing when it passes)."""
+        err = run_error(exc, self.steps)
+        probe = self.probes.get(err.line) if err.line is not None else None
+        if probe is None or FAIL_ROW not in err.reason:
+            return err
+        from pyspark.sql import functions as F
+        try:
+            rows = probe.select(F.to_json(F.struct(*[F.col(quote(c)) for c in probe.columns]))
+                                ).limit(1).collect()
+        except Exception:  # the probe failing too: keep the condition columns' values
+            return err
+        if not rows:
+            return err
+        head = err.reason[:err.reason.index(FAIL_ROW) + len(FAIL_ROW)]
+        return RecipeError(head + str(rows[0][0]), line=err.line, directive=err.directive)
 
     @property
     def actions(self) -> int:
@@ -237,6 +255,12 @@ class Recipe:
     def __len__(self) -> int:
         return len(self.steps)
 
+    @property
+    def sends_errors(self) -> bool:
+        """Whether a line can send rows to the error output (send-to-error, or a parser
+        whose bad values are Wrangler error rows), so an ``errors`` port can get rows."""
+        return any(s.spec.name in ERROR_SENDERS for s in self.steps)
+
     def __repr__(self) -> str:
         return f"Recipe({len(self.steps)} directives)"
 
@@ -289,6 +313,7 @@ class Recipe:
             raise RecipeError(f"the input has duplicate column names: {input_columns}")
         out: list[StepLabels] = []
         errors: "DataFrame | None" = None
+        probes: dict[int, "DataFrame"] = {}
         for step in self.steps:
             ctx = StepContext(step.statement, spark, step.spec.usage)
             before = list(df.columns)
@@ -304,6 +329,8 @@ class Recipe:
             if not isinstance(outcome, Outcome):
                 raise ctx.error(f"directive returned {type(outcome).__name__}, not an Outcome")
             df = outcome.df
+            if outcome.probe is not None:
+                probes[step.statement.line] = outcome.probe
             after = list(df.columns)
             resolved = resolve(outcome.labels, before, after, ctx.where())
             error_columns: tuple[str, ...] = ()
@@ -316,7 +343,7 @@ class Recipe:
                 resolved.labels, resolved.renames, tuple(str(d) for d in outcome.labels),
                 tuple(after), outcome.identity, outcome.masking, ctx.actions, outcome.note,
                 error_columns))
-        return CompiledRecipe(df, out, input_columns, errors)
+        return CompiledRecipe(df, out, input_columns, errors, probes)
 
     def apply(self, df: "DataFrame") -> "DataFrame":
         """The recipe as one lazy DataFrame (see `compile` for labels)."""
@@ -348,6 +375,13 @@ class Recipe:
         else:  # anything but a list or tuple of names is taken to be the DataFrame
             df = cast("DataFrame", input_columns)
         return self.compile(df).to_lineage(source, destination, stage, filter_dependencies)
+
+
+#: The built-in directives whose rows can go to the error output.
+ERROR_SENDERS = frozenset({
+    "send-to-error", "send-to-error-and-continue", "parse-as-json", "parse-as-datetime",
+    "parse-as-simple-date", "parse-timestamp", "parse-as-fixed-length", "parse-as-currency",
+    "format-as-currency"})
 
 
 def _union_errors(a: "DataFrame", b: "DataFrame") -> "DataFrame":

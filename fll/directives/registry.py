@@ -34,6 +34,8 @@ class Outcome:
     ``note``: a human remark, e.g. which data-dependent action was run.
     ``errors``: rows this step sends to the recipe's error output (send-to-error):
     the step's input columns plus ``errMsg`` and ``errCode``.
+    ``probe``: the rows that make this step stop the run (``fail``), read only after a
+    run failed, to show the whole first failing row (`CompiledRecipe.run_error`).
     """
 
     df: "DataFrame"
@@ -42,6 +44,7 @@ class Outcome:
     masking: bool = False
     note: str = ""
     errors: "DataFrame | None" = None
+    probe: "DataFrame | None" = None
 
 
 DirectiveFn = Callable[["StepContext", "DataFrame", Args], Outcome]

@@ -64,8 +64,8 @@ def test_directive_case_gives_the_expected_rows_labels_and_lineage(spark, case):
         got = [[_text(v) for v in row] for row in compiled.errors.collect()]
         want = [[_text(v) for v in row] for row in case["errors_out"]]
         assert _rows_match(got, want), f"error rows {got} != {want}"
-    else:
-        assert compiled.errors is None
+    else:   # a parser that may send rows to error has an output that stays empty
+        assert compiled.errors is None or compiled.errors.count() == 0
 
     if "labels" in case:
         assert [_label_text(s) for s in compiled.steps] == case["labels"]

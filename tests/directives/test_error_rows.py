@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import glob
 import os
+import re
 
 import pytest
 
@@ -102,13 +103,26 @@ def test_an_errors_port_needs_a_recipe_that_sends_rows():
         parse_spec(spec)
 
 
+def test_text_that_is_not_json_goes_to_the_errors_port_not_into_null_columns(spark, tmp_path):
+    spec = _spec(tmp_path, ["set-column name case when id = '4' then '{\"a\": 1}' else name end",
+                            "parse-as-json name"])
+    parse_spec(spec)   # a parser that sends rows to error is enough for an errors port
+    run_pipeline(spec, spark=spark, echo=None, record=False)
+    assert [(r["id"], r["name_a"]) for r in _rows(tmp_path / "good")] == [("4", "1")]
+    bad = _rows(tmp_path / "bad")
+    assert sorted(r["id"] for r in bad) == ["1", "3"]     # id 2 has no name: dropped
+    assert all(r["errMsg"].startswith("parse-as-json: malformed JSON in column 'name'")
+               and r["errCode"] == "1" and r["errStage"] == "wrangle" for r in bad)
+
+
 def test_fail_stops_the_pipeline_naming_the_line_and_the_row(spark, tmp_path):
     spec = _spec(tmp_path, ["uppercase name", "fail cast(age as int) > 100"], port=False)
     with pytest.raises(PipelineError) as info:
         run_pipeline(spec, spark=spark, echo=None, record=False)
     text = str(info.value)
     assert "stage 'wrangle', recipe line 2: fail: condition" in text
-    assert '"id":"3"' in text and '"name":"BOB"' in text
+    # the whole row, though the check in the job carries only the condition's column
+    assert '"id":"3"' in text and '"name":"BOB"' in text and '"age":"200"' in text
     assert "\n" not in text and "at org.apache" not in text
     assert not glob.glob(str(tmp_path / "good" / "*.csv"))
 
@@ -138,3 +152,23 @@ def test_hash_without_encode_gives_the_raw_digest_bytes(spark):
     df = spark.createDataFrame([("a",)], "a string")
     row = Recipe.parse("hash a SHA-256").apply(df).first()
     assert bytes(row.a) == hashlib.sha256(b"a").digest()
+
+
+def test_fail_does_not_keep_alive_a_column_the_recipe_drops_later(spark):
+    # the check inside the job names only the condition's columns, so Spark can prune
+    # `m` and push the check down to the source: a full-row message would pin every column
+    df = spark.createDataFrame([("a", "b", 1)], "x string, y string, n int")
+    compiled = Recipe.parse("merge x y m '-'\nfail n < 0\ndrop m").compile(df)
+    plan = compiled.dataframe._jdf.queryExecution().optimizedPlan().toString()
+    assert not re.search(r"AS m\b", plan), plan
+    assert [tuple(r) for r in compiled.dataframe.collect()] == [("a", "b", 1)]
+
+
+def test_run_error_of_fail_shows_the_whole_first_failing_row(spark):
+    df = spark.createDataFrame([("a", 1), ("b", -2)], "x string, n int")
+    compiled = Recipe.parse("uppercase x\nfail n < 0").compile(df)
+    with pytest.raises(Exception) as info:
+        compiled.dataframe.collect()
+    err = compiled.run_error(info.value)
+    assert err.line == 2 and err.directive == "fail n < 0"
+    assert str(err) == ("""line 2: fail: condition 'n < 0' is true for row {"x":"B","n":-2}""")

@@ -77,6 +77,8 @@ BAD_ROWS += [
      "Expected at least 5 characters but found 3", 2),
     ("parse-as-bytesize :a", "a string", [["1KB"], ["12 parsecs"]], "is not a byte size", 1),
     ("parse-as-timeduration :a", "a string", [["1s"], ["soon"]], "is not a time duration", 1),
+    ("parse-as-json :a", "a string", [['{"x": 1}'], ['{"x": ']],
+     "parse-as-json: malformed JSON in column 'a': {\"x\": ", 1),
 ]
 
 

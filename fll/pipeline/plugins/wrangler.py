@@ -158,9 +158,10 @@ class WranglerErrors(Wrangler):
             return   # a recipe file is read at run time
         text, prop = _recipe_text(config, None)
         recipe = Recipe.parse(text)
-        if not any(s.spec.name.startswith("send-to-error") for s in recipe.steps):
-            raise PropertyError(prop, "the recipe has no send-to-error line, so the "
-                                "'errors' port would never receive a row")
+        if not recipe.sends_errors:
+            raise PropertyError(prop, "the recipe has no send-to-error line (nor a parser "
+                                "that sends bad rows there), so the 'errors' port would "
+                                "never receive a row")
 
     def transform(self, ctx: StageContext, df: "DataFrame") -> "DataFrame":
         from pyspark.sql import functions as F
