@@ -150,7 +150,7 @@ class LineageStore:
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
-        self._buckets: dict[tuple[str, int, int], list[bytes]] = {}
+        self._buckets: dict[tuple[str, int], list[bytes]] = {}
         self._eps: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {}
         self._writer_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._announced = -WRITER_TTL_MS
@@ -247,14 +247,15 @@ class LineageStore:
         c = checksum.encode()
         dsts, srcs = self._endpoints(info)
         rows: dict[bytes, dict[str, bytes]] = {}
+        # one column map per kind of row, shared: a backend that encodes rows
+        # (SQLite packs them) may encode a shared map once
+        run_cols, set_cols = {"c": c, "p": program}, {"p": program}
         for ns, name in dsts:
-            rows[rk.backward(ns, name, start, run_id)] = {"c": c, "p": program}
-            rows[rk.by_set(rk.BACKWARD_BY_SET, ns, name, checksum, start, run_id)] = \
-                {"p": program}
+            rows[rk.backward(ns, name, start, run_id)] = run_cols
+            rows[rk.by_set(rk.BACKWARD_BY_SET, ns, name, checksum, start, run_id)] = set_cols
         for ns, name in srcs:
-            rows[rk.forward(ns, name, start, run_id)] = {"c": c, "p": program}
-            rows[rk.by_set(rk.FORWARD_BY_SET, ns, name, checksum, start, run_id)] = \
-                {"p": program}
+            rows[rk.forward(ns, name, start, run_id)] = run_cols
+            rows[rk.by_set(rk.FORWARD_BY_SET, ns, name, checksum, start, run_id)] = set_cols
         rows.update(dict.fromkeys(self._bucket_keys(info, start), _BUCKET_ROW))
         return rows
 
@@ -271,23 +272,23 @@ class LineageStore:
         return hit
 
     def _bucket_keys(self, info: FieldLineageInfo, start: int) -> list[bytes]:
-        """The bucket rows of a run: per level, the same for every run of the set
-        in that bucket, so they are memoized per (set, level, bucket)."""
-        keys: list[bytes] = []
+        """The bucket rows of a run, at every level. Bucket sizes are powers of
+        two, each a multiple of the finest, so the finest bucket fixes the
+        bucket at every level: the keys are memoized per (set, finest bucket)
+        and a run of a set re-run often costs one lookup."""
+        first = start - start % rk.LEVELS[0]
         memo = self._buckets
-        for k, size in enumerate(rk.LEVELS):
-            first = start - start % size
-            hit = memo.get((info.checksum, k, first))
-            if hit is None:
-                if len(memo) > 65536:
-                    memo.clear()
-                dsts, srcs = self._endpoints(info)
-                hit = [rk.bucket(ns, name, kind, k, first, info.checksum)
-                       for kind, eps in ((rk.BACKWARD_BUCKET, dsts), (rk.FORWARD_BUCKET, srcs))
-                       for ns, name in eps]
-                memo[(info.checksum, k, first)] = hit
-            keys.extend(hit)
-        return keys
+        hit = memo.get((info.checksum, first))
+        if hit is None:
+            if len(memo) > 65536:
+                memo.clear()
+            dsts, srcs = self._endpoints(info)
+            hit = [rk.bucket(ns, name, kind, k, first, info.checksum)
+                   for k in range(len(rk.LEVELS))
+                   for kind, eps in ((rk.BACKWARD_BUCKET, dsts), (rk.FORWARD_BUCKET, srcs))
+                   for ns, name in eps]
+            memo[(info.checksum, first)] = hit
+        return hit
 
     def _stale_buckets(self, table: Table, info: FieldLineageInfo, run_id: str,
                        start: int) -> list[bytes]:
