@@ -151,6 +151,8 @@ class LineageStore:
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._buckets: dict[tuple[str, int], list[bytes]] = {}
+        self._level_keys: dict[tuple[str, int, int], list[bytes]] = {}
+        self._cols: dict[tuple[bytes, bytes], tuple[dict[str, bytes], dict[str, bytes]]] = {}
         self._eps: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {}
         self._writer_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._announced = -WRITER_TTL_MS
@@ -247,15 +249,17 @@ class LineageStore:
         c = checksum.encode()
         dsts, srcs = self._endpoints(info)
         rows: dict[bytes, dict[str, bytes]] = {}
-        # one column map per kind of row, shared: a backend that encodes rows
-        # (SQLite packs them) may encode a shared map once
-        run_cols, set_cols = {"c": c, "p": program}, {"p": program}
+        # the keys as rk.backward/forward/by_set build them, their shared tail
+        # made once; one column map per (set, program) for every run, so a
+        # backend that encodes rows (SQLite packs them) encodes each map once
+        tail = rk.run_suffix(start, run_id)
+        run_cols, set_cols = self._columns(c, program)
         for ns, name in dsts:
-            rows[rk.backward(ns, name, start, run_id)] = run_cols
-            rows[rk.by_set(rk.BACKWARD_BY_SET, ns, name, checksum, start, run_id)] = set_cols
+            rows[rk.dataset_prefix(rk.BACKWARD, ns, name) + tail] = run_cols
+            rows[rk.by_set_prefix(rk.BACKWARD_BY_SET, ns, name, checksum) + tail] = set_cols
         for ns, name in srcs:
-            rows[rk.forward(ns, name, start, run_id)] = run_cols
-            rows[rk.by_set(rk.FORWARD_BY_SET, ns, name, checksum, start, run_id)] = set_cols
+            rows[rk.dataset_prefix(rk.FORWARD, ns, name) + tail] = run_cols
+            rows[rk.by_set_prefix(rk.FORWARD_BY_SET, ns, name, checksum) + tail] = set_cols
         rows.update(dict.fromkeys(self._bucket_keys(info, start), _BUCKET_ROW))
         return rows
 
@@ -271,22 +275,44 @@ class LineageStore:
             self._eps[info.checksum] = hit
         return hit
 
+    def _columns(self, checksum: bytes, program: bytes
+                 ) -> tuple[dict[str, bytes], dict[str, bytes]]:
+        """The column maps of a run's ``b|``/``f|`` and ``B|``/``F|`` rows, one
+        pair per (set, program), shared by every run of it (never mutated)."""
+        hit = self._cols.get((checksum, program))
+        if hit is None:
+            if len(self._cols) > 4096:
+                self._cols.clear()
+            hit = self._cols[(checksum, program)] = ({"c": checksum, "p": program},
+                                                     {"p": program})
+        return hit
+
     def _bucket_keys(self, info: FieldLineageInfo, start: int) -> list[bytes]:
         """The bucket rows of a run, at every level. Bucket sizes are powers of
         two, each a multiple of the finest, so the finest bucket fixes the
-        bucket at every level: the keys are memoized per (set, finest bucket)
-        and a run of a set re-run often costs one lookup."""
+        bucket at every level: a run of a set re-run often costs one lookup of
+        (set, finest bucket), and a new finest bucket builds only the levels
+        whose bucket is new too."""
         first = start - start % rk.LEVELS[0]
         memo = self._buckets
         hit = memo.get((info.checksum, first))
         if hit is None:
             if len(memo) > 65536:
                 memo.clear()
-            dsts, srcs = self._endpoints(info)
-            hit = [rk.bucket(ns, name, kind, k, first, info.checksum)
-                   for k in range(len(rk.LEVELS))
-                   for kind, eps in ((rk.BACKWARD_BUCKET, dsts), (rk.FORWARD_BUCKET, srcs))
-                   for ns, name in eps]
+            hit = []
+            for k, size in enumerate(rk.LEVELS):
+                first_k = start - start % size
+                level = self._level_keys.get((info.checksum, k, first_k))
+                if level is None:
+                    if len(self._level_keys) > 65536:
+                        self._level_keys.clear()
+                    dsts, srcs = self._endpoints(info)
+                    level = [rk.bucket(ns, name, kind, k, first_k, info.checksum)
+                             for kind, eps in ((rk.BACKWARD_BUCKET, dsts),
+                                               (rk.FORWARD_BUCKET, srcs))
+                             for ns, name in eps]
+                    self._level_keys[(info.checksum, k, first_k)] = level
+                hit.extend(level)
             memo[(info.checksum, first)] = hit
         return hit
 

@@ -324,7 +324,7 @@ class SQLiteTable:
                 hit = seen.get(id(cols))
                 if hit is None:
                     hit = seen[id(cols)] = (cols, pack(cols))
-                packed.append((bytes(r), hit[1]))
+                packed.append((r if type(r) is bytes else bytes(r), hit[1]))
         if not packed:
             return
         self._retry(lambda c: c.executemany(_UPSERT, packed), write=True)
