@@ -30,8 +30,10 @@ optional ``?timeout=30&synchronous=NORMAL|FULL``.
 """
 from __future__ import annotations
 
+import binascii
 import os
 import random
+import re
 import sqlite3
 import threading
 import time
@@ -75,10 +77,32 @@ _COMPRESS_OVER = 400
 _ZLIB = b"\x00"
 
 
+# The ``c`` column as fll writes it (a checksum: 32 lowercase hex digits, in the
+# run row and the per-run index rows) is stored as its 16 raw bytes in a msgpack
+# extension and given back as the same hex. Any other value is kept as it is.
+_HEX_EXT = 1
+_HEX = re.compile(rb"[0-9a-f]{32}").fullmatch
+_packers = threading.local()  # a Packer per thread: packb would build one per call
+
+
+def _ext(code: int, data: bytes) -> object:
+    if code == _HEX_EXT and len(data) == 16:
+        return binascii.hexlify(data)
+    return msgpack.ExtType(code, data)  # not a column value: unpack refuses it
+
+
 def pack(cols: Mapping[str, bytes]) -> bytes:
     """A row's columns as the stored value: one msgpack map of str to bytes,
-    compressed when long."""
-    raw = msgpack.packb(cols if type(cols) is dict else dict(cols), use_bin_type=True)
+    a checksum as raw bytes, compressed when long."""
+    d = cols if type(cols) is dict else dict(cols)
+    c = d.get("c")
+    if c is not None and len(c) == 32 and _HEX(c):
+        d = dict(d)
+        d["c"] = msgpack.ExtType(_HEX_EXT, binascii.unhexlify(c))
+    packer = getattr(_packers, "p", None)
+    if packer is None:
+        packer = _packers.p = msgpack.Packer(use_bin_type=True)
+    raw = packer.pack(d)
     if len(raw) > _COMPRESS_OVER:
         small = _ZLIB + zlib.compress(raw, 6)
         if len(small) < len(raw):
@@ -91,7 +115,7 @@ def unpack(val: bytes) -> dict[str, bytes]:
     try:
         if val[:1] == _ZLIB:
             val = zlib.decompress(val[1:])
-        cols = msgpack.unpackb(val, raw=False)
+        cols = msgpack.unpackb(val, raw=False, ext_hook=_ext)
     except Exception as e:  # msgpack and zlib raise several kinds
         raise ValueError(f"not a packed row ({type(e).__name__})") from None
     if type(cols) is not dict or not all(type(v) is bytes for v in cols.values()):

@@ -173,6 +173,10 @@ def test_a_row_without_columns_is_not_stored(tmp_path):
 
 
 @pytest.mark.parametrize("cols", [
+    {"c": b"0123456789abcdef" * 2, "t": b"12345678"},  # a checksum: stored as raw bytes
+    {"c": b"0123456789ABCDEF" * 2},  # upper case: not how fll writes one, kept as it is
+    {"c": b"0123456789abcdef" * 2 + b"0", "d": b"0123456789abcdeg" * 2},
+    {"d": b"0123456789abcdef" * 2},  # hex in another column: kept as it is
     {"o": bytes(range(256)) * 40, "s": b"x" * 5000},
     {"o": os.urandom(3000)},  # incompressible: stored as it is
     {"a": b"short"},
@@ -185,6 +189,8 @@ def test_values_of_any_length_round_trip_and_long_ones_are_stored_compressed(tmp
     raw = sum(len(v) for v in cols.values())
     if raw > 4000 and cols.get("o", b"")[:1] == b"\x00":
         assert len(pack(cols)) < raw // 4
+    if cols.get("c", b"").islower() and len(cols["c"]) == 32:
+        assert len(pack(cols)) < len(pack({**cols, "c": b""})) + 20
     table.close()
 
 
