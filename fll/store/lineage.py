@@ -244,11 +244,13 @@ class LineageStore:
                         f"bytes, over this backend's limit of {limit:,}; nothing was recorded")
 
     def _index_rows(self, info: FieldLineageInfo, run_id: str, start: int,
-                    program: bytes) -> dict[bytes, dict[str, bytes]]:
+                    program: bytes, into: dict[bytes, dict[str, bytes]] | None = None
+                    ) -> dict[bytes, dict[str, bytes]]:
+        """A run's index rows (added to ``into`` when given: a batch's puts)."""
         checksum = info.checksum
         c = checksum.encode()
         dsts, srcs = self._endpoints(info)
-        rows: dict[bytes, dict[str, bytes]] = {}
+        rows: dict[bytes, dict[str, bytes]] = {} if into is None else into
         # the keys as rk.backward/forward/by_set build them, their shared tail
         # made once; one column map per (set, program) for every run, so a
         # backend that encodes rows (SQLite packs them) encodes each map once
@@ -260,7 +262,8 @@ class LineageStore:
         for ns, name in srcs:
             rows[rk.dataset_prefix(rk.FORWARD, ns, name) + tail] = run_cols
             rows[rk.by_set_prefix(rk.FORWARD_BY_SET, ns, name, checksum) + tail] = set_cols
-        rows.update(dict.fromkeys(self._bucket_keys(info, start), _BUCKET_ROW))
+        for key in self._bucket_keys(checksum, info, start):
+            rows[key] = _BUCKET_ROW
         return rows
 
     def _endpoints(self, info: FieldLineageInfo) -> tuple[list[tuple[str, str]],
@@ -287,7 +290,7 @@ class LineageStore:
                                                      {"p": program})
         return hit
 
-    def _bucket_keys(self, info: FieldLineageInfo, start: int) -> list[bytes]:
+    def _bucket_keys(self, checksum: str, info: FieldLineageInfo, start: int) -> list[bytes]:
         """The bucket rows of a run, at every level. Bucket sizes are powers of
         two, each a multiple of the finest, so the finest bucket fixes the
         bucket at every level: a run of a set re-run often costs one lookup of
@@ -295,25 +298,25 @@ class LineageStore:
         whose bucket is new too."""
         first = start - start % rk.LEVELS[0]
         memo = self._buckets
-        hit = memo.get((info.checksum, first))
+        hit = memo.get((checksum, first))
         if hit is None:
             if len(memo) > 65536:
                 memo.clear()
             hit = []
             for k, size in enumerate(rk.LEVELS):
                 first_k = start - start % size
-                level = self._level_keys.get((info.checksum, k, first_k))
+                level = self._level_keys.get((checksum, k, first_k))
                 if level is None:
                     if len(self._level_keys) > 65536:
                         self._level_keys.clear()
                     dsts, srcs = self._endpoints(info)
-                    level = [rk.bucket(ns, name, kind, k, first_k, info.checksum)
+                    level = [rk.bucket(ns, name, kind, k, first_k, checksum)
                              for kind, eps in ((rk.BACKWARD_BUCKET, dsts),
                                                (rk.FORWARD_BUCKET, srcs))
                              for ns, name in eps]
-                    self._level_keys[(info.checksum, k, first_k)] = level
+                    self._level_keys[(checksum, k, first_k)] = level
                 hit.extend(level)
-            memo[(info.checksum, first)] = hit
+            memo[(checksum, first)] = hit
         return hit
 
     def _stale_buckets(self, table: Table, info: FieldLineageInfo, run_id: str,
@@ -359,31 +362,34 @@ class LineageStore:
                        supersede: bool) -> int:
         """The write path on a backend with transactions: every check and every
         write in one transaction, so nothing changes between them."""
-        data_keys = {rk.data(p.info.checksum) for p in items.values()}
-        existing = table.get_many([rk.run(r) for r in items] + sorted(data_keys))
+        run_keys = {r: rk.run(r) for r in items}
+        data_keys = {p.info.checksum: rk.data(p.info.checksum) for p in items.values()}
+        existing = table.get_many(list(run_keys.values()) + sorted(data_keys.values()))
         puts: dict[bytes, dict[str, bytes]] = {}
         gone: set[bytes] = set()
         new = 0
         for p in items.values():
-            old = existing.get(rk.run(p.run_id)) or {}
+            checksum = p.info.checksum
+            old = existing.get(run_keys[p.run_id]) or {}
             start = _T.unpack(old["t"])[0] if "t" in old else p.start
             prior = old["c"].decode() if "c" in old else None
-            if prior == p.info.checksum:
+            if prior == checksum:
                 continue
             if prior is not None and not supersede:
-                raise _conflict(p.run_id, prior, p.info.checksum)
+                raise _conflict(p.run_id, prior, checksum)
             new += 1
-            dkey = rk.data(p.info.checksum)
+            dkey = data_keys[checksum]
             if dkey not in existing and dkey not in puts:
                 puts[dkey] = self._data_row(p.info)
             prog = (p.program or "").encode("utf-8")
-            index = self._index_rows(p.info, p.run_id, start, prog)
-            if prior is not None:
+            if prior is None:
+                self._index_rows(p.info, p.run_id, start, prog, into=puts)
+            else:
+                index = self._index_rows(p.info, p.run_id, start, prog)
                 gone.update(k for k in self._old_index_keys(table, prior, p.run_id, start)
                             if k not in index)
-            puts.update(index)
-            puts[rk.run(p.run_id)] = {"c": p.info.checksum.encode(), "t": _T.pack(start),
-                                      "p": prog}
+                puts.update(index)
+            puts[run_keys[p.run_id]] = {"c": checksum.encode(), "t": _T.pack(start), "p": prog}
         if gone:
             table.delete(sorted(gone))
         if puts:
