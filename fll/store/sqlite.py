@@ -14,9 +14,11 @@ IMMEDIATE`` transaction (all or nothing; another process opening it at the
 same time waits, then finds it converted). The old table is replaced by a
 one-row view that tells an fll reading that layout the store has format 3,
 so it refuses with its newer-format error instead of reading an empty table
-or writing where this module never looks. Several processes may write at once: every write is
-one ``BEGIN IMMEDIATE`` transaction (a batch is all or nothing), waits on a
-busy timeout and retries with backoff when the lock is still held. Each
+or writing where this module never looks.
+
+Several processes may write at once: every write is one ``BEGIN IMMEDIATE``
+transaction (a batch is all or nothing), waits on a busy timeout and retries
+with backoff when the lock is still held. Each
 thread (and each process after a fork) gets its own connection. `atomic`
 runs a caller's reads and writes in one such transaction (the lineage store's
 check-then-act), `check_and_put` is one too, and a store file unlinked or
