@@ -102,6 +102,12 @@ def dataset_prefix(kind: bytes, namespace: str, name: str) -> bytes:
     return kind + SEP + escape(namespace) + SEP + escape(name) + SEP
 
 
+def run_suffix(start_ms: int, run_id: str) -> bytes:
+    """``<inv start>|<run>``, the tail every per-run index key of a run shares:
+    a writer builds it once per run, not once per key."""
+    return invert(start_ms) + SEP + escape(run_id)
+
+
 def backward(namespace: str, name: str, start_ms: int, run_id: str) -> bytes:
     return dataset_prefix(BACKWARD, namespace, name) + invert(start_ms) + SEP + escape(run_id)
 

@@ -150,7 +150,9 @@ class LineageStore:
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
-        self._buckets: dict[tuple[str, int, int], list[bytes]] = {}
+        self._buckets: dict[tuple[str, int], list[bytes]] = {}
+        self._level_keys: dict[tuple[str, int, int], list[bytes]] = {}
+        self._cols: dict[tuple[bytes, bytes], tuple[dict[str, bytes], dict[str, bytes]]] = {}
         self._eps: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {}
         self._writer_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._announced = -WRITER_TTL_MS
@@ -242,20 +244,26 @@ class LineageStore:
                         f"bytes, over this backend's limit of {limit:,}; nothing was recorded")
 
     def _index_rows(self, info: FieldLineageInfo, run_id: str, start: int,
-                    program: bytes) -> dict[bytes, dict[str, bytes]]:
+                    program: bytes, into: dict[bytes, dict[str, bytes]] | None = None
+                    ) -> dict[bytes, dict[str, bytes]]:
+        """A run's index rows (added to ``into`` when given: a batch's puts)."""
         checksum = info.checksum
         c = checksum.encode()
         dsts, srcs = self._endpoints(info)
-        rows: dict[bytes, dict[str, bytes]] = {}
+        rows: dict[bytes, dict[str, bytes]] = {} if into is None else into
+        # the keys as rk.backward/forward/by_set build them, their shared tail
+        # made once; one column map per (set, program) for every run, so a
+        # backend that encodes rows (SQLite packs them) encodes each map once
+        tail = rk.run_suffix(start, run_id)
+        run_cols, set_cols = self._columns(c, program)
         for ns, name in dsts:
-            rows[rk.backward(ns, name, start, run_id)] = {"c": c, "p": program}
-            rows[rk.by_set(rk.BACKWARD_BY_SET, ns, name, checksum, start, run_id)] = \
-                {"p": program}
+            rows[rk.dataset_prefix(rk.BACKWARD, ns, name) + tail] = run_cols
+            rows[rk.by_set_prefix(rk.BACKWARD_BY_SET, ns, name, checksum) + tail] = set_cols
         for ns, name in srcs:
-            rows[rk.forward(ns, name, start, run_id)] = {"c": c, "p": program}
-            rows[rk.by_set(rk.FORWARD_BY_SET, ns, name, checksum, start, run_id)] = \
-                {"p": program}
-        rows.update(dict.fromkeys(self._bucket_keys(info, start), _BUCKET_ROW))
+            rows[rk.dataset_prefix(rk.FORWARD, ns, name) + tail] = run_cols
+            rows[rk.by_set_prefix(rk.FORWARD_BY_SET, ns, name, checksum) + tail] = set_cols
+        for key in self._bucket_keys(checksum, info, start):
+            rows[key] = _BUCKET_ROW
         return rows
 
     def _endpoints(self, info: FieldLineageInfo) -> tuple[list[tuple[str, str]],
@@ -270,24 +278,46 @@ class LineageStore:
             self._eps[info.checksum] = hit
         return hit
 
-    def _bucket_keys(self, info: FieldLineageInfo, start: int) -> list[bytes]:
-        """The bucket rows of a run: per level, the same for every run of the set
-        in that bucket, so they are memoized per (set, level, bucket)."""
-        keys: list[bytes] = []
+    def _columns(self, checksum: bytes, program: bytes
+                 ) -> tuple[dict[str, bytes], dict[str, bytes]]:
+        """The column maps of a run's ``b|``/``f|`` and ``B|``/``F|`` rows, one
+        pair per (set, program), shared by every run of it (never mutated)."""
+        hit = self._cols.get((checksum, program))
+        if hit is None:
+            if len(self._cols) > 4096:
+                self._cols.clear()
+            hit = self._cols[(checksum, program)] = ({"c": checksum, "p": program},
+                                                     {"p": program})
+        return hit
+
+    def _bucket_keys(self, checksum: str, info: FieldLineageInfo, start: int) -> list[bytes]:
+        """The bucket rows of a run, at every level. Bucket sizes are powers of
+        two, each a multiple of the finest, so the finest bucket fixes the
+        bucket at every level: a run of a set re-run often costs one lookup of
+        (set, finest bucket), and a new finest bucket builds only the levels
+        whose bucket is new too."""
+        first = start - start % rk.LEVELS[0]
         memo = self._buckets
-        for k, size in enumerate(rk.LEVELS):
-            first = start - start % size
-            hit = memo.get((info.checksum, k, first))
-            if hit is None:
-                if len(memo) > 65536:
-                    memo.clear()
-                dsts, srcs = self._endpoints(info)
-                hit = [rk.bucket(ns, name, kind, k, first, info.checksum)
-                       for kind, eps in ((rk.BACKWARD_BUCKET, dsts), (rk.FORWARD_BUCKET, srcs))
-                       for ns, name in eps]
-                memo[(info.checksum, k, first)] = hit
-            keys.extend(hit)
-        return keys
+        hit = memo.get((checksum, first))
+        if hit is None:
+            if len(memo) > 65536:
+                memo.clear()
+            hit = []
+            for k, size in enumerate(rk.LEVELS):
+                first_k = start - start % size
+                level = self._level_keys.get((checksum, k, first_k))
+                if level is None:
+                    if len(self._level_keys) > 65536:
+                        self._level_keys.clear()
+                    dsts, srcs = self._endpoints(info)
+                    level = [rk.bucket(ns, name, kind, k, first_k, checksum)
+                             for kind, eps in ((rk.BACKWARD_BUCKET, dsts),
+                                               (rk.FORWARD_BUCKET, srcs))
+                             for ns, name in eps]
+                    self._level_keys[(checksum, k, first_k)] = level
+                hit.extend(level)
+            memo[(checksum, first)] = hit
+        return hit
 
     def _stale_buckets(self, table: Table, info: FieldLineageInfo, run_id: str,
                        start: int) -> list[bytes]:
@@ -332,31 +362,34 @@ class LineageStore:
                        supersede: bool) -> int:
         """The write path on a backend with transactions: every check and every
         write in one transaction, so nothing changes between them."""
-        data_keys = {rk.data(p.info.checksum) for p in items.values()}
-        existing = table.get_many([rk.run(r) for r in items] + sorted(data_keys))
+        run_keys = {r: rk.run(r) for r in items}
+        data_keys = {p.info.checksum: rk.data(p.info.checksum) for p in items.values()}
+        existing = table.get_many(list(run_keys.values()) + sorted(data_keys.values()))
         puts: dict[bytes, dict[str, bytes]] = {}
         gone: set[bytes] = set()
         new = 0
         for p in items.values():
-            old = existing.get(rk.run(p.run_id)) or {}
+            checksum = p.info.checksum
+            old = existing.get(run_keys[p.run_id]) or {}
             start = _T.unpack(old["t"])[0] if "t" in old else p.start
             prior = old["c"].decode() if "c" in old else None
-            if prior == p.info.checksum:
+            if prior == checksum:
                 continue
             if prior is not None and not supersede:
-                raise _conflict(p.run_id, prior, p.info.checksum)
+                raise _conflict(p.run_id, prior, checksum)
             new += 1
-            dkey = rk.data(p.info.checksum)
+            dkey = data_keys[checksum]
             if dkey not in existing and dkey not in puts:
                 puts[dkey] = self._data_row(p.info)
             prog = (p.program or "").encode("utf-8")
-            index = self._index_rows(p.info, p.run_id, start, prog)
-            if prior is not None:
+            if prior is None:
+                self._index_rows(p.info, p.run_id, start, prog, into=puts)
+            else:
+                index = self._index_rows(p.info, p.run_id, start, prog)
                 gone.update(k for k in self._old_index_keys(table, prior, p.run_id, start)
                             if k not in index)
-            puts.update(index)
-            puts[rk.run(p.run_id)] = {"c": p.info.checksum.encode(), "t": _T.pack(start),
-                                      "p": prog}
+                puts.update(index)
+            puts[run_keys[p.run_id]] = {"c": checksum.encode(), "t": _T.pack(start), "p": prog}
         if gone:
             table.delete(sorted(gone))
         if puts:

@@ -1,9 +1,24 @@
 """The embedded default backend: one SQLite file, WAL mode.
 
-One ``WITHOUT ROWID`` table clustered on ``(row, col)``, so a row range is a
-contiguous B-tree range. Several processes may write at once: every write is
-one ``BEGIN IMMEDIATE`` transaction (a batch is all or nothing), waits on a
-busy timeout and retries with backoff when the lock is still held. Each
+One ``WITHOUT ROWID`` table ``rows(row, val)`` clustered on the row key, one
+SQLite row per wide row: ``val`` is the row's columns packed as one msgpack
+map, so a row key is stored once, not once per column, and a row range is a
+contiguous B-tree range. A put merges its columns into the stored map with one
+upsert (the merge is a SQL function registered on every connection) and
+leaves a row that already holds them alone, so idempotent re-puts (time-bucket
+rows, re-recorded runs) dirty no page.
+
+A store of the older layout (``cells(row, col, val)``, one SQLite row per
+column) is converted when this module first opens it, in one ``BEGIN
+IMMEDIATE`` transaction (all or nothing; another process opening it at the
+same time waits, then finds it converted). The old table is replaced by a
+one-row view that tells an fll reading that layout the store has format 3,
+so it refuses with its newer-format error instead of reading an empty table
+or writing where this module never looks.
+
+Several processes may write at once: every write is one ``BEGIN IMMEDIATE``
+transaction (a batch is all or nothing), waits on a busy timeout and retries
+with backoff when the lock is still held. Each
 thread (and each process after a fork) gets its own connection. `atomic`
 runs a caller's reads and writes in one such transaction (the lineage store's
 check-then-act), `check_and_put` is one too, and a store file unlinked or
@@ -17,32 +32,127 @@ optional ``?timeout=30&synchronous=NORMAL|FULL``.
 """
 from __future__ import annotations
 
+import binascii
 import os
 import random
+import re
 import sqlite3
 import threading
 import time
+import zlib
 from typing import Callable, Iterator, Mapping, TypeVar
 from urllib.parse import parse_qs
+
+import msgpack
 
 from ..errors import StoreError
 from .base import Row, redact, register_backend, scan_bounds
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS cells (
-    row BLOB NOT NULL,
-    col TEXT NOT NULL,
-    val BLOB NOT NULL,
-    PRIMARY KEY (row, col)
+CREATE TABLE IF NOT EXISTS rows (
+    row BLOB NOT NULL PRIMARY KEY,
+    val BLOB NOT NULL
 ) WITHOUT ROWID
 """
-# an upsert that leaves a cell alone when it already holds the value: idempotent
-# re-puts (time-bucket rows, re-recorded runs) then dirty no page
-_UPSERT = ("INSERT INTO cells (row, col, val) VALUES (?, ?, ?) ON CONFLICT (row, col) "
-           "DO UPDATE SET val = excluded.val WHERE val IS NOT excluded.val")
+# the layout before rows were packed; converted on open (see `_convert_cells`)
+_LEGACY = "cells"
+# what an fll reading the legacy layout finds in its place: a format-version row
+# newer than the format 2 it reads, so it refuses this store with a clear error
+_LEGACY_VIEW = ("CREATE VIEW cells AS SELECT CAST('v|format' AS BLOB) AS row, 'v' AS col, "
+                "CAST('3' AS BLOB) AS val")
+# merge a put's columns into the stored row, and leave the row alone when it
+# already holds every one of them: idempotent re-puts then dirty no page
+_UPSERT = ("INSERT INTO rows (row, val) VALUES (?, ?) ON CONFLICT (row) "
+           "DO UPDATE SET val = fll_merge(val, excluded.val) "
+           "WHERE NOT fll_covers(val, excluded.val)")
 _PAGE = 2048
 _RETRIES = 8
 _R = TypeVar("_R")
+
+
+# A stored value longer than this is zlib-compressed: SQLite keeps at most about
+# 1 KB of a WITHOUT ROWID row in its B-tree page (4 KB pages) and moves the rest
+# to an overflow page of its own, so an operation-set row of 1.6 KB would
+# otherwise take two pages. Compressed values start with a byte no msgpack map
+# starts with.
+_COMPRESS_OVER = 400
+_ZLIB = b"\x00"
+
+
+# The ``c`` column as fll writes it (a checksum: 32 lowercase hex digits, in the
+# run row and the per-run index rows) is stored as its 16 raw bytes in a msgpack
+# extension and given back as the same hex. Any other value is kept as it is.
+_HEX_EXT = 1
+_HEX = re.compile(rb"[0-9a-f]{32}").fullmatch
+_packers = threading.local()  # a Packer per thread: packb would build one per call
+
+
+def _ext(code: int, data: bytes) -> object:
+    if code == _HEX_EXT and len(data) == 16:
+        return binascii.hexlify(data)
+    return msgpack.ExtType(code, data)  # not a column value: unpack refuses it
+
+
+def pack(cols: Mapping[str, bytes]) -> bytes:
+    """A row's columns as the stored value: one msgpack map of str to bytes,
+    a checksum as raw bytes, compressed when long."""
+    d = cols if type(cols) is dict else dict(cols)
+    c = d.get("c")
+    if c is not None and len(c) == 32 and _HEX(c):
+        d = dict(d)
+        d["c"] = msgpack.ExtType(_HEX_EXT, binascii.unhexlify(c))
+    packer = getattr(_packers, "p", None)
+    if packer is None:
+        packer = _packers.p = msgpack.Packer(use_bin_type=True)
+    raw = packer.pack(d)
+    if len(raw) > _COMPRESS_OVER:
+        small = _ZLIB + zlib.compress(raw, 6)
+        if len(small) < len(raw):
+            return small
+    return raw
+
+
+def unpack(val: bytes) -> dict[str, bytes]:
+    """The columns of a stored value; ValueError when it is not one."""
+    try:
+        if val[:1] == _ZLIB:
+            val = zlib.decompress(val[1:])
+        cols = msgpack.unpackb(val, raw=False, ext_hook=_ext)
+    except Exception as e:  # msgpack and zlib raise several kinds
+        raise ValueError(f"not a packed row ({type(e).__name__})") from None
+    if type(cols) is not dict or not all(type(v) is bytes for v in cols.values()):
+        raise ValueError("not a packed row (not a map of columns)")
+    return cols
+
+
+def _merge(old: bytes, new: bytes) -> bytes:
+    cols = unpack(old)
+    cols.update(unpack(new))
+    return pack(cols)
+
+
+def _covers(old: bytes, new: bytes) -> bool:
+    have = unpack(old)
+    return all(have.get(c, None) == v for c, v in unpack(new).items())
+
+
+class _Pack:
+    """The aggregate that packs a legacy row's cells (the conversion)."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, bytes] = {}
+
+    def step(self, col: str, val: bytes) -> None:
+        self.cols[col] = bytes(val)
+
+    def finalize(self) -> bytes:
+        return pack(self.cols)
+
+
+def _prepare(conn: sqlite3.Connection) -> None:
+    conn.create_function("fll_merge", 2, _merge, deterministic=True)
+    conn.create_function("fll_covers", 2, _covers, deterministic=True)
+    conn.create_aggregate("fll_pack", 2, _Pack)  # type: ignore[arg-type]
 
 
 class SQLiteTable:
@@ -65,8 +175,54 @@ class SQLiteTable:
             os.makedirs(parent, exist_ok=True)
         except OSError as e:
             raise StoreError(f"cannot create the store directory {parent}: {e.strerror}") from None
-        self._retry(lambda c: c.execute(_SCHEMA), write=False)
+        self._identity: tuple[int, int] | None = None  # no file yet: nothing to check
+        self._open_layout()
         self._identity = self._file_identity()
+
+    def _layout(self, conn: sqlite3.Connection) -> tuple[bool, str | None]:
+        """(the packed table exists, what ``cells`` is: "table" for the legacy
+        layout's data, "view" for the refusing view, None)."""
+        found = dict(conn.execute(
+            "SELECT name, type FROM sqlite_master WHERE name IN ('rows', ?)", (_LEGACY,)))
+        return found.get("rows") == "table", found.get(_LEGACY)
+
+    def _open_layout(self) -> None:
+        """Make sure the file has the packed layout, converting a legacy one.
+        The common case (already packed) is one read, no write lock."""
+        packed, legacy = self._retry(self._layout, write=False)
+        if packed and legacy == "view":
+            return
+
+        def convert(conn: sqlite3.Connection) -> None:
+            # checked again under the write lock: another process may have
+            # converted the file while this one waited for it
+            packed, legacy = self._layout(conn)
+            if not packed:
+                conn.execute(_SCHEMA)
+            if legacy == "table":
+                self._convert_cells(conn)
+            if legacy != "view":
+                conn.execute(_LEGACY_VIEW)
+        try:
+            self._retry(convert, write=True)
+        except StoreError as e:
+            if legacy == "table":
+                raise StoreError(f"sqlite store {self.path} has the one-row-per-column layout "
+                                 f"of older fll and could not be converted to packed rows "
+                                 f"(open it once where it is writable): {e}") from None
+            if packed:
+                return  # read-only access to a packed store without the view: reads work
+            raise
+
+    @staticmethod
+    def _convert_cells(conn: sqlite3.Connection) -> None:
+        """Move every legacy row into ``rows`` (columns a packed row already has
+        win: this layout wrote them, later) and drop the old table, in the
+        caller's transaction (which then puts the refusing view in its place)."""
+        conn.execute("INSERT INTO rows (row, val) SELECT row, fll_pack(col, val) FROM cells "
+                     "WHERE true GROUP BY row ON CONFLICT (row) "
+                     "DO UPDATE SET val = fll_merge(excluded.val, val)")
+        conn.execute(f"DROP TABLE {_LEGACY}")
 
     def _file_identity(self) -> tuple[int, int] | None:
         try:
@@ -94,6 +250,7 @@ class SQLiteTable:
                                        check_same_thread=False)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(f"PRAGMA synchronous={self.synchronous}")
+                _prepare(conn)
             except sqlite3.Error as e:
                 if conn is not None:  # half-opened: do not leak its file handle
                     conn.close()
@@ -175,16 +332,33 @@ class SQLiteTable:
         raise StoreError(f"sqlite store {self.path}: gave up after {_RETRIES} retries")
 
     # -- Table protocol ------------------------------------------------------
+    def _cols(self, row: bytes, val: bytes) -> dict[str, bytes]:
+        try:
+            return unpack(val)
+        except ValueError as e:
+            raise StoreError(f"sqlite store {self.path}: row {bytes(row)!r} is corrupt: {e} "
+                             f"(run `fll admin fsck`)") from None
+
     def put(self, rows: Mapping[bytes, Row]) -> None:
-        cells = [(bytes(r), c, bytes(v)) for r, cols in rows.items() for c, v in cols.items()]
-        if not cells:
+        # a row without columns does not exist in the protocol: store nothing.
+        # Callers share one column map between many rows (bucket rows, a run's
+        # index rows): each map is packed once per call
+        packed: list[tuple[bytes, bytes]] = []
+        seen: dict[int, tuple[Row, bytes]] = {}  # holds each map, so no id is reused
+        for r, cols in rows.items():
+            if cols:
+                hit = seen.get(id(cols))
+                if hit is None:
+                    hit = seen[id(cols)] = (cols, pack(cols))
+                packed.append((r if type(r) is bytes else bytes(r), hit[1]))
+        if not packed:
             return
-        self._retry(lambda c: c.executemany(_UPSERT, cells), write=True)
+        self._retry(lambda c: c.executemany(_UPSERT, packed), write=True)
 
     def get(self, row: bytes) -> dict[str, bytes] | None:
         found = self._retry(lambda c: c.execute(
-            "SELECT col, val FROM cells WHERE row = ?", (bytes(row),)).fetchall(), write=False)
-        return {col: val for col, val in found} if found else None
+            "SELECT val FROM rows WHERE row = ?", (bytes(row),)).fetchone(), write=False)
+        return self._cols(row, found[0]) if found else None
 
     def get_many(self, rows: list[bytes]) -> dict[bytes, dict[str, bytes]]:
         out: dict[bytes, dict[str, bytes]] = {}
@@ -193,10 +367,10 @@ class SQLiteTable:
             chunk = keys[i:i + 500]
             marks = ",".join("?" * len(chunk))
             found = self._retry(lambda c, chunk=chunk, marks=marks: c.execute(
-                f"SELECT row, col, val FROM cells WHERE row IN ({marks})", chunk).fetchall(),
+                f"SELECT row, val FROM rows WHERE row IN ({marks})", chunk).fetchall(),
                 write=False)
-            for r, col, val in found:
-                out.setdefault(r, {})[col] = val
+            for r, val in found:
+                out[r] = self._cols(r, val)
         return out
 
     def scan(self, start: bytes = b"", stop: bytes = b"", *, limit: int | None = None,
@@ -206,68 +380,52 @@ class SQLiteTable:
             return
         start, stop = bounds
         emitted = 0
-        current: bytes | None = None
-        cols: dict[str, bytes] = {}
-        cursor: tuple[bytes, str] | None = None
-        # a short first page for limited scans: a skip-scan seek wants one row,
-        # not a full page of cells
-        size = min(_PAGE, limit * 4) if limit is not None else _PAGE
+        cursor: bytes | None = None
+        # a limited scan reads no more than it may yield: a skip-scan seek wants one row
+        size = min(_PAGE, limit) if limit is not None else _PAGE
         while True:
             page = self._page(start, stop, reverse, cursor, size)
-            for r, col, val in page:
-                if r != current:
-                    if current is not None:
-                        yield current, cols
-                        emitted += 1
-                        if limit is not None and emitted >= limit:
-                            return
-                    current, cols = r, {}
-                cols[col] = val
+            for r, val in page:
+                yield r, self._cols(r, val)
+                emitted += 1
+                if limit is not None and emitted >= limit:
+                    return
             if len(page) < size:
-                break
-            size = _PAGE
-            cursor = (page[-1][0], page[-1][1])
-        if current is not None:
-            yield current, cols
+                return
+            if limit is not None:
+                size = min(_PAGE, limit - emitted)
+            cursor = page[-1][0]
 
-    def _page(self, start: bytes, stop: bytes, reverse: bool,
-              cursor: tuple[bytes, str] | None, size: int) -> list[tuple[bytes, str, bytes]]:
-        where = ["row >= ?"]
-        args: list[object] = [start]
-        if stop:
-            where.append("row < ?")
-            args.append(stop)
-        if cursor is not None:
-            # seek from the cursor's row, not the range start: the row-value
-            # comparison alone is not used by the index, and a long scan would
-            # re-read everything before the cursor on every page
-            if reverse:
-                where.append("row <= ?")
-                args.append(cursor[0])
-                where.append("(row, col) < (?, ?)")
-            else:
-                where[0] = "row >= ?"
-                args[0] = max(start, cursor[0])
-                where.append("(row, col) > (?, ?)")
-            args.extend(cursor)
-        order = "row DESC, col DESC" if reverse else "row, col"
-        sql = (f"SELECT row, col, val FROM cells WHERE {' AND '.join(where)} "
+    def _page(self, start: bytes, stop: bytes, reverse: bool, cursor: bytes | None,
+              size: int) -> list[tuple[bytes, bytes]]:
+        # after the first page the cursor row replaces the bound the scan walks
+        # away from, so each page is one seek and never re-reads earlier pages
+        lower = ("row > ?", cursor) if cursor is not None and not reverse else ("row >= ?", start)
+        upper = ("row < ?", cursor) if cursor is not None and reverse else \
+            ("row < ?", stop) if stop else None
+        where, args = [lower[0]], [lower[1]]
+        if upper is not None:
+            where.append(upper[0])
+            args.append(upper[1])
+        order = "row DESC" if reverse else "row"
+        sql = (f"SELECT row, val FROM rows WHERE {' AND '.join(where)} "
                f"ORDER BY {order} LIMIT {size}")
         return self._retry(lambda c: c.execute(sql, args).fetchall(), write=False)
 
     def check_and_put(self, row: bytes, column: str, expected: bytes | None,
                       values: Mapping[str, bytes]) -> bool:
         key = bytes(row)
-        cells = [(key, c, bytes(v)) for c, v in values.items()]
+        want = None if expected is None else bytes(expected)
 
         def cas(conn: sqlite3.Connection) -> bool:
-            found = conn.execute("SELECT val FROM cells WHERE row = ? AND col = ?",
-                                 (key, column)).fetchone()
-            current = None if found is None else bytes(found[0])
-            if current != (None if expected is None else bytes(expected)):
+            found = conn.execute("SELECT val FROM rows WHERE row = ?", (key,)).fetchone()
+            cols = self._cols(key, found[0]) if found else {}
+            if cols.get(column) != want:
                 return False
-            conn.executemany("INSERT OR REPLACE INTO cells (row, col, val) VALUES (?, ?, ?)",
-                             cells)
+            if values:
+                cols.update((c, bytes(v)) for c, v in values.items())
+                conn.execute("INSERT OR REPLACE INTO rows (row, val) VALUES (?, ?)",
+                             (key, pack(cols)))
             return True
         return bool(self._retry(cas, write=True))
 
@@ -302,16 +460,12 @@ class SQLiteTable:
             try:
                 out: list[tuple[bytes, dict[str, bytes]]] = []
                 for lo, hi in wanted:
-                    cells = conn.execute(
-                        "SELECT row, col, val FROM cells WHERE row >= ? AND row < ? "
-                        "ORDER BY row, col", (lo, hi)).fetchall() if hi else conn.execute(
-                        "SELECT row, col, val FROM cells WHERE row >= ? ORDER BY row, col",
+                    found = conn.execute(
+                        "SELECT row, val FROM rows WHERE row >= ? AND row < ? ORDER BY row",
+                        (lo, hi)).fetchall() if hi else conn.execute(
+                        "SELECT row, val FROM rows WHERE row >= ? ORDER BY row",
                         (lo,)).fetchall()
-                    for r, col, val in cells:
-                        if out and out[-1][0] == r:
-                            out[-1][1][col] = val
-                        else:
-                            out.append((r, {col: val}))
+                    out.extend((r, self._cols(r, val)) for r, val in found)
                 return out
             finally:
                 if own:
@@ -321,7 +475,7 @@ class SQLiteTable:
     def delete(self, rows: list[bytes]) -> None:
         keys = [(bytes(r),) for r in rows]
         if keys:
-            self._retry(lambda c: c.executemany("DELETE FROM cells WHERE row = ?", keys),
+            self._retry(lambda c: c.executemany("DELETE FROM rows WHERE row = ?", keys),
                         write=True)
 
     def size_bytes(self) -> int:

@@ -368,3 +368,27 @@ def test_fsck_finishes_a_run_whose_writer_stopped_between_its_puts(open_table_fo
     assert repaired.exit_code == 0
     assert admin.fsck(table).clean
     assert [r.run_id for r in LineageStore(table).runs(DST, 0, 10**6)] == ["r1"]
+
+
+def test_bucket_rows_are_exactly_those_of_the_runs_whatever_order_and_batches(
+        open_table_for):
+    """The write path memoizes bucket keys per finest bucket and per level:
+    runs recorded out of order, in small batches, clustered so the memo is
+    hit and missed, leave exactly the bucket rows their times call for."""
+    import random
+
+    store = LineageStore(open_table_for())
+    rng = random.Random(11)
+    sets = [chain(SRC, DST, [f"c{i}"]) for i in range(3)]
+    base = 1_650_000_000_000
+    runs = [(rng.choice(sets), f"y{i}",
+             base + rng.choice([rng.randrange(0, 1 << 14), rng.randrange(0, 1 << 26),
+                                rng.randrange(0, 1 << 34)]), None) for i in range(100)]
+    for i in range(0, len(runs), 7):
+        store.record_many(runs[i:i + 7])
+    want = {rk.bucket(ep.namespace, ep.name, kind, k, t, info.checksum)
+            for info, _, t, _ in runs for k in range(len(rk.LEVELS))
+            for kind, ep in ((rk.BACKWARD_BUCKET, DST), (rk.FORWARD_BUCKET, SRC))}
+    found = {key for prefix in (b"g|", b"h|") for key, _ in
+             store.table.scan(prefix, rk.prefix_end(prefix))}
+    assert found == want
