@@ -50,6 +50,17 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
+def _datasets(port: int) -> httpx.Response:
+    """GET /api/v1/datasets on the printed port, waiting up to 20 s for it to answer."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/api/v1/datasets", timeout=2)
+        except httpx.TransportError:
+            assert time.monotonic() < deadline, "the printed port never answered"
+            time.sleep(0.1)
+
+
 def test_a_busy_port_is_one_line_and_exit_3(tmp_path):
     url = build_store(f"sqlite:///{tmp_path}/s.db")
     with socket.socket() as taken:
@@ -73,14 +84,7 @@ def test_port_0_prints_the_port_it_listens_on(tmp_path):
         m = _first_line(proc, r"serving .* on http://127\.0\.0\.1:(\d+) ")
         port = int(m.group(1))
         assert port != 0
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                r = httpx.get(f"http://127.0.0.1:{port}/api/v1/datasets", timeout=2)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "the printed port never answered"
-                time.sleep(0.1)
+        r = _datasets(port)
         assert r.status_code == 200 and r.json()["datasets"]
     finally:
         _stop(proc)
@@ -110,14 +114,7 @@ def test_without_store_serve_uses_the_config_files_store_as_every_command_does(t
         m = _first_line(proc, r"serving (.*) on http://127\.0\.0\.1:(\d+) ")
         assert "from-config.db" in m.group(1)
         port = int(m.group(2))
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                r = httpx.get(f"http://127.0.0.1:{port}/api/v1/datasets", timeout=2)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "the printed port never answered"
-                time.sleep(0.1)
+        r = _datasets(port)
         assert r.status_code == 200 and {"namespace": "ns", "name": "A"} in r.json()["datasets"]
     finally:
         _stop(proc)
