@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
 from . import labels as L
-from .builtin_support import fail_when, put, put_all, string_of
+from .builtin_support import fail_when, parse_check, put, put_all, string_of
 from .context import StepContext
 from .parser import Args
 from .registry import Outcome, register_directive
@@ -70,16 +70,8 @@ def parse_ranges(text: str) -> list[tuple[int, int | None]]:
     return merged
 
 
-def _ranges_check(value: str) -> str | None:
-    try:
-        parse_ranges(value)
-        return None
-    except ValueError as exc:
-        return str(exc)
-
-
 @register_directive("cut-character <source:column> <destination:column> <ranges:text>",
-                    checks={"ranges": _ranges_check})
+                    checks={"ranges": parse_check(parse_ranges)})
 def cut_character(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Keep the characters of ``source`` at the UNIX ``cut -c`` positions ``ranges``
     (``1-3``, ``5-``, ``-3``, ``1,2,3-5``) into ``destination`` (set or appended).

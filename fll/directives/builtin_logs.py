@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from . import labels as L
-from .builtin_support import fail_when, put_all
+from .builtin_support import fail_when, parse_check, put_all
 from .context import StepContext
 from .parser import Args
 from .registry import Outcome, register_directive
@@ -164,21 +164,13 @@ def log_fields(fmt: str) -> tuple[str, list[_Field]]:
     return "".join(parts), fields
 
 
-def _format_check(value: str) -> str | None:
-    try:
-        log_fields(value)
-        return None
-    except ValueError as exc:
-        return str(exc)
-
-
 def _value(text: "Column") -> "Column":
     # an Apache log writes '-' for a value it does not have
     return F.when(text.isin("-", ""), F.lit(None)).otherwise(text)
 
 
 @register_directive("parse-as-log <column:column> <format:text>",
-                    checks={"format": _format_check})
+                    checks={"format": parse_check(log_fields)})
 def parse_as_log(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Parse an Apache HTTPD access log line. ``format`` is a named format (``common``,
     ``combined``, ``combinedio``, ``referer``, ``agent``) or Apache LogFormat tokens

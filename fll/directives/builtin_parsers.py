@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from . import labels as L
-from .builtin_support import error_rows, fail_when, java_message, put, put_all, string_of
+from .builtin_support import error_rows, fail_when, java_message, parse_check, put, put_all, string_of
 from .context import StepContext, java_quote, quote
 from .parser import Args
 from .registry import Outcome, register_directive
@@ -161,19 +161,11 @@ def _widths(text: str) -> list[int]:
     return [int(p) for p in pieces]
 
 
-def _widths_check(value: str) -> str | None:
-    try:
-        _widths(value)
-        return None
-    except ValueError as exc:
-        return str(exc)
-
-
 _REC = "__fll_fixed_record"
 
 
 @register_directive("parse-as-fixed-length <column:column> <widths:text> [<padding:text>]",
-                    checks={"widths": _widths_check})
+                    checks={"widths": parse_check(_widths)})
 def parse_as_fixed_length(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Cut ``column`` into fields of the given widths (``2,3,4``) as ``column_1`` …
     ``column_n`` (source kept); a value holding several whole records gives one row per

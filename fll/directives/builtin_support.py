@@ -8,7 +8,7 @@ Helpers here build Column expressions only: they must never run a Spark job.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from pyspark.sql import functions as F
 
@@ -19,6 +19,18 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["put", "put_all", "fail_when", "error_rows", "check_zone", "check_datetime_pattern",
            "is_type", "string_of", "session_zone", "FAIL_MARKER"]
+
+
+def parse_check(parse: Callable[[str], object]) -> Callable[[str], str | None]:
+    """A parse-time argument check made from the parser the directive runs with:
+    the parser's ``ValueError`` message, or None when the argument parses."""
+    def check(value: str) -> str | None:
+        try:
+            parse(value)
+        except ValueError as exc:
+            return str(exc)
+        return None
+    return check
 
 
 def put(df: "DataFrame", name: str, value: "Column") -> "DataFrame":

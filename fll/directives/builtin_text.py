@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
 from . import labels as L
-from .builtin_support import fail_when, put, string_of
+from .builtin_support import fail_when, parse_check, put, string_of
 from .context import StepContext
 from .parser import Args
 from .registry import Outcome, register_directive
@@ -50,16 +50,8 @@ def parse_quantize_ranges(text: str) -> list[tuple[float, float, str]]:
     return out
 
 
-def _quantize_check(value: str) -> str | None:
-    try:
-        parse_quantize_ranges(value)
-        return None
-    except ValueError as exc:
-        return str(exc)
-
-
 @register_directive("quantize <source:column> <destination:column> <ranges:text>",
-                    checks={"ranges": _quantize_check})
+                    checks={"ranges": parse_check(parse_quantize_ranges)})
 def quantize(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Put the label of the closed range ``lower:upper=label`` that the number in
     ``source`` falls in into ``destination`` (set or appended); no range gives null.
