@@ -12,7 +12,8 @@ package (``fll.store``) registers the built-in backends, others call
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator, Mapping, Protocol, runtime_checkable
+import bisect
+from typing import Callable, Iterator, Mapping, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
 from ..errors import StoreError
@@ -69,6 +70,22 @@ def scan_bounds(start: bytes, stop: bytes, limit: int | None) -> tuple[bytes, by
     if stop and stop <= start:
         return None
     return start, stop
+
+
+_V = TypeVar("_V")
+
+
+def in_ranges(rows: list[tuple[bytes, _V]], ranges: list[tuple[bytes, bytes]]
+              ) -> list[tuple[bytes, _V]]:
+    """``rows`` (sorted by key, read in one go) regrouped range by range in the
+    order ``ranges`` were asked, as `Table.scan_ranges` answers."""
+    keys = [k for k, _ in rows]
+    out: list[tuple[bytes, _V]] = []
+    for lo, hi in ranges:
+        first = bisect.bisect_left(keys, lo)
+        stop = bisect.bisect_left(keys, hi) if hi else len(keys)
+        out.extend(rows[first:stop])
+    return out
 
 
 _BACKENDS: dict[str, Callable[[str], Table]] = {}

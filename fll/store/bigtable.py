@@ -36,7 +36,7 @@ from typing import Callable, Iterator, Mapping, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import StoreError
-from .base import Row, redact, register_backend, scan_bounds
+from .base import Row, in_ranges, redact, register_backend, scan_bounds
 
 FAMILY = "c"
 _EXTRA_HINT = "pip install 'fll[bigtable]'"
@@ -340,14 +340,7 @@ class BigtableTable:
         rows = self._read(ranges=wanted)
         if len(wanted) == 1:
             return rows
-        keys = [k for k, _ in rows]
-        import bisect
-        out: list[tuple[bytes, dict[str, bytes]]] = []
-        for lo, hi in wanted:
-            i = bisect.bisect_left(keys, lo)
-            j = bisect.bisect_left(keys, hi) if hi else len(keys)
-            out.extend(rows[i:j])
-        return out
+        return in_ranges(rows, wanted)
 
     def _read(self, *, keys: list[bytes] | None = None, start: bytes = b"",
               start_open: bool = False, stop: bytes = b"", limit: int = 0,

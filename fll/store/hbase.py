@@ -26,7 +26,6 @@ connection across a yield.
 """
 from __future__ import annotations
 
-import bisect
 import logging
 import os
 import random
@@ -38,7 +37,7 @@ from typing import Any, Callable, Iterator, Mapping, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import StoreError
-from .base import Row, redact, register_backend, scan_bounds
+from .base import Row, in_ranges, redact, register_backend, scan_bounds
 
 FAMILY = "c"
 _COL = FAMILY.encode() + b":"
@@ -422,13 +421,7 @@ class HBaseTable:
             rows.extend(self._one_scanner(lo, hi))
         if len(merged) == len(wanted) and wanted == sorted(wanted):
             return rows
-        keys = [k for k, _ in rows]
-        out: list[tuple[bytes, dict[str, bytes]]] = []
-        for lo, hi in wanted:
-            first = bisect.bisect_left(keys, lo)
-            stop = bisect.bisect_left(keys, hi) if hi else len(keys)
-            out.extend(rows[first:stop])
-        return out
+        return in_ranges(rows, wanted)
 
     def _one_scanner(self, lo: bytes, hi: bytes) -> list[tuple[bytes, dict[str, bytes]]]:
         """Every row of ``[lo, hi)`` through one scanner on one pooled connection:
