@@ -116,12 +116,6 @@ def _xpath_common(step: StepContext, df: "DataFrame", a: Args) -> "Column":
     return step.col(a.column)
 
 
-def _xpath_labels(a: Args) -> list[L.Decl]:
-    if a.column == a.destination:
-        return L.modify(a.column)
-    return L.read(a.column) + L.add(a.destination)
-
-
 @register_directive("xpath <column:column> <destination:column> <xpath:text>")
 def xpath(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """The string value of the first node an XPath selects in the XML text of ``column``,
@@ -133,7 +127,7 @@ def xpath(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """
     src = _xpath_common(step, df, a)
     value = F.when(F.xpath_boolean(src, F.lit(a.xpath)), F.xpath_string(src, F.lit(a.xpath)))
-    return Outcome(put(df, a.destination, value), _xpath_labels(a))
+    return Outcome(put(df, a.destination, value), L.derive(a.column, a.destination))
 
 
 @register_directive("xpath-array <column:column> <destination:column> <xpath:text>")
@@ -148,7 +142,7 @@ def xpath_array(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     src = _xpath_common(step, df, a)
     found = F.xpath(src, F.lit(a.xpath))
     value = F.when(F.size(found) > 0, F.to_json(found))
-    return Outcome(put(df, a.destination, value), _xpath_labels(a))
+    return Outcome(put(df, a.destination, value), L.derive(a.column, a.destination))
 
 
 # -- parse-as-fixed-length -----------------------------------------------------
@@ -229,12 +223,6 @@ def _symbols(fmt) -> dict[str, str]:
             "digits": str(fmt.getMaximumFractionDigits())}
 
 
-def _currency_labels(a: Args) -> list[L.Decl]:
-    if a.source == a.destination:
-        return L.modify(a.source)
-    return L.read(a.source) + L.add(a.destination)
-
-
 @register_directive("parse-as-currency <source:column> <destination:column> [<locale:text>]")
 def parse_as_currency(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Read money text written in ``locale``'s currency format (default en_US:
@@ -271,7 +259,7 @@ def parse_as_currency(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     value = F.when(~skip, value)
     if a.destination in df.columns and a.destination != a.source:
         value = F.coalesce(value, step.col(a.destination))   # Wrangler leaves it as it was
-    return Outcome(put(kept, a.destination, value), _currency_labels(a), **extra)
+    return Outcome(put(kept, a.destination, value), L.derive(a.source, a.destination), **extra)
 
 
 @register_directive("format-as-currency <source:column> <destination:column> [<locale:text>]")
@@ -297,7 +285,7 @@ def format_as_currency(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         F.translate(plain, ",", s["group"])
     value = F.when(src < 0, F.concat(F.lit(s["neg_prefix"]), local, F.lit(s["neg_suffix"]))) \
         .otherwise(F.concat(F.lit(s["pos_prefix"]), local, F.lit(s["pos_suffix"])))
-    return Outcome(put(df, a.destination, value), _currency_labels(a))
+    return Outcome(put(df, a.destination, value), L.derive(a.source, a.destination))
 
 
 # -- parse-as-bytesize / parse-as-timeduration ---------------------------------

@@ -117,6 +117,12 @@ def modify(*targets: Target) -> list[Decl]:
     return [Decl(MODIFY, t) for t in targets]
 
 
+def derive(source: str, destination: str) -> list[Decl]:
+    """A value computed from ``source`` into ``destination``: MODIFY when they are
+    the same column, else READ source and ADD destination."""
+    return modify(source) if source == destination else read(source) + add(destination)
+
+
 def drop(*targets: str) -> list[Decl]:
     return [Decl(DROP, t) for t in targets]
 
