@@ -1,8 +1,9 @@
 """Every directive on a real (shared) Spark session, driven by fixture files.
 
 cases.yaml: recipe, input rows, expected rows, labels and incoming summary.
-wrangler_cases.yaml: Wrangler's documented and tested behaviour, the same way (labels and
-incoming optional), plus refused recipes (error) and error-output rows (errors_out).
+wrangler_cases*.yaml: Wrangler's documented and tested behaviour, the same way (labels and
+incoming optional), plus refused recipes (error) and error-output rows (errors_out); one
+file per group of directives, so a directive's cases sit together.
 labels.txt: one line per case — input columns | recipe | labels per step.
 """
 from __future__ import annotations
@@ -16,8 +17,8 @@ from fll import EndPoint, RecipeError
 from fll.directives import Recipe
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "directives"
-CASES = (yaml.safe_load((FIXTURES / "cases.yaml").read_text()) +
-         yaml.safe_load((FIXTURES / "wrangler_cases.yaml").read_text()))
+CASES = [case for path in [FIXTURES / "cases.yaml", *sorted(FIXTURES.glob("wrangler_cases*.yaml"))]
+         for case in yaml.safe_load(path.read_text()) or []]
 SRC, DST = EndPoint("ns", "src"), EndPoint("ns", "dst")
 
 
