@@ -20,7 +20,7 @@ from ..errors import RecipeError
 from . import labels as L
 from .context import StepContext, java_quote, quote
 from .parser import Args, check_regex
-from .builtin_support import error_rows
+from .builtin_support import error_rows, java_message
 from .registry import Outcome, register_directive
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -966,10 +966,35 @@ def _round(x: "Column", s: int, mode: str) -> "Column":
 
 # -- column names (RENAME) ---------------------------------------------------
 
+def _java_rename(step: StepContext, sed, names: list[str]) -> dict[str, str] | None:
+    """Each name through the sed expression with the JVM's own regex engine (Wrangler
+    runs unix4j's sed, which is Java's Pattern); None without a JVM (Spark Connect)."""
+    jvm = getattr(step.spark, "_jvm", None)
+    if jvm is None:
+        return None
+    flags = 2 if sed.ignore_case else 0          # Pattern.CASE_INSENSITIVE
+    rx = jvm.java.util.regex.Pattern.compile(sed.pattern, flags)
+    out = {}
+    for c in names:
+        m = rx.matcher(c)
+        try:
+            out[c] = str(m.replaceAll(sed.replacement) if sed.global_
+                         else m.replaceFirst(sed.replacement))
+        except Exception as exc:   # a group the pattern does not have, say
+            raise step.error(f"bad replacement {sed.replacement!r}: "
+                             f"{java_message(exc)}") from None
+    return out
+
+
 @register_directive("columns-replace <sed:sed>")
 def columns_replace(step, df, a):
-    """Rename every column through ``s/regex/replacement/[g][i]`` (applied in Python to
-    the names: ``$1`` and ``\\1`` both name a group). Labels: RENAME each changed column."""
+    """Rename every column through ``s/regex/replacement/[g][i]``: Java regex and
+    replacement rules (``\\1``, ``$1`` and ``&`` as sed has them), run by the session's
+    JVM as Wrangler's sed does. Two columns ending with one name, or an empty name, are
+    refused (a DataFrame cannot hold them). Labels: RENAME each changed column."""
+    mapping = _java_rename(step, a.sed, list(df.columns))
+    if mapping is not None:
+        return _renamed(step, df, mapping)
     flags = re.IGNORECASE if a.sed.ignore_case else 0
     try:
         rx = re.compile(a.sed.pattern, flags)
@@ -985,13 +1010,20 @@ def columns_replace(step, df, a):
     return _renamed(step, df, mapping)
 
 
-@register_directive("change-column-case [<case:lower|upper|lowercase|uppercase>]")
-def change_column_case(step, df, a):
-    """Change every column name to lower (the default, as in Wrangler) or upper case.
+def _identifier(value: str) -> str | None:
+    # Wrangler's grammar reads the case as an Identifier token
+    if re.fullmatch(r"[A-Za-z_-][A-Za-z0-9_-]*", value):
+        return None
+    return f"{value!r} is not a word (lower or upper)"
 
-    Labels: RENAME each changed name.
+
+@register_directive("change-column-case [<case:text>]", checks={"case": _identifier})
+def change_column_case(step, df, a):
+    """Change every column name to upper case for ``upper``/``uppercase`` (any case), and
+    to lower case otherwise: as Wrangler's code and doc say, a missing or unknown word
+    means lower. Labels: RENAME each changed name.
     """
-    f = str.upper if a.case in ("upper", "uppercase") else str.lower
+    f = str.upper if (a.case or "").lower() in ("upper", "uppercase") else str.lower
     return _renamed(step, df, {c: f(c) for c in df.columns})
 
 
