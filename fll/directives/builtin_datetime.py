@@ -89,11 +89,12 @@ def format_datetime(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 
     A pattern needing a zone (``XXX``, ``z``, ``VV``…) cannot format a datetime: Java
     fails every row, fll refuses the recipe. A column of another type is refused
-    (Wrangler sends each of its rows to the error collector). Nulls stay null.
-    Labels: MODIFY column.
+    (Wrangler sends each of its rows to the error collector). Nulls stay null; a
+    column that is not there leaves the rows as they are. Labels: MODIFY column.
     """
-    step.require(df, [a.column])
     check_datetime_pattern(step, a.format)
+    if a.column not in df.columns:      # Wrangler skips a row without the column
+        return Outcome(df, [])
     zone = _zone_letters(a.format)
     if zone:
         raise step.error(f"datetime format {a.format!r} needs a zone ({''.join(zone)}), "
@@ -125,10 +126,12 @@ def datetime_to_timestamp(step: StepContext, df: "DataFrame", a: Args) -> Outcom
 
     The zone is used for the conversion but not kept: Spark shows timestamps in the
     session time zone. A column of another type is refused (Wrangler sends each row
-    to the error collector). Labels: MODIFY column.
+    to the error collector); a column that is not there leaves the rows as they are,
+    as in Wrangler. Labels: MODIFY column.
     """
-    step.require(df, [a.column])
     zone = check_zone(step, a.zone or "UTC")
+    if a.column not in df.columns:
+        return Outcome(df, [])
     kind = _type(df, a.column)
     if kind != "timestamp_ntz":
         raise step.error(f"column {a.column!r} has type {kind}; it should be a datetime")
