@@ -20,7 +20,7 @@ from ..errors import RecipeError
 from . import labels as L
 from .context import StepContext, java_quote, quote
 from .parser import Args, check_regex
-from .builtin_support import error_rows, java_message
+from .builtin_support import error_rows, fail_when, java_message
 from .registry import Outcome, register_directive
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -451,20 +451,39 @@ def _not_empty(value: str) -> str | None:
     return "the fill value cannot be empty" if value == "" else None
 
 
+def _fits_type(value: str, kind: str) -> bool:
+    """Whether Spark's cast turns ``value`` into a ``kind`` value (numbers and booleans)."""
+    if kind in ("byte", "short", "integer", "long"):
+        return re.fullmatch(r"\s*[+-]?\d+\s*", value) is not None
+    if kind in ("float", "double", "decimal"):
+        return re.fullmatch(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*", value) is not None
+    if kind == "boolean":
+        return value.strip().lower() in ("true", "false")
+    return False
+
+
 @register_directive("fill-null-or-empty <column:column> <value:text>",
                     checks={"value": _not_empty})
 def fill_null_or_empty(step, df, a):
-    """Replace null (and, for strings, empty) values with ``value``, cast to the column's
-    type (a value that does not cast gives null). A column that is not there is added
-    holding ``value``, as in Wrangler. Labels: MODIFY column (ADD when added)."""
+    """Replace null (and, for strings, empty) values with ``value``. A column that is not
+    there is added holding ``value``, as in Wrangler. Wrangler puts the text itself into
+    a column of any type; a Spark column has one type, so a number or boolean column
+    keeps its type when ``value`` reads as one (``0`` into an int column) and otherwise
+    becomes text holding its values' text and ``value`` (``N/A`` into an int column),
+    never a silent null. Labels: MODIFY column (ADD when added)."""
     if a.column not in df.columns:
         return Outcome(_replace(df, a.column, F.lit(a.value)), L.add(a.column))
     c = step.col(a.column)
-    is_string = _is_string(df, a.column)
-    empty = c.isNull() | (c == F.lit("")) if is_string else c.isNull()
-    dtype = df.schema[a.column].dataType.simpleString()
-    fill = F.lit(a.value) if is_string else F.expr(f"try_cast({_sql_str(a.value)} AS {dtype})")
-    return _modify(step, df, a.column, F.when(empty, fill).otherwise(c))
+    kind = df.schema[a.column].dataType.typeName()
+    if kind == "string":
+        return _modify(step, df, a.column, F.when(c.isNull() | (c == F.lit("")), F.lit(a.value))
+                       .otherwise(c))
+    if _fits_type(a.value, kind):
+        dtype = df.schema[a.column].dataType.simpleString()
+        fill = F.expr(f"try_cast({_sql_str(a.value)} AS {dtype})")
+        return _modify(step, df, a.column, F.when(c.isNull(), fill).otherwise(c))
+    return _modify(step, df, a.column, F.when(c.isNull(), F.lit(a.value))
+                   .otherwise(c.cast("string")))
 
 
 def _sql_str(value: str) -> str:
@@ -500,46 +519,70 @@ def _whole_match(c: "Column", regex: str) -> "Column":
     return c.rlike("\\A(?:" + regex + ")\\z")
 
 
+def _regex_or_null(regex: str) -> str | None:
+    # Wrangler compiles the pattern when the recipe is read, unless it is null or empty
+    if regex == "" or regex.lower() == "null":
+        return None
+    reason = check_regex(regex)
+    return f"bad regex {regex!r}: {reason}" if reason else None
+
+
+_NUMBER_TYPES = ("byte", "short", "integer", "long", "float", "double", "decimal")
+
+
 def _regex_filter(step, df, column: str, regex: str, remove_matching: bool) -> Outcome:
-    step.require(df, [column])
+    """Wrangler's filter-by-regex, which filter-row-if-matched, filter-row-if-not-matched
+    and filter-rows-on regex-(not-)match all become: ``null`` or an empty regex keeps
+    every row, a row without the column is kept, a text or number value is matched as
+    a whole (Java's ``Matcher.matches()`` on its text), and a null value stops the run."""
+    if regex == "" or regex.lower() == "null":
+        return Outcome(df, L.read(column) if column in df.columns else [])
+    reason = check_regex(regex)
+    if reason:
+        raise step.error(f"bad regex {regex!r}: {reason}")
+    if column not in df.columns:
+        return Outcome(df, [])
+    kind = df.schema[column].dataType.typeName()
+    if kind != "string" and kind not in _NUMBER_TYPES:
+        raise step.error(f"column {column!r} has type {kind}; it should be text or a number")
     c = _as_text(df, column, step.col(column))
     hit = _whole_match(c, regex)
-    keep = c.isNull() | (~hit if remove_matching else hit)
+    keep = fail_when(step, c.isNull(), ~hit if remove_matching else hit,
+                     f"column {column!r} has a null value; it should be a non-null text or "
+                     f"number")
     return Outcome(df.where(keep), L.read(column))
 
 
-@register_directive("filter-row-if-matched <column:column> <regex:regex>")
+@register_directive("filter-row-if-matched <column:column> <regex:text>",
+                    checks={"regex": _regex_or_null})
 def filter_row_if_matched(step, df, a):
     """Remove the rows whose ``column`` matches ``regex`` as a whole (Java's
     ``Matcher.matches()``, as Wrangler: ``'^drop'`` does not remove ``drop-me``, ``'drop.*'``
-    does). Wrangler fails on a null value; fll keeps the row.
+    does). Wrangler runs it as ``filter-by-regex if-matched``, and so does fll: a null
+    value stops the run, ``null`` as the regex keeps every row.
 
     Labels: READ column — it decides which rows every other column keeps.
     """
     return _regex_filter(step, df, a.column, a.regex, True)
 
 
-@register_directive("filter-row-if-not-matched <column:column> <regex:regex>")
+@register_directive("filter-row-if-not-matched <column:column> <regex:text>",
+                    checks={"regex": _regex_or_null})
 def filter_row_if_not_matched(step, df, a):
-    """Remove the rows whose ``column`` does not match ``regex`` as a whole (nulls kept).
-
-    Labels: READ column.
+    """Remove the rows whose ``column`` does not match ``regex`` as a whole (Wrangler's
+    ``filter-by-regex if-not-matched``: a null value stops the run). Labels: READ column.
     """
     return _regex_filter(step, df, a.column, a.regex, False)
 
 
 @register_directive("filter-by-regex <match:if-matched|if-not-matched> <column:column> "
-                    "<regex:text>")
+                    "<regex:text>", checks={"regex": _regex_or_null})
 def filter_by_regex(step, df, a):
     """Wrangler's own name for the two regex filters: ``if-matched`` removes the rows
     whose value matches as a whole, ``if-not-matched`` those that do not. An empty regex
-    or ``null`` keeps every row, as in Wrangler. Labels: READ column."""
-    step.require(df, [a.column])
-    if a.regex == "" or a.regex.lower() == "null":
-        return Outcome(df, L.read(a.column))
-    reason = check_regex(a.regex)
-    if reason:
-        raise step.error(f"bad regex {a.regex!r}: {reason}")
+    or ``null`` keeps every row, as does a column that is not there; a null value stops
+    the run and a column neither text nor number is refused, as in Wrangler.
+    Labels: READ column."""
     return _regex_filter(step, df, a.column, a.regex, a.match == "if-matched")
 
 
@@ -659,9 +702,6 @@ def filter_rows_on(step, df, a):
         regex = regex[1:-1]
     if not column or not regex:
         raise step.error(f"{a.command} needs a column and a regex")
-    reason = check_regex(regex)
-    if reason:
-        raise step.error(f"bad regex {regex!r}: {reason}")
     return _regex_filter(step, df, column, regex, a.command == "regex-match")
 
 
@@ -681,7 +721,9 @@ def _empty_or_null(step, df, columns: list[str]) -> Outcome:
 def filter_empty_or_null(step, df, a):
     """Remove the rows in which every listed column is null, as Wrangler's code does (its
     name says empty too, but an empty text is a value and the row stays). A listed column
-    that is not there keeps every row. Labels: READ each listed column."""
+    that is not there keeps every row, once: Wrangler's code adds such a row to its
+    output once per missing column (and once more when a listed value is not null),
+    duplicating rows, which fll does not copy. Labels: READ each listed column."""
     return _empty_or_null(step, df, list(a.columns))
 
 
@@ -1059,8 +1101,10 @@ def extract_regex_groups(step, df, a):
 
     The number of matches is data dependent: one aggregation job finds the
     largest over all rows; rows with fewer matches get nulls in the extra
-    columns. A group that took no part in a match is empty text (Spark), not
-    null (Wrangler). Labels: READ column, ADD all columns formatted column_%d_%d.
+    columns. A group that took no part in a match is empty text (Spark's
+    regexp_extract_all cannot tell it from an empty match), not null (Wrangler). A
+    column that is not text gets no columns, as Wrangler matches only String values.
+    Labels: READ column, ADD all columns formatted column_%d_%d.
     """
     step.require(df, [a.column])
     try:
@@ -1068,8 +1112,9 @@ def extract_regex_groups(step, df, a):
                      .matcher("").groupCount())
     except Exception as exc:
         raise step.error(f"bad regex {a.regex!r}: {str(exc).splitlines()[0]}") from None
-    c = _as_text(df, a.column, step.col(a.column))
-    if groups == 0:   # Wrangler adds no column for a regex without groups
+    c = step.col(a.column)
+    # Wrangler adds no column for a regex without groups, nor for values that are not text
+    if groups == 0 or not _is_string(df, a.column):
         return Outcome(df, L.read(a.column))
     step.action()
     row = df.select(F.max(F.size(F.regexp_extract_all(c, F.lit(a.regex), 0)))).first()
