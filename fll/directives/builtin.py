@@ -136,13 +136,15 @@ def set_column(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 
 
 @register_directive("merge <first:column> <second:column> <destination:column> "
-                    "[<delimiter:text>]")
+                    "<delimiter:text>")
 def merge(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Join two columns' values with ``delimiter`` (default empty; Java escapes such as
-    ``'\\u000A'`` understood) into a new column. As in Wrangler a null value is written
-    as the text ``null``. Labels: READ first, READ second, ADD destination.
+    """Join two columns' values with ``delimiter`` (required, as in Wrangler; Java escapes
+    such as ``'\\u000A'`` understood) into a new column. As in Wrangler a null value is
+    written as the text ``null``, and when either column is not there the rows are left
+    as they are. Labels: READ first, READ second, ADD destination.
     """
-    step.require(df, [a.first, a.second])
+    if a.first not in df.columns or a.second not in df.columns:
+        return Outcome(df, [])
     if a.destination in (a.first, a.second):
         raise step.error("the destination must differ from the merged columns")
 
@@ -505,13 +507,16 @@ def find_and_replace(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Apply ``s/regex/replacement/[g][i]`` to the values of each listed column.
 
     The replacement uses Java syntax (``$1`` for a group). Without ``g`` only the
-    first match is replaced. Labels: MODIFY each column.
+    first match is replaced. As in Wrangler only text values change: a column of
+    another type is left as it is, and a listed column that is not there is skipped.
+    Sed's occurrence flags (``s/a/b/2``) are refused: Spark replaces all or the first.
+    Labels: MODIFY each text column.
     """
-    step.require(df, a.columns)
+    names = [c for c in dict.fromkeys(a.columns) if c in df.columns and _is_string(df, c)]
     out = df
-    for c in dict.fromkeys(a.columns):
-        out = _replace(out, c, _sed_value(step.col(c).cast("string"), a.sed))
-    return Outcome(out, L.modify(*dict.fromkeys(a.columns)))
+    for c in names:
+        out = _replace(out, c, _sed_value(step.col(c), a.sed))
+    return Outcome(out, L.modify(*names))
 
 
 def _whole_match(c: "Column", regex: str) -> "Column":
@@ -796,9 +801,11 @@ def mask_number(step, df, a):
     character, ``x``/``X`` writes ``x`` over it, any other pattern character is written
     and skips the value's next character only when they are equal (``xxx-xx-####`` on
     ``123-45-6789`` and on ``123456789`` both give ``xxx-xx-6789``). Non-text values are
-    masked as text; null stays null. Labels: MODIFY column.
+    masked as text; null stays null. A column that is not there is added holding empty
+    text, as Wrangler's code does. Labels: MODIFY column (ADD when added).
     """
-    step.require(df, [a.column])
+    if a.column not in df.columns:
+        return Outcome(_replace(df, a.column, F.lit("")), L.add(a.column))
     v = _as_text(df, a.column, step.col(a.column))
     if not a.pattern:
         return _modify(step, df, a.column, F.when(v.isNotNull(), F.lit("")), masking=True)
@@ -884,24 +891,35 @@ def hash_(step, df, a):
     Bouncy Castle algorithms (KECCAK, GOST, SKEIN, TIGER, WHIRLPOOL…) are refused.
     encode=false (Wrangler's default) gives the raw digest bytes (binary), encode=true
     lower-case hex left-padded with zeros to at least 64 digits, as Wrangler formats it.
-    Wrangler fails on a null value; fll keeps null. Labels: MODIFY column (masking)."""
+    As in Wrangler a null value stops the run and a column that is neither text nor
+    binary is refused. Labels: MODIFY column (masking)."""
     step.require(df, [a.column])
+    kind = df.schema[a.column].dataType.typeName()
+    if kind not in ("string", "binary"):
+        raise step.error(f"column {a.column!r} has type {kind}; it should be string or binary")
     c = step.col(a.column)
-    c = c if df.schema[a.column].dataType.typeName() == "binary" else c.cast("string")
     if a.algorithm in _PY_HASHES:
         raw = _py_digest(a.algorithm)(c)
-        hexed = F.lower(F.hex(raw))
-        # lpad would also cut a longer value: pad only the short digests
-        value = F.when(F.length(hexed) < 64, F.lpad(hexed, 64, "0")).otherwise(hexed) \
-            if a.encode else raw
-        return _modify(step, df, a.column, value, masking=True)
-    bits = _HASHES[a.algorithm]
-    value = F.md5(c) if a.algorithm == "MD5" else F.sha1(c) if bits is None else F.sha2(c, bits)
-    if a.encode:
-        value = F.lpad(value, 64, "0") if (bits or 0) < 256 else value
+        value = _wrangler_hex(F.lower(F.hex(raw))) if a.encode else raw
     else:
-        value = F.unhex(value)
+        bits = _HASHES[a.algorithm]
+        hexed = (F.md5(c) if a.algorithm == "MD5" else F.sha1(c) if bits is None
+                 else F.sha2(c, bits))
+        # up to 256 bits %064x is a plain left-pad of Spark's lower-case hex
+        value = (F.unhex(hexed) if not a.encode else F.lpad(hexed, 64, "0")
+                 if (bits or 0) <= 256 else _wrangler_hex(hexed))
+    value = fail_when(step, c.isNull(), value,
+                      f"column {a.column!r} has a null value; it should be a non-null string "
+                      f"or byte array")
     return _modify(step, df, a.column, value, masking=True)
+
+
+def _wrangler_hex(hexed: "Column") -> "Column":
+    """``String.format("%064x", new BigInteger(1, digest))`` of a digest in lower-case
+    hex: as a number its leading zero digits go, then it is left-padded with zeros to 64
+    digits (a 512-bit digest starting with a zero digit comes out 127 digits long)."""
+    hexed = F.regexp_replace(hexed, "^0+(?=.)", "")
+    return F.when(F.length(hexed) < 64, F.lpad(hexed, 64, "0")).otherwise(hexed)
 
 
 # Wrangler's type names (ColumnConverter) and the Spark type each becomes.
@@ -1160,14 +1178,16 @@ def generate_uuid(step, df, a):
 def format_date(step, df, a):
     """Format a date/timestamp column as text with a datetime pattern (Java's
     DateTimeFormatter letters as Wrangler; Spark refuses week-based letters, checked when
-    the recipe compiles). Wrangler fails on a value that is not a date; fll formats text
-    that Spark can read as a timestamp and gives null otherwise. Labels: MODIFY column."""
+    the recipe compiles). Wrangler fails on a value that is not a date, so fll refuses a
+    column of another type (text included) before anything runs; a date is formatted
+    at the start of its day. Labels: MODIFY column."""
     step.require(df, [a.column])
     step.check_datetime_pattern(a.format)
-    c = step.col(a.column)
-    if _is_string(df, a.column):
-        c = F.try_to_timestamp(c)
-    return _modify(step, df, a.column, F.date_format(c, a.format))
+    kind = df.schema[a.column].dataType.typeName()
+    if kind not in ("date", "timestamp", "timestamp_ntz"):
+        raise step.error(f"column {a.column!r} has type {kind}; it should be a date (parse it "
+                         f"first with parse-as-date or parse-as-simple-date)")
+    return _modify(step, df, a.column, F.date_format(step.col(a.column), a.format))
 
 
 @register_directive("parse-as-date <column:column> [<timezone:text>]")

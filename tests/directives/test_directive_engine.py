@@ -243,7 +243,7 @@ def test_untouched_columns_pass_through_as_identity_and_drops_end_in_dropped():
 
 
 def test_swap_rename_and_merge_keep_exact_per_field_lineage():
-    info = Recipe.parse("swap a b; rename c d; merge a d m").to_lineage(SRC, DST, ["a", "b", "c"])
+    info = Recipe.parse("swap a b; rename c d; merge a d m ','").to_lineage(SRC, DST, ["a", "b", "c"])
     assert _incoming(info) == {"a": ["b"], "b": ["a"], "d": ["c"], "m": ["b", "c"]}
 
 
