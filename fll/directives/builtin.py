@@ -141,7 +141,9 @@ def merge(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Join two columns' values with ``delimiter`` (required, as in Wrangler; Java escapes
     such as ``'\\u000A'`` understood) into a new column. As in Wrangler a null value is
     written as the text ``null``, and when either column is not there the rows are left
-    as they are. Labels: READ first, READ second, ADD destination.
+    as they are. An existing destination is overwritten in place: Wrangler's code appends
+    a second column of that name, which a DataFrame cannot hold.
+    Labels: READ first, READ second, ADD destination.
     """
     if a.first not in df.columns or a.second not in df.columns:
         return Outcome(df, [])
