@@ -852,10 +852,14 @@ def _py_hash_available(name: str) -> bool:
 
 _PY_HASHES = {k: v for k, v in _PY_HASHES.items() if _py_hash_available(v[0])}
 # Wrangler knows these too (Bouncy Castle); neither Spark nor hashlib has them.
+# Spelled exactly as MessageHash's list (its check is case sensitive: Tiger and TIGER).
 _WRANGLER_ONLY_HASHES = ("GOST3411-2012-256", "GOST3411-2012-512", "GOST3411", "KECCAK-224",
                          "KECCAK-256", "KECCAK-288", "KECCAK-384", "KECCAK-512", "MD2", "MD4",
-                         "RIPEMD128", "RIPEMD160", "RIPEMD256", "RIPEMD320", "SKEIN-1024-1024",
-                         "SKEIN-256-256", "SKEIN-512-512", "SM3", "TIGER", "WHIRLPOOL")
+                         "RIPEMD128", "RIPEMD160", "RIPEMD256", "RIPEMD320", "Skein-1024-1024",
+                         "Skein-1024-384", "Skein-1024-512", "Skein-256-128", "Skein-256-160",
+                         "Skein-256-224", "Skein-256-256", "Skein-512-128", "Skein-512-160",
+                         "Skein-512-224", "Skein-512-256", "Skein-512-384", "Skein-512-512",
+                         "SM3", "Tiger", "TIGER", "WHIRLPOOL")
 
 
 def _hash_check(value: str) -> str | None:
