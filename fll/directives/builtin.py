@@ -20,7 +20,7 @@ from ..errors import RecipeError
 from . import labels as L
 from .context import StepContext, java_quote, quote
 from .parser import Args, check_regex
-from .builtin_support import error_rows
+from .builtin_support import error_rows, fail_when, java_message
 from .registry import Outcome, register_directive
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -136,13 +136,17 @@ def set_column(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 
 
 @register_directive("merge <first:column> <second:column> <destination:column> "
-                    "[<delimiter:text>]")
+                    "<delimiter:text>")
 def merge(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Join two columns' values with ``delimiter`` (default empty; Java escapes such as
-    ``'\\u000A'`` understood) into a new column. As in Wrangler a null value is written
-    as the text ``null``. Labels: READ first, READ second, ADD destination.
+    """Join two columns' values with ``delimiter`` (required, as in Wrangler; Java escapes
+    such as ``'\\u000A'`` understood) into a new column. As in Wrangler a null value is
+    written as the text ``null``, and when either column is not there the rows are left
+    as they are. An existing destination is overwritten in place: Wrangler's code appends
+    a second column of that name, which a DataFrame cannot hold.
+    Labels: READ first, READ second, ADD destination.
     """
-    step.require(df, [a.first, a.second])
+    if a.first not in df.columns or a.second not in df.columns:
+        return Outcome(df, [])
     if a.destination in (a.first, a.second):
         raise step.error("the destination must differ from the merged columns")
 
@@ -451,20 +455,39 @@ def _not_empty(value: str) -> str | None:
     return "the fill value cannot be empty" if value == "" else None
 
 
+def _fits_type(value: str, kind: str) -> bool:
+    """Whether Spark's cast turns ``value`` into a ``kind`` value (numbers and booleans)."""
+    if kind in ("byte", "short", "integer", "long"):
+        return re.fullmatch(r"\s*[+-]?\d+\s*", value) is not None
+    if kind in ("float", "double", "decimal"):
+        return re.fullmatch(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*", value) is not None
+    if kind == "boolean":
+        return value.strip().lower() in ("true", "false")
+    return False
+
+
 @register_directive("fill-null-or-empty <column:column> <value:text>",
                     checks={"value": _not_empty})
 def fill_null_or_empty(step, df, a):
-    """Replace null (and, for strings, empty) values with ``value``, cast to the column's
-    type (a value that does not cast gives null). A column that is not there is added
-    holding ``value``, as in Wrangler. Labels: MODIFY column (ADD when added)."""
+    """Replace null (and, for strings, empty) values with ``value``. A column that is not
+    there is added holding ``value``, as in Wrangler. Wrangler puts the text itself into
+    a column of any type; a Spark column has one type, so a number or boolean column
+    keeps its type when ``value`` reads as one (``0`` into an int column) and otherwise
+    becomes text holding its values' text and ``value`` (``N/A`` into an int column),
+    never a silent null. Labels: MODIFY column (ADD when added)."""
     if a.column not in df.columns:
         return Outcome(_replace(df, a.column, F.lit(a.value)), L.add(a.column))
     c = step.col(a.column)
-    is_string = _is_string(df, a.column)
-    empty = c.isNull() | (c == F.lit("")) if is_string else c.isNull()
-    dtype = df.schema[a.column].dataType.simpleString()
-    fill = F.lit(a.value) if is_string else F.expr(f"try_cast({_sql_str(a.value)} AS {dtype})")
-    return _modify(step, df, a.column, F.when(empty, fill).otherwise(c))
+    kind = df.schema[a.column].dataType.typeName()
+    if kind == "string":
+        return _modify(step, df, a.column, F.when(c.isNull() | (c == F.lit("")), F.lit(a.value))
+                       .otherwise(c))
+    if _fits_type(a.value, kind):
+        dtype = df.schema[a.column].dataType.simpleString()
+        fill = F.expr(f"try_cast({_sql_str(a.value)} AS {dtype})")
+        return _modify(step, df, a.column, F.when(c.isNull(), fill).otherwise(c))
+    return _modify(step, df, a.column, F.when(c.isNull(), F.lit(a.value))
+                   .otherwise(c.cast("string")))
 
 
 def _sql_str(value: str) -> str:
@@ -486,13 +509,16 @@ def find_and_replace(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Apply ``s/regex/replacement/[g][i]`` to the values of each listed column.
 
     The replacement uses Java syntax (``$1`` for a group). Without ``g`` only the
-    first match is replaced. Labels: MODIFY each column.
+    first match is replaced. As in Wrangler only text values change: a column of
+    another type is left as it is, and a listed column that is not there is skipped.
+    Sed's occurrence flags (``s/a/b/2``) are refused: Spark replaces all or the first.
+    Labels: MODIFY each text column.
     """
-    step.require(df, a.columns)
+    names = [c for c in dict.fromkeys(a.columns) if c in df.columns and _is_string(df, c)]
     out = df
-    for c in dict.fromkeys(a.columns):
-        out = _replace(out, c, _sed_value(step.col(c).cast("string"), a.sed))
-    return Outcome(out, L.modify(*dict.fromkeys(a.columns)))
+    for c in names:
+        out = _replace(out, c, _sed_value(step.col(c), a.sed))
+    return Outcome(out, L.modify(*names))
 
 
 def _whole_match(c: "Column", regex: str) -> "Column":
@@ -500,46 +526,70 @@ def _whole_match(c: "Column", regex: str) -> "Column":
     return c.rlike("\\A(?:" + regex + ")\\z")
 
 
+def _regex_or_null(regex: str) -> str | None:
+    # Wrangler compiles the pattern when the recipe is read, unless it is null or empty
+    if regex == "" or regex.lower() == "null":
+        return None
+    reason = check_regex(regex)
+    return f"bad regex {regex!r}: {reason}" if reason else None
+
+
+_NUMBER_TYPES = ("byte", "short", "integer", "long", "float", "double", "decimal")
+
+
 def _regex_filter(step, df, column: str, regex: str, remove_matching: bool) -> Outcome:
-    step.require(df, [column])
+    """Wrangler's filter-by-regex, which filter-row-if-matched, filter-row-if-not-matched
+    and filter-rows-on regex-(not-)match all become: ``null`` or an empty regex keeps
+    every row, a row without the column is kept, a text or number value is matched as
+    a whole (Java's ``Matcher.matches()`` on its text), and a null value stops the run."""
+    if regex == "" or regex.lower() == "null":
+        return Outcome(df, L.read(column) if column in df.columns else [])
+    reason = check_regex(regex)
+    if reason:
+        raise step.error(f"bad regex {regex!r}: {reason}")
+    if column not in df.columns:
+        return Outcome(df, [])
+    kind = df.schema[column].dataType.typeName()
+    if kind != "string" and kind not in _NUMBER_TYPES:
+        raise step.error(f"column {column!r} has type {kind}; it should be text or a number")
     c = _as_text(df, column, step.col(column))
     hit = _whole_match(c, regex)
-    keep = c.isNull() | (~hit if remove_matching else hit)
+    keep = fail_when(step, c.isNull(), ~hit if remove_matching else hit,
+                     f"column {column!r} has a null value; it should be a non-null text or "
+                     f"number")
     return Outcome(df.where(keep), L.read(column))
 
 
-@register_directive("filter-row-if-matched <column:column> <regex:regex>")
+@register_directive("filter-row-if-matched <column:column> <regex:text>",
+                    checks={"regex": _regex_or_null})
 def filter_row_if_matched(step, df, a):
     """Remove the rows whose ``column`` matches ``regex`` as a whole (Java's
     ``Matcher.matches()``, as Wrangler: ``'^drop'`` does not remove ``drop-me``, ``'drop.*'``
-    does). Wrangler fails on a null value; fll keeps the row.
+    does). Wrangler runs it as ``filter-by-regex if-matched``, and so does fll: a null
+    value stops the run, ``null`` as the regex keeps every row.
 
     Labels: READ column — it decides which rows every other column keeps.
     """
     return _regex_filter(step, df, a.column, a.regex, True)
 
 
-@register_directive("filter-row-if-not-matched <column:column> <regex:regex>")
+@register_directive("filter-row-if-not-matched <column:column> <regex:text>",
+                    checks={"regex": _regex_or_null})
 def filter_row_if_not_matched(step, df, a):
-    """Remove the rows whose ``column`` does not match ``regex`` as a whole (nulls kept).
-
-    Labels: READ column.
+    """Remove the rows whose ``column`` does not match ``regex`` as a whole (Wrangler's
+    ``filter-by-regex if-not-matched``: a null value stops the run). Labels: READ column.
     """
     return _regex_filter(step, df, a.column, a.regex, False)
 
 
 @register_directive("filter-by-regex <match:if-matched|if-not-matched> <column:column> "
-                    "<regex:text>")
+                    "<regex:text>", checks={"regex": _regex_or_null})
 def filter_by_regex(step, df, a):
     """Wrangler's own name for the two regex filters: ``if-matched`` removes the rows
     whose value matches as a whole, ``if-not-matched`` those that do not. An empty regex
-    or ``null`` keeps every row, as in Wrangler. Labels: READ column."""
-    step.require(df, [a.column])
-    if a.regex == "" or a.regex.lower() == "null":
-        return Outcome(df, L.read(a.column))
-    reason = check_regex(a.regex)
-    if reason:
-        raise step.error(f"bad regex {a.regex!r}: {reason}")
+    or ``null`` keeps every row, as does a column that is not there; a null value stops
+    the run and a column neither text nor number is refused, as in Wrangler.
+    Labels: READ column."""
     return _regex_filter(step, df, a.column, a.regex, a.match == "if-matched")
 
 
@@ -659,9 +709,6 @@ def filter_rows_on(step, df, a):
         regex = regex[1:-1]
     if not column or not regex:
         raise step.error(f"{a.command} needs a column and a regex")
-    reason = check_regex(regex)
-    if reason:
-        raise step.error(f"bad regex {regex!r}: {reason}")
     return _regex_filter(step, df, column, regex, a.command == "regex-match")
 
 
@@ -681,7 +728,9 @@ def _empty_or_null(step, df, columns: list[str]) -> Outcome:
 def filter_empty_or_null(step, df, a):
     """Remove the rows in which every listed column is null, as Wrangler's code does (its
     name says empty too, but an empty text is a value and the row stays). A listed column
-    that is not there keeps every row. Labels: READ each listed column."""
+    that is not there keeps every row, once: Wrangler's code adds such a row to its
+    output once per missing column (and once more when a listed value is not null),
+    duplicating rows, which fll does not copy. Labels: READ each listed column."""
     return _empty_or_null(step, df, list(a.columns))
 
 
@@ -754,9 +803,11 @@ def mask_number(step, df, a):
     character, ``x``/``X`` writes ``x`` over it, any other pattern character is written
     and skips the value's next character only when they are equal (``xxx-xx-####`` on
     ``123-45-6789`` and on ``123456789`` both give ``xxx-xx-6789``). Non-text values are
-    masked as text; null stays null. Labels: MODIFY column.
+    masked as text; null stays null. A column that is not there is added holding empty
+    text, as Wrangler's code does. Labels: MODIFY column (ADD when added).
     """
-    step.require(df, [a.column])
+    if a.column not in df.columns:
+        return Outcome(_replace(df, a.column, F.lit("")), L.add(a.column))
     v = _as_text(df, a.column, step.col(a.column))
     if not a.pattern:
         return _modify(step, df, a.column, F.when(v.isNotNull(), F.lit("")), masking=True)
@@ -801,10 +852,14 @@ def _py_hash_available(name: str) -> bool:
 
 _PY_HASHES = {k: v for k, v in _PY_HASHES.items() if _py_hash_available(v[0])}
 # Wrangler knows these too (Bouncy Castle); neither Spark nor hashlib has them.
+# Spelled exactly as MessageHash's list (its check is case sensitive: Tiger and TIGER).
 _WRANGLER_ONLY_HASHES = ("GOST3411-2012-256", "GOST3411-2012-512", "GOST3411", "KECCAK-224",
                          "KECCAK-256", "KECCAK-288", "KECCAK-384", "KECCAK-512", "MD2", "MD4",
-                         "RIPEMD128", "RIPEMD160", "RIPEMD256", "RIPEMD320", "SKEIN-1024-1024",
-                         "SKEIN-256-256", "SKEIN-512-512", "SM3", "TIGER", "WHIRLPOOL")
+                         "RIPEMD128", "RIPEMD160", "RIPEMD256", "RIPEMD320", "Skein-1024-1024",
+                         "Skein-1024-384", "Skein-1024-512", "Skein-256-128", "Skein-256-160",
+                         "Skein-256-224", "Skein-256-256", "Skein-512-128", "Skein-512-160",
+                         "Skein-512-224", "Skein-512-256", "Skein-512-384", "Skein-512-512",
+                         "SM3", "Tiger", "TIGER", "WHIRLPOOL")
 
 
 def _hash_check(value: str) -> str | None:
@@ -842,24 +897,35 @@ def hash_(step, df, a):
     Bouncy Castle algorithms (KECCAK, GOST, SKEIN, TIGER, WHIRLPOOL…) are refused.
     encode=false (Wrangler's default) gives the raw digest bytes (binary), encode=true
     lower-case hex left-padded with zeros to at least 64 digits, as Wrangler formats it.
-    Wrangler fails on a null value; fll keeps null. Labels: MODIFY column (masking)."""
+    As in Wrangler a null value stops the run and a column that is neither text nor
+    binary is refused. Labels: MODIFY column (masking)."""
     step.require(df, [a.column])
+    kind = df.schema[a.column].dataType.typeName()
+    if kind not in ("string", "binary"):
+        raise step.error(f"column {a.column!r} has type {kind}; it should be string or binary")
     c = step.col(a.column)
-    c = c if df.schema[a.column].dataType.typeName() == "binary" else c.cast("string")
     if a.algorithm in _PY_HASHES:
         raw = _py_digest(a.algorithm)(c)
-        hexed = F.lower(F.hex(raw))
-        # lpad would also cut a longer value: pad only the short digests
-        value = F.when(F.length(hexed) < 64, F.lpad(hexed, 64, "0")).otherwise(hexed) \
-            if a.encode else raw
-        return _modify(step, df, a.column, value, masking=True)
-    bits = _HASHES[a.algorithm]
-    value = F.md5(c) if a.algorithm == "MD5" else F.sha1(c) if bits is None else F.sha2(c, bits)
-    if a.encode:
-        value = F.lpad(value, 64, "0") if (bits or 0) < 256 else value
+        value = _wrangler_hex(F.lower(F.hex(raw))) if a.encode else raw
     else:
-        value = F.unhex(value)
+        bits = _HASHES[a.algorithm]
+        hexed = (F.md5(c) if a.algorithm == "MD5" else F.sha1(c) if bits is None
+                 else F.sha2(c, bits))
+        # up to 256 bits %064x is a plain left-pad of Spark's lower-case hex
+        value = (F.unhex(hexed) if not a.encode else F.lpad(hexed, 64, "0")
+                 if (bits or 0) <= 256 else _wrangler_hex(hexed))
+    value = fail_when(step, c.isNull(), value,
+                      f"column {a.column!r} has a null value; it should be a non-null string "
+                      f"or byte array")
     return _modify(step, df, a.column, value, masking=True)
+
+
+def _wrangler_hex(hexed: "Column") -> "Column":
+    """``String.format("%064x", new BigInteger(1, digest))`` of a digest in lower-case
+    hex: as a number its leading zero digits go, then it is left-padded with zeros to 64
+    digits (a 512-bit digest starting with a zero digit comes out 127 digits long)."""
+    hexed = F.regexp_replace(hexed, "^0+(?=.)", "")
+    return F.when(F.length(hexed) < 64, F.lpad(hexed, 64, "0")).otherwise(hexed)
 
 
 # Wrangler's type names (ColumnConverter) and the Spark type each becomes.
@@ -966,10 +1032,35 @@ def _round(x: "Column", s: int, mode: str) -> "Column":
 
 # -- column names (RENAME) ---------------------------------------------------
 
+def _java_rename(step: StepContext, sed, names: list[str]) -> dict[str, str] | None:
+    """Each name through the sed expression with the JVM's own regex engine (Wrangler
+    runs unix4j's sed, which is Java's Pattern); None without a JVM (Spark Connect)."""
+    jvm = getattr(step.spark, "_jvm", None)
+    if jvm is None:
+        return None
+    flags = 2 if sed.ignore_case else 0          # Pattern.CASE_INSENSITIVE
+    rx = jvm.java.util.regex.Pattern.compile(sed.pattern, flags)
+    out = {}
+    for c in names:
+        m = rx.matcher(c)
+        try:
+            out[c] = str(m.replaceAll(sed.replacement) if sed.global_
+                         else m.replaceFirst(sed.replacement))
+        except Exception as exc:   # a group the pattern does not have, say
+            raise step.error(f"bad replacement {sed.replacement!r}: "
+                             f"{java_message(exc)}") from None
+    return out
+
+
 @register_directive("columns-replace <sed:sed>")
 def columns_replace(step, df, a):
-    """Rename every column through ``s/regex/replacement/[g][i]`` (applied in Python to
-    the names: ``$1`` and ``\\1`` both name a group). Labels: RENAME each changed column."""
+    """Rename every column through ``s/regex/replacement/[g][i]``: Java regex and
+    replacement rules (``\\1``, ``$1`` and ``&`` as sed has them), run by the session's
+    JVM as Wrangler's sed does. Two columns ending with one name, or an empty name, are
+    refused (a DataFrame cannot hold them). Labels: RENAME each changed column."""
+    mapping = _java_rename(step, a.sed, list(df.columns))
+    if mapping is not None:
+        return _renamed(step, df, mapping)
     flags = re.IGNORECASE if a.sed.ignore_case else 0
     try:
         rx = re.compile(a.sed.pattern, flags)
@@ -985,13 +1076,20 @@ def columns_replace(step, df, a):
     return _renamed(step, df, mapping)
 
 
-@register_directive("change-column-case [<case:lower|upper|lowercase|uppercase>]")
-def change_column_case(step, df, a):
-    """Change every column name to lower (the default, as in Wrangler) or upper case.
+def _identifier(value: str) -> str | None:
+    # Wrangler's grammar reads the case as an Identifier token
+    if re.fullmatch(r"[A-Za-z_-][A-Za-z0-9_-]*", value):
+        return None
+    return f"{value!r} is not a word (lower or upper)"
 
-    Labels: RENAME each changed name.
+
+@register_directive("change-column-case [<case:text>]", checks={"case": _identifier})
+def change_column_case(step, df, a):
+    """Change every column name to upper case for ``upper``/``uppercase`` (any case), and
+    to lower case otherwise: as Wrangler's code and doc say, a missing or unknown word
+    means lower. Labels: RENAME each changed name.
     """
-    f = str.upper if a.case in ("upper", "uppercase") else str.lower
+    f = str.upper if (a.case or "").lower() in ("upper", "uppercase") else str.lower
     return _renamed(step, df, {c: f(c) for c in df.columns})
 
 
@@ -1027,8 +1125,10 @@ def extract_regex_groups(step, df, a):
 
     The number of matches is data dependent: one aggregation job finds the
     largest over all rows; rows with fewer matches get nulls in the extra
-    columns. A group that took no part in a match is empty text (Spark), not
-    null (Wrangler). Labels: READ column, ADD all columns formatted column_%d_%d.
+    columns. A group that took no part in a match is empty text (Spark's
+    regexp_extract_all cannot tell it from an empty match), not null (Wrangler). A
+    column that is not text gets no columns, as Wrangler matches only String values.
+    Labels: READ column, ADD all columns formatted column_%d_%d.
     """
     step.require(df, [a.column])
     try:
@@ -1036,8 +1136,9 @@ def extract_regex_groups(step, df, a):
                      .matcher("").groupCount())
     except Exception as exc:
         raise step.error(f"bad regex {a.regex!r}: {str(exc).splitlines()[0]}") from None
-    c = _as_text(df, a.column, step.col(a.column))
-    if groups == 0:   # Wrangler adds no column for a regex without groups
+    c = step.col(a.column)
+    # Wrangler adds no column for a regex without groups, nor for values that are not text
+    if groups == 0 or not _is_string(df, a.column):
         return Outcome(df, L.read(a.column))
     step.action()
     row = df.select(F.max(F.size(F.regexp_extract_all(c, F.lit(a.regex), 0)))).first()
@@ -1083,14 +1184,16 @@ def generate_uuid(step, df, a):
 def format_date(step, df, a):
     """Format a date/timestamp column as text with a datetime pattern (Java's
     DateTimeFormatter letters as Wrangler; Spark refuses week-based letters, checked when
-    the recipe compiles). Wrangler fails on a value that is not a date; fll formats text
-    that Spark can read as a timestamp and gives null otherwise. Labels: MODIFY column."""
+    the recipe compiles). Wrangler fails on a value that is not a date, so fll refuses a
+    column of another type (text included) before anything runs; a date is formatted
+    at the start of its day. Labels: MODIFY column."""
     step.require(df, [a.column])
     step.check_datetime_pattern(a.format)
-    c = step.col(a.column)
-    if _is_string(df, a.column):
-        c = F.try_to_timestamp(c)
-    return _modify(step, df, a.column, F.date_format(c, a.format))
+    kind = df.schema[a.column].dataType.typeName()
+    if kind not in ("date", "timestamp", "timestamp_ntz"):
+        raise step.error(f"column {a.column!r} has type {kind}; it should be a date (parse it "
+                         f"first with parse-as-date or parse-as-simple-date)")
+    return _modify(step, df, a.column, F.date_format(step.col(a.column), a.format))
 
 
 @register_directive("parse-as-date <column:column> [<timezone:text>]")

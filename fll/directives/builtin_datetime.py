@@ -38,6 +38,17 @@ def _zone_letters(pattern: str) -> list[str]:
     return sorted(set(re.sub(r"'[^']*'", "", pattern)) & set("VzOXxZ"))
 
 
+_OPTIONAL = re.compile(r"'[^']*'|\[[^\[\]']*\]")
+
+
+def _without_optional_zones(pattern: str) -> str:
+    """The pattern without its optional sections (``[xxx]``) that print a zone: Java's
+    formatter skips such a section for a value that has no zone, as Wrangler's
+    FormatDateTimeTest shows (``yyyy-MM-dd'T'HH:mm:ss[xxx]``)."""
+    return _OPTIONAL.sub(lambda m: "" if m.group(0)[0] == "[" and _zone_letters(m.group(0))
+                         else m.group(0), pattern)
+
+
 def _instant_in(value: "Column", zone: str) -> "Column":
     """The instant at which the wall time ``value`` (TIMESTAMP_NTZ) is read in ``zone``.
 
@@ -88,20 +99,23 @@ def format_datetime(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Format a datetime (TIMESTAMP_NTZ) column as text with a DateTimeFormatter pattern.
 
     A pattern needing a zone (``XXX``, ``z``, ``VV``…) cannot format a datetime: Java
-    fails every row, fll refuses the recipe. A column of another type is refused
-    (Wrangler sends each of its rows to the error collector). Nulls stay null.
-    Labels: MODIFY column.
+    fails every row, fll refuses the recipe; in an optional section (``[xxx]``) Java
+    skips it, and so does fll. A column of another type is refused
+    (Wrangler sends each of its rows to the error collector). Nulls stay null; a
+    column that is not there leaves the rows as they are. Labels: MODIFY column.
     """
-    step.require(df, [a.column])
     check_datetime_pattern(step, a.format)
-    zone = _zone_letters(a.format)
+    if a.column not in df.columns:      # Wrangler skips a row without the column
+        return Outcome(df, [])
+    pattern = _without_optional_zones(a.format)
+    zone = _zone_letters(pattern)
     if zone:
         raise step.error(f"datetime format {a.format!r} needs a zone ({''.join(zone)}), "
                          f"and a datetime has none")
     if _type(df, a.column) != "timestamp_ntz":
         raise step.error(f"column {a.column!r} has type {_type(df, a.column)}; it should be a "
                          f"datetime (parse it first with parse-as-datetime)")
-    value = F.date_format(step.col(a.column), a.format)
+    value = F.date_format(step.col(a.column), pattern)
     return Outcome(put(df, a.column, value), L.modify(a.column))
 
 
@@ -125,10 +139,12 @@ def datetime_to_timestamp(step: StepContext, df: "DataFrame", a: Args) -> Outcom
 
     The zone is used for the conversion but not kept: Spark shows timestamps in the
     session time zone. A column of another type is refused (Wrangler sends each row
-    to the error collector). Labels: MODIFY column.
+    to the error collector); a column that is not there leaves the rows as they are,
+    as in Wrangler. Labels: MODIFY column.
     """
-    step.require(df, [a.column])
     zone = check_zone(step, a.zone or "UTC")
+    if a.column not in df.columns:
+        return Outcome(df, [])
     kind = _type(df, a.column)
     if kind != "timestamp_ntz":
         raise step.error(f"column {a.column!r} has type {kind}; it should be a datetime")

@@ -124,15 +124,19 @@ _METHODS = "base64|base32|hex"
 @register_directive(f"encode <method:{_METHODS}> <column:column>")
 def encode(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Encode ``column`` (text as UTF-8, or binary) with base64, base32 or hex into a
-    new column ``<column>_encode_<method>``; nulls stay null.
+    new column ``<column>_encode_<method>``; nulls stay null, and a column that is not
+    there leaves the rows as they are (Wrangler skips them).
 
-    base64 and hex are Spark built-ins (hex lower case, as commons-codec writes it);
+    base64 and hex are Spark built-ins (hex lower case, as commons-codec writes it;
+    base64 on one line, where Spark's MIME encoder breaks it every 76 characters);
     base32 has no Spark built-in and runs as a Python UDF.
     Labels: READ column, ADD <column>_encode_<method>.
     """
+    if a.column not in df.columns:
+        return Outcome(df, [])
     raw = _bytes_of(step, df, a.column)
     if a.method == "base64":
-        value = F.base64(raw)
+        value = F.regexp_replace(F.base64(raw), "\r\n", "")
     elif a.method == "hex":
         value = F.lower(F.hex(raw))
     else:
@@ -144,17 +148,21 @@ def encode(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 @register_directive(f"decode <method:{_METHODS}> <column:column>")
 def decode(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Decode ``column`` from base64, base32 or hex into ``<column>_decode_<method>``
-    (the bytes read as UTF-8 text); nulls stay null.
+    (the bytes read as UTF-8 text); nulls stay null, and a column that is not there
+    leaves the rows as they are (Wrangler skips them).
 
     As in Wrangler a value that is not valid hex stops the run; base64 and base32
-    are decoded leniently (Spark's unbase64 like commons-codec skips bad characters).
+    are decoded leniently (Spark's unbase64 like commons-codec skips bad characters),
+    and base64 reads the URL-safe alphabet (``-`` and ``_``) too, as commons-codec does.
     base32 runs as a Python UDF (no Spark built-in).
     Labels: READ column, ADD <column>_decode_<method>.
     """
+    if a.column not in df.columns:
+        return Outcome(df, [])
     raw = _bytes_of(step, df, a.column)
     src = step.col(a.column)
     if a.method == "base64":
-        value = F.unbase64(raw.cast("string")).cast("string")
+        value = F.unbase64(F.translate(raw.cast("string"), "-_", "+/")).cast("string")
     elif a.method == "hex":
         text = raw.cast("string")
         decoded = F.unhex(text)

@@ -135,13 +135,18 @@ def mask_shuffle(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Replace each letter and digit of ``column`` by a random one of its kind (consonant,
     vowel, digit; case kept) with Java's Random seeded 0, so equal values mask alike.
 
-    Runs as a Python UDF: Spark has no built-in reproducing java.util.Random. Wrangler
-    fails on a null value (a NullPointerException); fll keeps it null.
-    Labels: MODIFY column (masking).
+    Runs as a Python UDF: Spark has no built-in reproducing java.util.Random. As in
+    Wrangler (which casts the value to String) a null value stops the run and a column
+    that is not text is refused. Labels: MODIFY column (masking).
     """
     step.require(df, [a.column])
-    return Outcome(put(df, a.column, _mask_shuffle_udf(step.col(a.column).cast("string"))),
-                   L.modify(a.column), masking=True)
+    kind = df.schema[a.column].dataType.typeName()
+    if kind != "string":
+        raise step.error(f"column {a.column!r} has type {kind}; it should be of type string")
+    src = step.col(a.column)
+    value = fail_when(step, src.isNull(), _mask_shuffle_udf(src),
+                      f"column {a.column!r} has a null value; it should be a non-null string")
+    return Outcome(put(df, a.column, value), L.modify(a.column), masking=True)
 
 
 # -- text-distance / text-metric -----------------------------------------------

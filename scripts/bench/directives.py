@@ -128,16 +128,17 @@ def hand_written(df):
     start = F.struct(F.lit(1).alias("i"), F.lit("").alias("o"))
     df = df.withColumn("card", F.when(card.isNotNull(),
                                       F.aggregate(mask, start, walk, lambda acc: acc["o"])))
-    df = df.withColumn("name2", F.lpad(F.md5(c("name2")), 64, "0"))
+    df = df.withColumn("name2", stop(c("name2").isNull(), F.lpad(F.md5(c("name2")), 64, "0"),
+                                     "name2 is null"))
     df = df.withColumn("n", F.expr("try_cast(n AS int)"))
     df = df.withColumn("mail", F.when(mail.isNull() | (mail == ""), F.lit("none"))
                        .otherwise(mail))
     df = df.where(keep_unless("n > 999990"))
     df = df.where(F.coalesce(F.expr("n >= 0").cast("boolean"), F.lit(False)))
     df = df.where(keep_unless("n = 999980"))
-    df = df.where(c("name").isNull() | ~whole(c("name"), "zz.*"))
-    df = df.where(c("mail").isNull() | whole(c("mail"), ".+@.+"))
-    df = df.where(c("city").isNull() | ~whole(c("city"), "Lyon"))
+    df = df.where(stop(c("name").isNull(), ~whole(c("name"), "zz.*"), "name is null"))
+    df = df.where(stop(c("mail").isNull(), whole(c("mail"), ".+@.+"), "mail is null"))
+    df = df.where(stop(c("city").isNull(), ~whole(c("city"), "Lyon"), "city is null"))
     df = df.where(keep_unless("n = 999970"))
     df = df.where(c("name").isNotNull() | c("mail").isNotNull())
     df = df.where(keep_unless("n = 999960"))
@@ -152,9 +153,10 @@ def hand_written(df):
     df = df.withColumn("dstr", F.from_utc_timestamp(F.to_utc_timestamp(
         F.try_to_timestamp(c("dstr")), "UTC"), "UTC"))
     df = df.withColumn("id", F.expr("uuid()"))
-    df = df.withColumn("city_encode_base64", F.base64(c("city").cast("binary")))
-    df = df.withColumn("city_encode_base64_decode_base64", F.unbase64(
-        c("city_encode_base64").cast("binary").cast("string")).cast("string"))
+    df = df.withColumn("city_encode_base64", F.regexp_replace(F.base64(c("city").cast("binary")),
+                                                              "\r\n", ""))
+    df = df.withColumn("city_encode_base64_decode_base64", F.unbase64(F.translate(
+        c("city_encode_base64").cast("binary").cast("string"), "-_", "+/")).cast("string"))
     url = c("url")
     df = df.withColumn("url", stop(url.isNull(), F.url_encode(url), "url is null"))
     decoded = F.try_url_decode(url)

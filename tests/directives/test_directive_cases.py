@@ -2,7 +2,9 @@
 
 cases.yaml: recipe, input rows, expected rows, labels and incoming summary.
 wrangler_cases*.yaml: Wrangler's documented and tested behaviour, the same way (labels and
-incoming optional), plus refused recipes (error) and error-output rows (errors_out); one
+incoming optional), the output's Spark types (types, optional), plus refused recipes
+(error), recipes a bad value stops when they run (run_error) and error-output rows
+(errors_out); one
 file per group of directives, so a directive's cases sit together.
 labels.txt: one line per case — input columns | recipe | labels per step.
 """
@@ -54,8 +56,15 @@ def test_directive_case_gives_the_expected_rows_labels_and_lineage(spark, case):
         assert info.value.line is not None and info.value.expected
         return
     compiled = Recipe.parse(case["recipe"]).compile(df)
+    if "run_error" in case:     # the recipe compiles; a bad value stops the run
+        with pytest.raises(Exception) as stopped:
+            compiled.dataframe.collect()
+        assert case["run_error"] in str(stopped.value) and "line " in str(stopped.value)
+        return
 
     assert list(compiled.dataframe.columns) == case["columns"]
+    if "types" in case:
+        assert [f.dataType.simpleString() for f in compiled.dataframe.schema] == case["types"]
     actual = [[_text(v) for v in row] for row in compiled.dataframe.collect()]
     expected = [[_text(v) for v in row] for row in case["rows_out"]]
     assert _rows_match(actual, expected), f"rows {actual} != {expected}"

@@ -62,7 +62,7 @@ def test_unterminated_quote_extra_argument_and_bad_values_are_errors():
     assert "extra argument" in str(_err("uppercase a b"))
     assert "integer" in str(_err("parse-as-json a deep"))
     assert "true or false" in str(_err("copy a b maybe"))
-    assert "lower, upper" in str(_err("change-column-case sideways"))
+    assert "not a word" in str(_err("change-column-case 12"))
     assert "unknown algorithm" in str(_err("hash a SHA-999"))
     assert "sed" in str(_err("columns-replace 'x/a/b/'"))
 
@@ -243,7 +243,7 @@ def test_untouched_columns_pass_through_as_identity_and_drops_end_in_dropped():
 
 
 def test_swap_rename_and_merge_keep_exact_per_field_lineage():
-    info = Recipe.parse("swap a b; rename c d; merge a d m").to_lineage(SRC, DST, ["a", "b", "c"])
+    info = Recipe.parse("swap a b; rename c d; merge a d m ','").to_lineage(SRC, DST, ["a", "b", "c"])
     assert _incoming(info) == {"a": ["b"], "b": ["a"], "d": ["c"], "m": ["b", "c"]}
 
 

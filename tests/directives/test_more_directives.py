@@ -117,8 +117,8 @@ def test_mask_shuffle_draws_the_same_random_characters_as_java(spark):
         expected.append(pick.upper() if ch != low else pick)
     assert mask_shuffle_value(text) == "".join(expected)
 
-    df = spark.createDataFrame([[text], [text], [None]], "a string")
+    df = spark.createDataFrame([[text], [text]], "a string")
     compiled = Recipe.parse("mask-shuffle a").compile(df)
     rows = [r["a"] for r in compiled.dataframe.collect()]
-    assert rows == ["".join(expected), "".join(expected), None]
+    assert rows == ["".join(expected), "".join(expected)]
     assert [dict(s.labels) for s in compiled.steps] == [{"a": "MODIFY"}]

@@ -103,7 +103,7 @@ def test_invalid_regexes_are_refused(pattern):
     ("send-to-error", "missing argument <condition>"),
     ("filter-row exp:{a > 1", "unterminated"),
     ("set-type :a decimal prop:{precision}", "key=value"),
-    ("change-column-case sideways", "must be one of"),
+    ("change-column-case 12", "is not a word"),
 ])
 def test_recipes_wrangler_refuses_name_line_column_directive_and_usage(recipe, fragment):
     e = _err("uppercase :x\n" + recipe)
