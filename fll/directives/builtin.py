@@ -214,7 +214,10 @@ def parse_as_csv(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     it as one (every field non-empty text, not a number, no repeats): names are
     trimmed and runs of white space become ``_``; every row equal to it is
     removed (Wrangler drops only the first). Otherwise the columns are numbered.
-    Quotes follow Spark's from_csv. Labels: READ column, ADD all columns minus
+    Fields are read as Commons CSV's DEFAULT format reads them: ``""`` inside quotes
+    is one quote, a backslash is itself, an empty field is empty text (a trailing one
+    too) and the spaces around a field are kept; a row with fewer fields gets nulls,
+    and a null or empty value gives nulls. Labels: READ column, ADD all columns minus
     <the columns before>.
     """
     step.require(df, [a.column])
@@ -234,10 +237,14 @@ def parse_as_csv(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
                 names = [re.sub(r"\s+", "_", n.strip()) for n in fields]
                 df = df.where(src.isNull() | (src != F.lit(header_line)))
                 note = "one job read the header"
+    # split only on delimiters outside double quotes, so "x,y" counts as one field; a
+    # trailing empty field counts (Commons CSV keeps it, unlike String.split)
+    outside = java_quote(delim) + '(?=(?:[^"]*"[^"]*")*[^"]*$)'
+    fields = F.when(src != F.lit(""), F.size(F.split(src, outside, -1)))
     if not names:
-        # split only on delimiters outside double quotes, so "x,y" counts as one field
-        outside = java_quote(delim) + '(?=(?:[^"]*"[^"]*")*[^"]*$)'
-        pieces = _max_pieces(step, df, a.column, outside)
+        step.action()
+        row = df.select(F.max(fields)).first()
+        pieces = int(row[0] or 0) if row is not None else 0
         names = [f"{a.column}_{i}" for i in range(1, pieces + 1)]
         note = (note + "; " if note else "") + f"one job counted {pieces} fields"
     for n in names:
@@ -248,8 +255,12 @@ def parse_as_csv(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     before = list(df.columns)
     if names:
         schema = ", ".join(f"{quote(n)} STRING" for n in names)
-        parsed = F.from_csv(src, schema, {"sep": delim})
-        new = [(n, parsed.getField(n)) for n in names]
+        # Commons CSV's DEFAULT format: "" inside quotes is one quote, a backslash is
+        # itself, and an empty field is empty text; Spark reads an empty field as null,
+        # so a field the record has is turned back into "" (a field it lacks stays null)
+        parsed = F.from_csv(src, schema, {"sep": delim, "escape": '"'})
+        new = [(n, F.when(fields >= F.lit(i), F.coalesce(parsed.getField(n), F.lit(""))))
+               for i, n in enumerate(names, start=1)]
         df = _add_all(df, new)
     return Outcome(df, L.read(a.column) + L.add(L.all_columns_minus(*before)), note=note)
 
