@@ -324,8 +324,9 @@ def parse_as_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Parse JSON text per row as Wrangler does: an object becomes ``column_key`` columns
     in document key order, nested objects opened down to ``depth`` (default: all the
     way) and deeper objects and arrays kept as JSON text; the source column is removed
-    and rows whose value is null are dropped, as in Wrangler's code. A column of arrays
-    becomes one row per element instead (the column holds the element).
+    and rows whose value is null or a JSON primitive are dropped, as in Wrangler's code.
+    A column of arrays becomes one row per element instead (the column holds the
+    element; an empty array keeps its row with null).
 
     The keys and their types are data dependent: one job reads the first 1000 non-null
     values (keys seen only later are not found). A value that is not JSON (Spark's
@@ -360,9 +361,12 @@ def flatten_json(step: StepContext, df: "DataFrame", column: str, src: "Column",
             docs.append(json.loads(text))
         except ValueError:
             continue
-    kept = df
-    if docs and all(isinstance(d, list) for d in docs):
-        value = F.explode(F.from_json(src, "ARRAY<STRING>"))
+    # Wrangler adds a JSON primitive's row to no output (the row is dropped)
+    kept = df.where(src.rlike(r"^\s*[\[{]"))
+    containers = [d for d in docs if isinstance(d, (list, dict))]
+    if containers and all(isinstance(d, list) for d in containers):
+        # an empty array keeps its row, without the column's value
+        value = F.explode_outer(F.from_json(src, "ARRAY<STRING>"))
         return Outcome(_replace(kept, column, value), L.modify(column),
                        note="one job found arrays: one row per element", **extra)
     leaves: dict[tuple[str, ...], str | None] = {}
