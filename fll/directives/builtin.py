@@ -87,10 +87,16 @@ def copy(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 
 @register_directive("rename <old:column> <new:column>")
 def rename(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Rename ``old`` to ``new`` in place; ``new`` must not exist. Labels: RENAME old, new."""
-    step.require(df, [a.old])
-    if a.old != a.new:
-        step.require_new(df, a.new)
+    """Rename ``old`` to ``new`` in place. As Wrangler's ColumnConverter, an absent
+    ``old`` is left alone (the step does nothing), and ``new`` must not name another
+    column in any case (``rename C1 c1`` is allowed, ``rename C1 c4`` beside ``C4`` is
+    not). Labels: RENAME old, new."""
+    if a.old not in df.columns:
+        return Outcome(df, note=f"column {a.old!r} is not there: nothing renamed")
+    clash = [c for c in df.columns if c.lower() == a.new.lower() and c != a.old]
+    if clash:
+        raise step.error(f"column {clash[0]!r} already exists; drop it before renaming "
+                         f"{a.old!r} to {a.new!r}")
     return _renamed(step, df, {a.old: a.new})
 
 
