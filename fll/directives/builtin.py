@@ -728,11 +728,12 @@ def _to_error(step, df, a, suffix: str) -> Outcome:
 def send_to_error(step, df, a):
     """Send the rows for which a Spark SQL condition is true to the recipe's error output
     (`CompiledRecipe.errors`: the row as it is at this line plus ``errMsg`` = the message,
-    or the condition, and ``errCode`` = 1); they leave the main output. Use
+    or the condition, in Wrangler's ErrorRowException form ``<message> (ecode: 1,
+    directive: send-to-error)``, and ``errCode`` = 1); they leave the main output. Use
     ``exp:{…}`` to give a metric name and a message after the condition. Metrics are not
     counted (Spark has no per-directive metric). Labels: READ each column the
     condition reads."""
-    return _to_error(step, df, a, "")
+    return _to_error(step, df, a, " (ecode: 1, directive: send-to-error)")
 
 
 @register_directive("send-to-error-and-continue <condition:expr> [<metric:text>] "
