@@ -460,12 +460,17 @@ def rtrim(step, df, a):
 
 @register_directive("titlecase <column:column>")
 def titlecase(step, df, a):
-    """Title-case each word (Spark initcap: first letter up, the rest lower). Wrangler's
-    capitalizeFully splits words on any white space; initcap splits on spaces only, so a
-    word after a tab or line break stays lower case. Labels: MODIFY column."""
+    """Title-case each word as Wrangler's WordUtils.capitalizeFully: first letter up, the
+    rest lower, words split on any Java white space (tab and line breaks too, not the
+    no-break spaces). Labels: MODIFY column."""
     step.require(df, [a.column])
     c = step.col(a.column)
-    return _modify(step, df, a.column, _string_only(df, a.column, F.initcap(c), c))
+    # initcap splits on spaces only: cut after each white space first, so every piece
+    # starts a word, and title-case the pieces
+    pieces = F.split(c, r"(?<=[\s\x1C-\x1F\u1680\u2000-\u2006\u2008-\u200A\u2028\u2029"
+                        r"\u205F\u3000])")
+    value = F.array_join(F.transform(pieces, F.initcap), "")
+    return _modify(step, df, a.column, _string_only(df, a.column, value, c))
 
 
 def _not_empty(value: str) -> str | None:
