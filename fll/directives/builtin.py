@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from decimal import Decimal
 from typing import TYPE_CHECKING, Callable
 
 from pyspark.sql import functions as F
@@ -920,7 +921,10 @@ def set_type(step, df, a):
     ``value > 0`` and of text ``value equals 'true'`` ignoring case; bytes of text are its
     UTF-8 bytes and of an integer its big-endian bytes; decimal takes an optional scale,
     a Java rounding mode (default HALF_EVEN once a scale or precision is given) and
-    ``prop:{precision=p}``. Spark: a value that does not convert becomes null instead of
+    ``prop:{precision=p}``; a negative scale rounds to tens, hundreds… (held with scale
+    0) and a precision without scale rounds to p significant digits, as BigDecimal.round
+    (held as decimal(38,p), since a Spark column has one scale where Wrangler keeps
+    each value's own; for the same reason decimal without either holds 18 places). Spark: a value that does not convert becomes null instead of
     failing the record. Labels: MODIFY column.
     """
     step.require(df, [a.column])
@@ -954,19 +958,47 @@ def _to_decimal(step, c: "Column", scale, precision, mode) -> "Column":
     if scale is None and precision is None and mode:
         raise step.error("'rounding-mode' can only be specified when a 'scale' or "
                          "'precision' is set")
-    if scale is not None and not 0 <= scale <= 38:
-        raise step.error("scale must be between 0 and 38")
+    if scale is not None and not -38 <= scale <= 38:
+        raise step.error("scale must be between -38 and 38")
+    mode = mode or "HALF_EVEN"
+    if scale is None and precision is not None:
+        return _significant(c, precision, mode)
+    if scale is not None and scale < 0:
+        # BigDecimal.setScale(-k) rounds to a multiple of 10^k; Spark decimals have no
+        # negative scale, so the rounded value is held with scale 0
+        unit = F.lit(Decimal(10) ** -scale).cast(f"decimal({1 - scale},0)")
+        exact = c.cast("string").cast("decimal(38,10)")
+        rounded = _round(exact / unit, 0, mode) * unit
+        return rounded.cast(f"decimal({precision or 38},0)")
     p = precision if precision is not None else 38
     s = scale if scale is not None else min(18, p - 1 if p > 1 else 0)
     if s >= p and precision is not None:
         raise step.error(f"scale {s} needs a precision above it, got {p}")
     exact = c.cast("string").cast(f"decimal(38,{min(s + 10, 38)})")
-    mode = mode or "HALF_EVEN"
     rounded = _round(exact, s, mode)
     if mode == "UNNECESSARY":
         rounded = F.when(rounded == exact, rounded).otherwise(F.raise_error(F.lit(
             "set-type: rounding necessary (rounding mode UNNECESSARY)")))
     return rounded.cast(f"decimal({p},{s})")
+
+
+def _significant(c: "Column", p: int, mode: str) -> "Column":
+    """BigDecimal.round(new MathContext(p, mode)): ``p`` significant digits. The number
+    of places depends on the value's integer digits, so each count gets its branch; the
+    result is held as decimal(38, p) (at most 38 - p integer digits)."""
+    exact = c.cast("string").cast("decimal(38,18)")
+    size = F.abs(exact)
+    held = f"decimal(38,{p})"   # every branch in one type: a CASE over different decimal
+    value: "Column" = _round(exact, p, mode).cast(held)   # types would drop their scale
+    # |x| < 1 above: p places (an approximation of p significant digits)
+    for digits in range(1, min(38 - p, 20) + 1):       # 10^(d-1) <= |x|: the largest d wins
+        low = F.lit(Decimal(10) ** (digits - 1)).cast("decimal(38,0)")
+        places = p - digits
+        branch = _round(exact, places, mode) if places >= 0 else \
+            _round(exact / F.lit(Decimal(10) ** -places).cast("decimal(38,0)"), 0, mode) \
+            * F.lit(Decimal(10) ** -places).cast("decimal(38,0)")
+        value = F.when(size >= low, branch.cast(held)).otherwise(value)
+    return value
 
 
 def _round(x: "Column", s: int, mode: str) -> "Column":
