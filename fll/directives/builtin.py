@@ -132,7 +132,10 @@ def keep(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 def set_column(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Set ``column`` to a Spark SQL expression (Wrangler uses JEXL; we use Spark SQL).
 
-    Labels: READ every column the expression reads (found by Spark's analyzer),
+    So JEXL's ``c ? a : b`` is ``if(c, a, b)``, namespaces such as ``string:upperCase``
+    are Spark functions (``upper``), and text in arithmetic needs ``cast(c AS double)``:
+    JEXL reads ``'11.79' * 40`` as a double where Spark casts the text to a whole number
+    and stops the run. Labels: READ every column the expression reads (found by Spark's analyzer),
     the target MODIFY if the expression reads it, else ADD (new or replaced).
     """
     refs = step.references(df, a.expression)
