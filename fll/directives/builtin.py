@@ -250,10 +250,10 @@ def parse_as_csv(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     # split only on delimiters outside double quotes, so "x,y" counts as one field; a
     # trailing empty field counts (Commons CSV keeps it, unlike String.split)
     outside = java_quote(delim) + '(?=(?:[^"]*"[^"]*")*[^"]*$)'
-    fields = F.when(src != F.lit(""), F.size(F.split(src, outside, -1)))
+    field_count = F.when(src != F.lit(""), F.size(F.split(src, outside, -1)))
     if not names:
         step.action()
-        row = df.select(F.max(fields)).first()
+        row = df.select(F.max(field_count)).first()
         pieces = int(row[0] or 0) if row is not None else 0
         names = [f"{a.column}_{i}" for i in range(1, pieces + 1)]
         note = (note + "; " if note else "") + f"one job counted {pieces} fields"
@@ -269,7 +269,7 @@ def parse_as_csv(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         # itself, and an empty field is empty text; Spark reads an empty field as null,
         # so a field the record has is turned back into "" (a field it lacks stays null)
         parsed = F.from_csv(src, schema, {"sep": delim, "escape": '"'})
-        new = [(n, F.when(fields >= F.lit(i), F.coalesce(parsed.getField(n), F.lit(""))))
+        new = [(n, F.when(field_count >= F.lit(i), F.coalesce(parsed.getField(n), F.lit(""))))
                for i, n in enumerate(names, start=1)]
         df = _add_all(df, new)
     return Outcome(df, L.read(a.column) + L.add(L.all_columns_minus(*before)), note=note)
