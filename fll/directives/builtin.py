@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from decimal import Decimal
 from typing import TYPE_CHECKING, Callable
 
 from pyspark.sql import functions as F
@@ -87,10 +88,16 @@ def copy(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 
 @register_directive("rename <old:column> <new:column>")
 def rename(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Rename ``old`` to ``new`` in place; ``new`` must not exist. Labels: RENAME old, new."""
-    step.require(df, [a.old])
-    if a.old != a.new:
-        step.require_new(df, a.new)
+    """Rename ``old`` to ``new`` in place. As Wrangler's ColumnConverter, an absent
+    ``old`` is left alone (the step does nothing), and ``new`` must not name another
+    column in any case (``rename C1 c1`` is allowed, ``rename C1 c4`` beside ``C4`` is
+    not). Labels: RENAME old, new."""
+    if a.old not in df.columns:
+        return Outcome(df, note=f"column {a.old!r} is not there: nothing renamed")
+    clash = [c for c in df.columns if c.lower() == a.new.lower() and c != a.old]
+    if clash:
+        raise step.error(f"column {clash[0]!r} already exists; drop it before renaming "
+                         f"{a.old!r} to {a.new!r}")
     return _renamed(step, df, {a.old: a.new})
 
 
@@ -125,7 +132,10 @@ def keep(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 def set_column(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Set ``column`` to a Spark SQL expression (Wrangler uses JEXL; we use Spark SQL).
 
-    Labels: READ every column the expression reads (found by Spark's analyzer),
+    So JEXL's ``c ? a : b`` is ``if(c, a, b)``, namespaces such as ``string:upperCase``
+    are Spark functions (``upper``), and text in arithmetic needs ``cast(c AS double)``:
+    JEXL reads ``'11.79' * 40`` as a double where Spark casts the text to a whole number
+    and stops the run. Labels: READ every column the expression reads (found by Spark's analyzer),
     the target MODIFY if the expression reads it, else ADD (new or replaced).
     """
     refs = step.references(df, a.expression)
@@ -218,7 +228,10 @@ def parse_as_csv(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     it as one (every field non-empty text, not a number, no repeats): names are
     trimmed and runs of white space become ``_``; every row equal to it is
     removed (Wrangler drops only the first). Otherwise the columns are numbered.
-    Quotes follow Spark's from_csv. Labels: READ column, ADD all columns minus
+    Fields are read as Commons CSV's DEFAULT format reads them: ``""`` inside quotes
+    is one quote, a backslash is itself, an empty field is empty text (a trailing one
+    too) and the spaces around a field are kept; a row with fewer fields gets nulls,
+    and a null or empty value gives nulls. Labels: READ column, ADD all columns minus
     <the columns before>.
     """
     step.require(df, [a.column])
@@ -238,10 +251,14 @@ def parse_as_csv(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
                 names = [re.sub(r"\s+", "_", n.strip()) for n in fields]
                 df = df.where(src.isNull() | (src != F.lit(header_line)))
                 note = "one job read the header"
+    # split only on delimiters outside double quotes, so "x,y" counts as one field; a
+    # trailing empty field counts (Commons CSV keeps it, unlike String.split)
+    outside = java_quote(delim) + '(?=(?:[^"]*"[^"]*")*[^"]*$)'
+    field_count = F.when(src != F.lit(""), F.size(F.split(src, outside, -1)))
     if not names:
-        # split only on delimiters outside double quotes, so "x,y" counts as one field
-        outside = java_quote(delim) + '(?=(?:[^"]*"[^"]*")*[^"]*$)'
-        pieces = _max_pieces(step, df, a.column, outside)
+        step.action()
+        row = df.select(F.max(field_count)).first()
+        pieces = int(row[0] or 0) if row is not None else 0
         names = [f"{a.column}_{i}" for i in range(1, pieces + 1)]
         note = (note + "; " if note else "") + f"one job counted {pieces} fields"
     for n in names:
@@ -252,8 +269,12 @@ def parse_as_csv(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     before = list(df.columns)
     if names:
         schema = ", ".join(f"{quote(n)} STRING" for n in names)
-        parsed = F.from_csv(src, schema, {"sep": delim})
-        new = [(n, parsed.getField(n)) for n in names]
+        # Commons CSV's DEFAULT format: "" inside quotes is one quote, a backslash is
+        # itself, and an empty field is empty text; Spark reads an empty field as null,
+        # so a field the record has is turned back into "" (a field it lacks stays null)
+        parsed = F.from_csv(src, schema, {"sep": delim, "escape": '"'})
+        new = [(n, F.when(field_count >= F.lit(i), F.coalesce(parsed.getField(n), F.lit(""))))
+               for i, n in enumerate(names, start=1)]
         df = _add_all(df, new)
     return Outcome(df, L.read(a.column) + L.add(L.all_columns_minus(*before)), note=note)
 
@@ -317,8 +338,9 @@ def parse_as_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Parse JSON text per row as Wrangler does: an object becomes ``column_key`` columns
     in document key order, nested objects opened down to ``depth`` (default: all the
     way) and deeper objects and arrays kept as JSON text; the source column is removed
-    and rows whose value is null are dropped, as in Wrangler's code. A column of arrays
-    becomes one row per element instead (the column holds the element).
+    and rows whose value is null or a JSON primitive are dropped, as in Wrangler's code.
+    A column of arrays becomes one row per element instead (the column holds the
+    element; an empty array keeps its row with null).
 
     The keys and their types are data dependent: one job reads the first 1000 non-null
     values (keys seen only later are not found). A value that is not JSON (Spark's
@@ -353,9 +375,12 @@ def flatten_json(step: StepContext, df: "DataFrame", column: str, src: "Column",
             docs.append(json.loads(text))
         except ValueError:
             continue
-    kept = df
-    if docs and all(isinstance(d, list) for d in docs):
-        value = F.explode(F.from_json(src, "ARRAY<STRING>"))
+    # Wrangler adds a JSON primitive's row to no output (the row is dropped)
+    kept = df.where(src.rlike(r"^\s*[\[{]"))
+    containers = [d for d in docs if isinstance(d, (list, dict))]
+    if containers and all(isinstance(d, list) for d in containers):
+        # an empty array keeps its row, without the column's value
+        value = F.explode_outer(F.from_json(src, "ARRAY<STRING>"))
         return Outcome(_replace(kept, column, value), L.modify(column),
                        note="one job found arrays: one row per element", **extra)
     leaves: dict[tuple[str, ...], str | None] = {}
@@ -443,12 +468,17 @@ def rtrim(step, df, a):
 
 @register_directive("titlecase <column:column>")
 def titlecase(step, df, a):
-    """Title-case each word (Spark initcap: first letter up, the rest lower). Wrangler's
-    capitalizeFully splits words on any white space; initcap splits on spaces only, so a
-    word after a tab or line break stays lower case. Labels: MODIFY column."""
+    """Title-case each word as Wrangler's WordUtils.capitalizeFully: first letter up, the
+    rest lower, words split on any Java white space (tab and line breaks too, not the
+    no-break spaces). Labels: MODIFY column."""
     step.require(df, [a.column])
     c = step.col(a.column)
-    return _modify(step, df, a.column, _string_only(df, a.column, F.initcap(c), c))
+    # initcap splits on spaces only: cut after each white space first, so every piece
+    # starts a word, and title-case the pieces
+    pieces = F.split(c, r"(?<=[\s\x1C-\x1F\u1680\u2000-\u2006\u2008-\u200A\u2028\u2029"
+                        r"\u205F\u3000])")
+    value = F.array_join(F.transform(pieces, F.initcap), "")
+    return _modify(step, df, a.column, _string_only(df, a.column, value, c))
 
 
 def _not_empty(value: str) -> str | None:
@@ -756,11 +786,12 @@ def _to_error(step, df, a, suffix: str) -> Outcome:
 def send_to_error(step, df, a):
     """Send the rows for which a Spark SQL condition is true to the recipe's error output
     (`CompiledRecipe.errors`: the row as it is at this line plus ``errMsg`` = the message,
-    or the condition, and ``errCode`` = 1); they leave the main output. Use
+    or the condition, in Wrangler's ErrorRowException form ``<message> (ecode: 1,
+    directive: send-to-error)``, and ``errCode`` = 1); they leave the main output. Use
     ``exp:{…}`` to give a metric name and a message after the condition. Metrics are not
     counted (Spark has no per-directive metric). Labels: READ each column the
     condition reads."""
-    return _to_error(step, df, a, "")
+    return _to_error(step, df, a, " (ecode: 1, directive: send-to-error)")
 
 
 @register_directive("send-to-error-and-continue <condition:expr> [<metric:text>] "
@@ -959,7 +990,10 @@ def set_type(step, df, a):
     ``value > 0`` and of text ``value equals 'true'`` ignoring case; bytes of text are its
     UTF-8 bytes and of an integer its big-endian bytes; decimal takes an optional scale,
     a Java rounding mode (default HALF_EVEN once a scale or precision is given) and
-    ``prop:{precision=p}``. Spark: a value that does not convert becomes null instead of
+    ``prop:{precision=p}``; a negative scale rounds to tens, hundreds… (held with scale
+    0) and a precision without scale rounds to p significant digits, as BigDecimal.round
+    (held as decimal(38,p), since a Spark column has one scale where Wrangler keeps
+    each value's own; for the same reason decimal without either holds 18 places). Spark: a value that does not convert becomes null instead of
     failing the record. Labels: MODIFY column.
     """
     step.require(df, [a.column])
@@ -993,19 +1027,47 @@ def _to_decimal(step, c: "Column", scale, precision, mode) -> "Column":
     if scale is None and precision is None and mode:
         raise step.error("'rounding-mode' can only be specified when a 'scale' or "
                          "'precision' is set")
-    if scale is not None and not 0 <= scale <= 38:
-        raise step.error("scale must be between 0 and 38")
+    if scale is not None and not -38 <= scale <= 38:
+        raise step.error("scale must be between -38 and 38")
+    mode = mode or "HALF_EVEN"
+    if scale is None and precision is not None:
+        return _significant(c, precision, mode)
+    if scale is not None and scale < 0:
+        # BigDecimal.setScale(-k) rounds to a multiple of 10^k; Spark decimals have no
+        # negative scale, so the rounded value is held with scale 0
+        unit = F.lit(Decimal(10) ** -scale).cast(f"decimal({1 - scale},0)")
+        exact = c.cast("string").cast("decimal(38,10)")
+        rounded = _round(exact / unit, 0, mode) * unit
+        return rounded.cast(f"decimal({precision or 38},0)")
     p = precision if precision is not None else 38
     s = scale if scale is not None else min(18, p - 1 if p > 1 else 0)
     if s >= p and precision is not None:
         raise step.error(f"scale {s} needs a precision above it, got {p}")
     exact = c.cast("string").cast(f"decimal(38,{min(s + 10, 38)})")
-    mode = mode or "HALF_EVEN"
     rounded = _round(exact, s, mode)
     if mode == "UNNECESSARY":
         rounded = F.when(rounded == exact, rounded).otherwise(F.raise_error(F.lit(
             "set-type: rounding necessary (rounding mode UNNECESSARY)")))
     return rounded.cast(f"decimal({p},{s})")
+
+
+def _significant(c: "Column", p: int, mode: str) -> "Column":
+    """BigDecimal.round(new MathContext(p, mode)): ``p`` significant digits. The number
+    of places depends on the value's integer digits, so each count gets its branch; the
+    result is held as decimal(38, p) (at most 38 - p integer digits)."""
+    exact = c.cast("string").cast("decimal(38,18)")
+    size = F.abs(exact)
+    held = f"decimal(38,{p})"   # every branch in one type: a CASE over different decimal
+    value: "Column" = _round(exact, p, mode).cast(held)   # types would drop their scale
+    # |x| < 1 above: p places (an approximation of p significant digits)
+    for digits in range(1, min(38 - p, 20) + 1):       # 10^(d-1) <= |x|: the largest d wins
+        low = F.lit(Decimal(10) ** (digits - 1)).cast("decimal(38,0)")
+        places = p - digits
+        branch = _round(exact, places, mode) if places >= 0 else \
+            _round(exact / F.lit(Decimal(10) ** -places).cast("decimal(38,0)"), 0, mode) \
+            * F.lit(Decimal(10) ** -places).cast("decimal(38,0)")
+        value = F.when(size >= low, branch.cast(held)).otherwise(value)
+    return value
 
 
 def _round(x: "Column", s: int, mode: str) -> "Column":

@@ -169,18 +169,61 @@ def timestamp_to_datetime(step: StepContext, df: "DataFrame", a: Args) -> Outcom
                    L.modify(a.column))
 
 
+_NUMERIC = set("dHhKkmsDF")
+_TOKEN = re.compile(r"'(?:[^']|'')*'|([A-Za-z])\1*|.", re.S)
+
+
+def simple_date_patterns(pattern: str) -> list[str]:
+    """A SimpleDateFormat parse pattern as the Spark patterns that together read the
+    same text, tried in turn.
+
+    SimpleDateFormat's ``yy`` reads two digits in a century window and more digits
+    as they are (``10/12/2016`` under ``dd/MM/yy`` is 2016); Spark's ``yy`` reads two
+    only, so a second pattern with ``yyyy`` follows.
+    """
+    first = simple_date_pattern(pattern)
+    tokens = [m.group(0) for m in _TOKEN.finditer(first)]
+    if "yy" not in tokens:
+        return [first]
+    return [first, "".join("yyyy" if t == "yy" else t for t in tokens)]
+
+
+def simple_date_pattern(pattern: str) -> str:
+    """A SimpleDateFormat parse pattern as a Spark pattern that reads the same text.
+
+    SimpleDateFormat ignores the width of a numeric field when parsing unless a
+    neighbouring field is numeric too (``MM/dd`` reads ``2/1``); Spark's ``MM`` needs two
+    digits but its one-letter form reads one or more, so such fields become one letter.
+    """
+    tokens = [m.group(0) for m in _TOKEN.finditer(pattern)]
+    out = []
+    for i, tok in enumerate(tokens):
+        letter = tok[0]
+        numeric = letter in _NUMERIC or (letter == "M" and len(tok) <= 2)
+        near = [tokens[j][0] for j in (i - 1, i + 1) if 0 <= j < len(tokens)]
+        adjacent = any(n in _NUMERIC or n in "My" for n in near)
+        out.append(letter if numeric and len(tok) == 2 and not adjacent else tok)
+    return "".join(out)
+
+
 @register_directive("parse-as-simple-date <column:column> <format:text>")
 def parse_as_simple_date(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Parse text with a date pattern into a timestamp; text without a zone is read in UTC.
 
     Wrangler uses SimpleDateFormat; Spark has only DateTimeFormatter patterns, which
     agree on the common letters (y M d H h m s S a z Z X E G) but not on all:
-    ``MMMMM`` is a one-letter month and day-of-week names cannot be parsed, so such
-    patterns are refused or stop the run. A value that does not fit goes to the
-    error output (errCode 1); nulls and timestamps stay. Labels: MODIFY column.
+    ``MMMMM`` is a one-letter month and day-of-week names (``EEE``) cannot be parsed
+    by Spark, so such patterns are refused when the recipe compiles. A two-letter
+    numeric field reads one digit too (``MM/dd`` reads ``2/1``), as SimpleDateFormat
+    does, but text after the pattern is not ignored: such a value, like any that does
+    not fit, goes to the error output (errCode 1); nulls and timestamps stay.
+    Labels: MODIFY column.
     """
     step.require(df, [a.column])
     check_datetime_pattern(step, a.format)
+    patterns = simple_date_patterns(a.format)
+    for pattern in patterns:
+        step.check_datetime_pattern(pattern, parsing=True)
     kind = _type(df, a.column)
     if kind in ("timestamp", "date"):
         return Outcome(df, L.modify(a.column))
@@ -188,10 +231,14 @@ def parse_as_simple_date(step: StepContext, df: "DataFrame", a: Args) -> Outcome
         raise step.error(f"column {a.column!r} has type {kind}; it should be of type string")
     text = step.col(a.column)
     if _zone_letters(a.format):
-        value = F.try_to_timestamp(text, F.lit(a.format))
+        value = F.coalesce(*[F.try_to_timestamp(text, F.lit(p)) for p in patterns])
         bad = text.isNotNull() & value.isNull()
     else:
-        local, bad = _ntz_parse(text, a.format)
+        tries = [_ntz_parse(text, p) for p in patterns]
+        local = F.coalesce(*[v for v, _ in tries])
+        bad = tries[0][1]
+        for _, b in tries[1:]:
+            bad = bad & b
         value = _instant_in(local, "UTC")
     kept, extra = error_rows(step, df, bad, F.concat(
         F.lit("failed to parse '"), string_of(text), F.lit(f"' with pattern '{a.format}'")), 1)

@@ -1,8 +1,9 @@
 """Directives that encode, cut and write values: cut-character, encode, decode,
-url-encode, url-decode, split-url, write-as-csv, write-as-json-map, write-as-json-object.
+url-encode, url-decode, split-url, write-as-csv, write-as-json-map, write-as-json-object,
+create-record and flatten-record.
 
-Each follows CDAP Wrangler's implementation (io.cdap.directives.transformation
-and .writer); where Spark makes fll differ, the directive's docstring says so.
+Each follows CDAP Wrangler's implementation (io.cdap.directives.transformation,
+.writer and .column); where Spark makes fll differ, the directive's docstring says so.
 Everything is a lazy Spark SQL expression except base32, which Spark has no
 built-in for. This module must never run a Spark action.
 """
@@ -311,3 +312,41 @@ def write_as_json_object(step: StepContext, df: "DataFrame", a: Args) -> Outcome
     reads = [c for c in names if c != a.column]
     target = L.modify(a.column) if a.column in names else L.add(a.column)
     return Outcome(put(df, a.column, value), L.read(*reads) + target)
+
+
+# -- records (struct columns) --------------------------------------------------
+
+@register_directive("create-record <column:column> <columns:columns>")
+def create_record(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Gather ``columns`` into one record held in ``column`` (a Spark struct, set in place
+    or appended), as Wrangler's CreateRecord; ``columns`` are kept. Wrangler leaves a
+    null or absent column out of that row's record; a struct has one set of fields, so
+    fll keeps a null field and refuses an absent column. Labels: READ each of columns,
+    ADD column (MODIFY when it is one of them).
+    """
+    return write_as_json_object(step, df, a)
+
+
+@register_directive("flatten-record <columns:columns>")
+def flatten_record(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Put each field of the record (struct) columns into ``column_field`` (set in place or
+    appended; the record is kept), as Wrangler's FlattenRecord. A null record gives null
+    fields; an absent column is skipped; a column that is not a record is refused
+    (Wrangler fails the run on it). Labels: per record, READ column, ADD each field
+    column (MODIFY where it already existed).
+    """
+    new: list[tuple[str, "Column"]] = []
+    labels: list = []
+    for column in dict.fromkeys(a.columns):
+        if column not in df.columns:
+            continue
+        kind = df.schema[column].dataType
+        if kind.typeName() != "struct":
+            raise step.error(f"column {column!r} has type {kind.simpleString()}; it should "
+                             f"be a record (struct)")
+        names = [f"{column}_{f.name}" for f in kind.fields]   # type: ignore[attr-defined]
+        new += [(n, step.col(column).getField(f.name))
+                for n, f in zip(names, kind.fields, strict=True)]   # type: ignore[attr-defined]
+        labels += L.read(column) + [d for n in names
+                                    for d in (L.modify(n) if n in df.columns else L.add(n))]
+    return Outcome(put_all(df, new), labels)

@@ -229,7 +229,9 @@ def parse_as_currency(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     ``$1,234.56``, ``-$1.56``) as a double into ``destination``.
 
     The locale's symbols and separators come from Java's NumberFormat (through the
-    session's JVM); the value must carry the currency sign as Java requires. Text that
+    session's JVM); the value must carry the currency sign as Java requires and, as
+    Java's parse, text after a whole amount is ignored (``$12abc`` is 12.0) while a
+    leading space is not. Text that
     does not fit goes to the error output (errCode 1); null, blank and non-text values
     are skipped (destination left null). Labels: READ source, ADD destination.
     """
@@ -242,9 +244,11 @@ def parse_as_currency(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         return java_quote(text).replace("\\Q\u00a0", "\\Q").replace("\u00a0", "\\E\\s?\\Q") \
             if text else ""
     number = rf"([0-9{java_quote(s['group'])}]+(?:{java_quote(s['decimal'])}[0-9]+)?)"
-    pos = "^" + lit(s["pos_prefix"]) + number + lit(s["pos_suffix"]) + "$"
-    neg = "^" + lit(s["neg_prefix"]) + number + lit(s["neg_suffix"]) + "$"
-    text = F.trim(src)
+    # NumberFormat.parse(String) reads from the start and ignores what follows a whole
+    # number, so only the start is anchored; a leading space is not skipped
+    pos = "^" + lit(s["pos_prefix"]) + number + lit(s["pos_suffix"])
+    neg = "^" + lit(s["neg_prefix"]) + number + lit(s["neg_suffix"])
+    text = src
 
     def as_double(pattern: str) -> "Column":
         digits = F.regexp_extract(text, pattern, 1)
@@ -253,7 +257,7 @@ def parse_as_currency(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         return F.when(text.rlike(pattern), plain.try_cast("double"))
 
     value = F.coalesce(as_double(pos), -as_double(neg))
-    skip = src.isNull() | (text == "")
+    skip = src.isNull() | (F.trim(src) == "")
     kept, extra = error_rows(step, df, ~skip & value.isNull(), F.concat(
         F.lit("unparseable number: \""), string_of(src), F.lit("\"")), 1)
     value = F.when(~skip, value)

@@ -125,12 +125,18 @@ def _flush(statements: list[Statement], tokens: list[tuple[str, str, str, int]],
     if tokens:
         name_tok = tokens[0]
         base = name_tok[3]
-        toks = tuple(Token(k, v, r, s + 1, s - base) for k, v, r, s in tokens[1:])
+        name, rest = name_tok[2], tokens[1:]
+        # Wrangler migrates its first grammar before parsing (MigrateToV2): "set column c
+        # expr" is set-column and "set columns a,b" is set-headers
+        if name == "set" and rest and rest[0][0] == "word" and rest[0][1] in _V1_SET:
+            name, rest = _V1_SET[rest[0][1]], rest[1:]
+        toks = tuple(Token(k, v, r, s + 1, s - base) for k, v, r, s in rest)
         statements.append(Statement(len(statements) + 1, lineno, base + 1,
-                                    line[base:end].rstrip(), name_tok[2], toks))
+                                    line[base:end].rstrip(), name, toks))
     tokens.clear()
 
 
+_V1_SET = {"column": "set-column", "columns": "set-headers"}
 _BLOCK = re.compile(r"(exp|prop)\s*:\s*\{")
 
 

@@ -101,7 +101,10 @@ def hand_written(df):
     df = df.withColumn("name", F.regexp_replace(c("name"), f"^[{WS}]+|[{WS}]+$", ""))
     df = df.withColumn("city", F.regexp_replace(c("city"), f"^[{WS}]+", ""))
     df = df.withColumn("city", F.regexp_replace(c("city"), f"[{WS}]+$", ""))
-    df = df.withColumn("name2", F.initcap(c("name2")))
+    # capitalizeFully: a word starts after any white space, not only after a space
+    words = F.split(c("name2"), r"(?<=[\s\x1C-\x1F\u1680\u2000-\u2006\u2008-\u200A"
+                                r"\u2028\u2029\u205F\u3000])")
+    df = df.withColumn("name2", F.array_join(F.transform(words, F.initcap), ""))
     df = df.withColumn("len", F.expr("length(name) + 1"))
     df = df.withColumn("m", F.concat(F.coalesce(c("name"), F.lit("null")), F.lit(" "),
                                      F.coalesce(c("mail"), F.lit("null"))))

@@ -68,7 +68,8 @@ def test_the_errors_port_takes_the_sent_rows_to_its_sink(spark, tmp_path):
     assert sorted(r["name"] for r in _rows(tmp_path / "good")) == ["ANN", "CY"]
     bad = sorted(_rows(tmp_path / "bad"), key=lambda r: r["id"])
     assert [(r["id"], r["errMsg"], r["errCode"], r["errStage"]) for r in bad] == [
-        ("2", "name IS NULL", "1", "wrangle"), ("3", "age over 130", "1", "wrangle")]
+        ("2", "name IS NULL (ecode: 1, directive: send-to-error)", "1", "wrangle"),
+        ("3", "age over 130 (ecode: 1, directive: send-to-error)", "1", "wrangle")]
     # sent before uppercase: the error rows keep the name as it was at that line
     assert bad[1]["name"] == "bob"
 
