@@ -256,3 +256,45 @@ def test_the_upgrade_command_shows_progress_and_reports_json(format1):
     assert doc["bucket_rows_written"] and doc["older_rows_removed"]
     text = runner.invoke(main, ["--store", url, "admin", "upgrade"])
     assert text.exit_code == 0 and "already format" in text.stdout
+
+
+def _wide(width: int):
+    from fll import FieldLineageInfo, ReadOperation, WriteOperation
+    from fll.model import InputField
+    cols = [f"col{i}" for i in range(width)]
+    return FieldLineageInfo([ReadOperation("read", "read", SRC, cols),
+                             WriteOperation("write", "write", DST,
+                                            [InputField("read", c) for c in cols])])
+
+
+@pytest.mark.parametrize("width,keeps_summaries", [(3, False), (2000, True)])
+def test_a_data_row_is_its_operations_deflated_and_reads_back_exactly(tmp_path, width,
+                                                                      keeps_summaries):
+    from fll.store.lineage import KEEP_SUMMARIES_OVER, data_parts, data_row
+    info = _wide(width)
+    row = data_row(info)
+    ops, summaries = data_parts(row)
+    assert ops == canonical_bytes(info.operations)
+    assert len(row["z"]) < len(ops) // 2
+    assert (summaries is not None) == keeps_summaries == (len(ops) > KEEP_SUMMARIES_OVER)
+    with open_store(f"sqlite:///{tmp_path}/d.db") as store:
+        store.record(info, "r1", 1000)
+        store._cache.clear()
+        assert store.operation_set(info.checksum) == info
+        assert store.incoming(EndPointField(DST, "col1"), 0, 2000) == {EndPointField(SRC, "col1")}
+
+
+def test_a_data_row_of_an_unknown_encoding_is_a_corrupt_row_never_cached(tmp_path):
+    info = _wide(3)
+    with open_store(f"sqlite:///{tmp_path}/d.db") as store:
+        store.record(info, "r1", 1000)
+        store._cache.clear()
+        key = rk.data(info.checksum)
+        good = store.table.get(key)
+        store.table.put({key: {"z": b"\x09" + good["z"][1:]}})
+        for _ in range(2):
+            with pytest.raises(StoreError, match=r"d\|.*is corrupt.*fll admin fsck"):
+                store.operation_set(info.checksum)
+        assert admin.fsck(store.table).corrupt == [key]
+        store.table.put({key: good})
+        assert store.operation_set(info.checksum) == info
