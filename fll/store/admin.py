@@ -165,9 +165,10 @@ def decode_column(kind: str, column: str, value: bytes) -> Any:
     try:
         if kind == "data" and column in ("o", "s"):
             return _jsonable(msgpack.unpackb(value, raw=False, strict_map_key=False))
-        if kind == "data" and column == "z":  # the operations, deflated (format 3)
-            return _jsonable(msgpack.unpackb(data_parts({"z": value})[0], raw=False,
-                                             strict_map_key=False))
+        if kind == "data" and column == "z":  # operations and summaries, deflated (format 3)
+            ops, summaries = data_parts({"z": value})
+            return {"o": _jsonable(msgpack.unpackb(ops, raw=False, strict_map_key=False)),
+                    "s": _jsonable(msgpack.unpackb(summaries, raw=False, strict_map_key=False))}
         if kind == "run" and column == "t":
             return _T.unpack(value)[0]
         return value.decode("utf-8")
@@ -488,8 +489,7 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
         try:
             ops, summaries = data_parts(cols)
             decode_canonical(ops)
-            if summaries is not None:
-                Summaries(summaries)
+            Summaries(summaries)
         except (ValueError, FllError):
             report.corrupt.append(key)
     referenced: set[str] = set()

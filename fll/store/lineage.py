@@ -13,8 +13,7 @@ rows, after the data row (a blind put: it is content-addressed).
 Read path: a question over ``[start, end)`` finds the distinct operation sets
 with a run in the range from the fewest aligned time buckets covering it plus
 the two sub-bucket edges run by run, in one multi-range read, then reads each
-set once (one multi-get of those not cached) and its summaries (stored for
-wide sets, computed once on first read for the others, then cached). Cost
+set once (one multi-get of those not cached) and its stored summaries. Cost
 follows the sets in the range, never the history. This module must never
 recompute a summary per query, nor cache a row that did not decode.
 
@@ -37,7 +36,7 @@ from typing import AbstractSet as Set, Iterable, Iterator, NamedTuple, Sequence
 import msgpack
 
 from .. import rowkeys as rk
-from ..codec import Summaries, canonical_bytes, decode_canonical, summaries_of, summaries_to_bytes
+from ..codec import Summaries, canonical_bytes, decode_canonical, summaries_to_bytes
 from ..errors import FllError, InvalidLineageError, StoreError
 from ..model import DROPPED, EndPoint, EndPointField, FieldLineageInfo, Operation
 from .base import Table
@@ -69,15 +68,17 @@ BY_SET_OF_RUN = {rk.BACKWARD: rk.BACKWARD_BY_SET, rk.FORWARD: rk.FORWARD_BY_SET}
 
 # -- the d| row ----------------------------------------------------------------
 #
-# ``z``: a version byte, then the canonical msgpack of the operations deflated
-# (raw, no header) against a preset dictionary of what every canonical set
-# repeats: map keys, operation types, the shape of inputs and endpoints. A
-# 10-field set takes 239 bytes instead of 549 (operations and summaries, zlib).
-# Summaries are stored (``s``) only for wide sets, whose summaries cost more to
-# compute on first read (2,000 columns: 121 ms) than to store; the others are
-# computed once per process on first read and cached. Format 2 rows (``o`` and
-# ``s``, plain) read as before. The dictionary of version 1 must never change:
-# a new one takes a new version byte.
+# ``z``: a version byte, then one raw deflate stream (no header) against a
+# preset dictionary of what every canonical set repeats (map keys, operation
+# types, the shape of inputs and endpoints) of: the length of the canonical
+# operations (4 bytes), the operations, the summaries. One stream, so the
+# summaries reuse the operations' field names. A 10-field set takes 428 bytes
+# instead of 549. Dropping the summaries (computing them on first read) would
+# save 183 more, but a set read for the first time would cost about 2.7 ms
+# instead of 0.35 (measured on the bench's 10-field set): wide ranges over
+# many sets, beyond the cache, would pay it on every question. Format 2 rows
+# (``o`` and ``s``, plain) read as before. The dictionary of version 1 must
+# never change: a new one takes a new version byte.
 _ZDICT_1 = (b"\xa6source\x83\xa4name\xa9namespace\xaaproperties\x80\xa4type\xa4READ\x85"
             b"\xabdescription\xabdestination\x83\xa4name\xa9namespace\xaaproperties\x80"
             b"\xa6inputs\x93\x82\xa4name\xa4type\xa5WRITE\xa1v\x01\x82\xaaoperations\x85"
@@ -86,39 +87,37 @@ _ZDICT_1 = (b"\xa6source\x83\xa4name\xa9namespace\xaaproperties\x80\xa4type\xa4R
             b"\xa6origin\xa4name\xa7outputs\x91\xa4type\xa9TRANSFORM\x85\xabdescription")
 _ZDICTS = {1: _ZDICT_1}
 _ZVERSION = 1
-#: canonical operations longer than this keep their summaries in the row
-KEEP_SUMMARIES_OVER = 32_768
+_LEN = struct.Struct(">I")
 
 
 def data_row(info: FieldLineageInfo) -> dict[str, bytes]:
     """The ``d|`` row of an operation set, as this format writes it."""
     ops = canonical_bytes(info.operations)
     z = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zdict=_ZDICTS[_ZVERSION])
-    row = {"z": bytes([_ZVERSION]) + z.compress(ops) + z.flush()}
-    if len(ops) > KEEP_SUMMARIES_OVER:
-        row["s"] = summaries_to_bytes(info)
-    return row
+    body = z.compress(_LEN.pack(len(ops)) + ops + summaries_to_bytes(info)) + z.flush()
+    return {"z": bytes([_ZVERSION]) + body}
 
 
-def data_parts(row: dict[str, bytes]) -> tuple[bytes, bytes | None]:
-    """(canonical operations, stored summaries or None) of a ``d|`` row of any
-    format; ValueError when it is not one."""
+def data_parts(row: dict[str, bytes]) -> tuple[bytes, bytes]:
+    """(canonical operations, summaries) of a ``d|`` row of any format;
+    ValueError when it is not one."""
     z = row.get("z")
     if z is None:
-        if "o" not in row:
-            raise ValueError("a data row without operations")
-        return row["o"], row.get("s")
+        if "o" not in row or "s" not in row:
+            raise ValueError("a data row without operations or summaries")
+        return row["o"], row["s"]
     zdict = _ZDICTS.get(z[0]) if z else None
     if zdict is None:
         raise ValueError(f"data row encoding {z[:1]!r} is unknown to this fll")
     try:
         d = zlib.decompressobj(-15, zdict=zdict)
-        ops = d.decompress(z[1:]) + d.flush()
+        body = d.decompress(z[1:]) + d.flush()
     except zlib.error as e:
         raise ValueError(f"data row does not inflate ({e})") from None
-    if not d.eof:
+    if not d.eof or len(body) < 4 or _LEN.unpack_from(body)[0] > len(body) - 4:
         raise ValueError("data row is truncated")
-    return ops, row.get("s")
+    n = _LEN.unpack_from(body)[0]
+    return body[4:4 + n], body[4 + n:]
 
 
 def decode_data(row: dict[str, bytes]) -> FieldLineageInfo:
@@ -144,22 +143,13 @@ class OperationGroup(NamedTuple):
 
 
 class _Cached:
-    __slots__ = ("raw_ops", "_summaries", "_info", "_where")
+    __slots__ = ("raw_ops", "summaries", "_info", "_where")
 
-    def __init__(self, raw_ops: bytes, summaries: Summaries | None, where: tuple[str, bytes]):
+    def __init__(self, raw_ops: bytes, summaries: Summaries, where: tuple[str, bytes]):
         self.raw_ops = raw_ops
-        self._summaries = summaries
+        self.summaries = summaries
         self._info: FieldLineageInfo | None = None
         self._where = where
-        if summaries is None:
-            self.info  # noqa: B018  decoded now: a row that does not decode is never cached
-
-    @property
-    def summaries(self) -> Summaries:
-        if self._summaries is None:
-            # computed once per cached set (two threads may both compute it: same result)
-            self._summaries = summaries_of(self.info)
-        return self._summaries
 
     @property
     def info(self) -> FieldLineageInfo:
@@ -688,8 +678,7 @@ class LineageStore:
                              f"index row but its data row is missing (run `fll admin fsck`)")
         try:
             ops, summaries = data_parts(row)
-            return _Cached(ops, None if summaries is None else Summaries(summaries),
-                           (self.url, key))
+            return _Cached(ops, Summaries(summaries), (self.url, key))
         except (ValueError, FllError):
             raise _corrupt(self.url, key) from None  # never cached: a repair shows at once
 

@@ -18,9 +18,9 @@ Prints, in one run, on the embedded SQLite store:
 5. converting a store of the previous SQLite layout (a SQLite row per
    column) on open: seconds per 100,000 runs;
 6. the stored ``d|`` row of a 10-field set and of a 2,000-column set, in
-   format 2 (operations and summaries) and format 3 (operations deflated
-   against a preset dictionary, summaries computed on first read unless the
-   set is wide), with the cost of that first-read computation.
+   format 2 (operations and summaries, zlib) and format 3 (both in one deflate
+   stream against a preset dictionary), and what computing the summaries on
+   first read instead of storing them would cost per set.
 """
 from __future__ import annotations
 
@@ -220,8 +220,8 @@ def main(quick: bool, workdir: str | None) -> None:
     print(f"   {convert:.2f} s per 100,000 runs")
     print("6. d| row bytes as SQLite stores them (format 2 -> format 3)")
     for label, old, new, ms in data_rows():
-        print(f"   {label:<28} {old:>7,} B -> {new:>7,} B   summaries on first read: "
-              f"{ms:.1f} ms")
+        print(f"   {label:<28} {old:>7,} B -> {new:>7,} B   (computing its summaries instead: "
+              f"{ms:.1f} ms on first read)")
     print(f"(load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())})")
     shutil.rmtree(workdir, ignore_errors=True)
 

@@ -30,8 +30,8 @@ def test_scan_json_lists_every_row_with_decoded_keys_and_values(run_cli, lineage
     assert run_row["columns"]["t"] == T0
     assert run_row["start"] == "2023-11-14T22:13:20.000Z"
     data_row = next(r for r in rows if r["kind"] == "data")
-    assert data_row["columns"]["z"]["v"] == 1  # inflated, msgpack decoded into JSON
-    assert isinstance(data_row["columns"]["z"]["operations"], list)
+    assert data_row["columns"]["z"]["o"]["v"] == 1  # inflated, msgpack decoded into JSON
+    assert isinstance(data_row["columns"]["z"]["o"]["operations"], list)
 
 
 def test_scan_shows_inverted_time_as_an_iso_timestamp(run_cli, lineage_store):
