@@ -1,7 +1,7 @@
 """The lineage store: records runs as wide rows and answers time-ranged questions.
 
 Write path (`record`): the ``d|<checksum>`` row once per distinct operation
-set (its canonical operations, compressed with a preset dictionary; see
+set (its canonical operations and summaries, deflated with a preset dictionary; see
 `data_row`); per run and dataset the index rows ``b|``/``f|`` (by time, the
 set's checksum only) and one time-bucket row per level (``g|``/``h|``, see
 `fll.rowkeys.cover`); last the ``r|<run>`` row, whose first stored start time
