@@ -951,6 +951,7 @@ def fsck(state: State, repair: bool, fmt: str) -> None:
               ("missing_index_twins", "index twin missing"),
               ("stale_bucket_rows", "bucket row no run keeps"),
               ("unfinished_runs", "run whose index rows were never all written"),
+              ("older_format_rows", "row of an older format left by an upgrade"),
               ("corrupt_rows", "corrupt row"),
               ("unknown_rows", "row of no fll shape")]
     for name, label in labels:
@@ -1005,7 +1006,9 @@ def upgrade(state: State, dry_run: bool, batch_size: int, fmt: str) -> None:
     from .store import admin as adm
 
     table = state.store().table
-    total = adm.count_upgrade_rows(table) if adm.store_format(table) == 1 else 0
+    from .store.lineage import FORMAT
+
+    total = adm.count_upgrade_rows(table) if 0 < adm.store_format(table) < FORMAT else 0
     with _progress("counting rows" if dry_run else "upgrading", total) as bar:
         report = adm.upgrade(table, dry_run=dry_run, batch_size=batch_size,
                              progress=bar.update)

@@ -2,18 +2,22 @@
 
 | key | one per |
 |---|---|
-| ``d|<checksum>`` | distinct operation set: operations and precomputed summaries |
-| ``b|<ns>|<name>|<inv start>|<run>`` | run × destination endpoint (backward lineage) |
-| ``f|<ns>|<name>|<inv start>|<run>`` | run × source endpoint (forward lineage) |
-| ``B|<ns>|<name>|<checksum>|<inv start>|<run>`` | the same, grouped by operation set, so a |
-| ``F|<ns>|<name>|<checksum>|<inv start>|<run>`` | query costs per distinct set, not per run |
+| ``d|<checksum>`` | distinct operation set: its operations, compressed (see `fll.store.lineage`) |
+| ``b|<ns>|<name>|<inv start>|<run>`` | run × destination endpoint (backward lineage): ``c`` |
+| ``f|<ns>|<name>|<inv start>|<run>`` | run × source endpoint (forward lineage): ``c`` |
 | ``r|<run>`` | run: start time, program, checksum (idempotence and lookup) |
 | ``s|<ns>|<name>|<inv start>|<run>`` | run × dataset whose schema the run reported |
-| ``g|<ns>|<name>|<level>|<inv bucket>|<checksum>`` | operation set × time bucket of one |
-| ``h|<ns>|<name>|<level>|<inv bucket>|<checksum>`` | of the levels (see `cover`): sets by time |
+| ``g|<ns>|<name>|<level>|<inv bucket>|<raw checksum>`` | operation set × time bucket of one |
+| ``h|<ns>|<name>|<level>|<inv bucket>|<raw checksum>`` | of the levels (see `cover`): sets by time |
 | ``v|<name>`` | store metadata: the format version, an upgrade's cursor |
 | ``a|<ns>|<name>`` | alias (a logical dataset name) → the dataset it stands for |
 | ``A|<ns>|<name>|<alias ns>|<alias name>`` | the reverse: a dataset's aliases |
+
+Format 2 also had ``B|``/``F|`` rows (``<kind>|<ns>|<name>|<checksum>|<inv
+start>|<run>``: the run index grouped by set) and bucket keys ending in the
+checksum's 32 hex digits; format 3 has neither (a bucket key ends in the 16
+raw bytes of the checksum), `decode` reads both so `fll admin upgrade` and
+fsck can.
 
 Every variable part is escaped so it never contains the separator ``|``:
 ``%`` becomes ``%25`` and ``|`` becomes ``%7C`` (and bytes below 0x20 are
@@ -27,6 +31,7 @@ key range. This module must never depend on a backend.
 """
 from __future__ import annotations
 
+import re
 import struct
 from functools import lru_cache
 from typing import NamedTuple
@@ -171,8 +176,35 @@ def time_range(prefix: bytes, start_ms: int, end_ms: int) -> tuple[bytes, bytes]
 LEVELS = tuple(1 << b for b in range(12, 37, 4))
 
 
+_HEX32 = re.compile(r"[0-9a-f]{32}").fullmatch
+
+
+def checksum_bytes(checksum: str) -> bytes:
+    """The key form of a checksum: its 16 raw bytes (fll's checksums are 32 hex
+    digits); anything else escaped, as format 2 wrote every checksum."""
+    if _HEX32(checksum):
+        return bytes.fromhex(checksum)
+    return escape(checksum)
+
+
+def checksum_of(raw: bytes) -> str:
+    """Inverse of `checksum_bytes`, also for the hex tail of a format-2 key."""
+    if len(raw) == 16:
+        return raw.hex()
+    return unescape(raw)
+
+
 def bucket(namespace: str, name: str, kind: bytes, level: int, start_ms: int,
            checksum: str) -> bytes:
+    size = LEVELS[level]
+    return bucket_prefix(kind, namespace, name, level) + invert(start_ms - start_ms % size) + \
+        SEP + checksum_bytes(checksum)
+
+
+def bucket_v2(namespace: str, name: str, kind: bytes, level: int, start_ms: int,
+              checksum: str) -> bytes:
+    """A bucket key as format 2 wrote it (the checksum in hex): what an upgrade
+    replaces and what maintenance of a store not yet upgraded also removes."""
     size = LEVELS[level]
     return bucket_prefix(kind, namespace, name, level) + invert(start_ms - start_ms % size) + \
         SEP + escape(checksum)
@@ -267,7 +299,7 @@ def decode(key: bytes) -> Key:
         ns, name, level, rest = rest.split(SEP, 3)
         if len(level) != 1 or len(rest) < 9 or rest[8:9] != SEP:
             raise ValueError(f"malformed bucket row key: {key!r}")
-        return Key(KINDS[kind], unescape(ns), unescape(name), unescape(rest[9:]),
+        return Key(KINDS[kind], unescape(ns), unescape(name), checksum_of(rest[9:]),
                    uninvert(rest[:8]), level=level[0] - 0x30)
     if kind == ALIAS:
         ns, sep2, name = rest.partition(SEP)

@@ -50,3 +50,23 @@ def test_escape_round_trips_and_never_contains_the_separator(s):
     e = rk.escape(s)
     assert b"|" not in e
     assert rk.unescape(e) == s
+
+
+@given(names, names, st.integers(0, len(rk.LEVELS) - 1), st.integers(0, 2**45),
+       st.binary(min_size=16, max_size=16))
+@settings(max_examples=300, deadline=None)
+def test_bucket_keys_of_both_formats_decode_to_the_same_parts(ns, name, level, t, raw):
+    """Format 3 ends a bucket key in the checksum's 16 raw bytes (any byte, ``|``
+    too), format 2 in its hex digits; both decode to the same checksum and bucket."""
+    checksum = raw.hex()
+    new = rk.bucket(ns, name, rk.BACKWARD_BUCKET, level, t, checksum)
+    old = rk.bucket_v2(ns, name, rk.BACKWARD_BUCKET, level, t, checksum)
+    assert new.endswith(raw) and old.endswith(checksum.encode()) and len(old) == len(new) + 16
+    bucket_start = t - t % rk.LEVELS[level]
+    for key in (new, old):
+        k = rk.decode(key)
+        assert (k.namespace, k.name, k.level, k.start_ms, k.checksum) == \
+            (ns, name, level, bucket_start, checksum)
+    lo, hi = rk.bucket_range(rk.bucket_prefix(rk.BACKWARD_BUCKET, ns, name, level),
+                             bucket_start, bucket_start + rk.LEVELS[level])
+    assert lo <= new < hi and lo <= old < hi  # one scan reads both shapes

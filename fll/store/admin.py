@@ -30,7 +30,8 @@ from .. import rowkeys as rk
 from ..codec import Summaries, decode_canonical
 from ..errors import BadRequest, FllError
 from .base import Table
-from .lineage import LineageStore
+from .lineage import (BY_SET_OF_RUN, RUN_OF_BUCKET, LineageStore, data_parts, decode_data,
+                      set_used_since, unused_buckets)
 
 Progress = Callable[[int], None]
 _T = struct.Struct(">q")
@@ -164,6 +165,10 @@ def decode_column(kind: str, column: str, value: bytes) -> Any:
     try:
         if kind == "data" and column in ("o", "s"):
             return _jsonable(msgpack.unpackb(value, raw=False, strict_map_key=False))
+        if kind == "data" and column == "z":  # operations and summaries, deflated (format 3)
+            ops, summaries = data_parts({"z": value})
+            return {"o": _jsonable(msgpack.unpackb(ops, raw=False, strict_map_key=False)),
+                    "s": _jsonable(msgpack.unpackb(summaries, raw=False, strict_map_key=False))}
         if kind == "run" and column == "t":
             return _T.unpack(value)[0]
         return value.decode("utf-8")
@@ -314,6 +319,8 @@ class FsckReport:
     unfinished: list[bytes] = field(default_factory=list)  # r| rows still pending (w=0)
     corrupt: list[bytes] = field(default_factory=list)    # rows that do not decode
     unknown: list[bytes] = field(default_factory=list)    # keys of no fll shape
+    #: rows of an older format left in an upgraded store (format 2's B|/F| rows)
+    legacy: list[bytes] = field(default_factory=list)
     repaired: bool = False
     #: problems a repair left (corrupt and unknown rows are reported, never changed)
     unrepaired: int = 0
@@ -322,7 +329,7 @@ class FsckReport:
     def problems(self) -> int:
         return (len(self.dangling) + len(self.orphans) + len(self.missing_runs)
                 + len(self.missing_twins) + len(self.stale_buckets) + len(self.unfinished)
-                + len(self.corrupt)
+                + len(self.legacy) + len(self.corrupt)
                 + len(self.unknown))
 
     @property
@@ -348,51 +355,65 @@ class FsckReport:
                 "missing_index_twins": keys(self.missing_twins),
                 "stale_bucket_rows": keys(self.stale_buckets),
                 "unfinished_runs": keys(self.unfinished),
+                "older_format_rows": keys(self.legacy),
                 "corrupt_rows": keys(self.corrupt),
                 "unknown_rows": keys(self.unknown)}
 
 
 _BUCKETS = (rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET)
-_TWIN = {rk.BACKWARD: rk.BACKWARD_BY_SET, rk.FORWARD: rk.FORWARD_BY_SET,
-         rk.BACKWARD_BY_SET: rk.BACKWARD, rk.FORWARD_BY_SET: rk.FORWARD}
+_BY_SET = (rk.BACKWARD_BY_SET, rk.FORWARD_BY_SET)
 _BUCKET_OF = {rk.BACKWARD: rk.BACKWARD_BUCKET, rk.FORWARD: rk.FORWARD_BUCKET}
-_BY_SET_OF = {rk.BACKWARD_BUCKET: rk.BACKWARD_BY_SET, rk.FORWARD_BUCKET: rk.FORWARD_BY_SET}
 
 
 def _row_checksum(key: bytes, cols: dict[str, bytes]) -> str | None:
-    if key[:1] in (rk.BACKWARD_BY_SET, rk.FORWARD_BY_SET) or key[:1] in _BUCKETS:
+    if key[:1] in _BY_SET or key[:1] in _BUCKETS:
         return rk.decode(key).checksum
     c = cols.get("c")
     return c.decode("utf-8") if c is not None else None
 
 
-def _twins(key: bytes, k: rk.Key, cols: dict[str, bytes], checksum: str
-           ) -> dict[bytes, dict[str, bytes]]:
-    """The rows an index row implies: ``b|`` ↔ ``B|`` (and ``f|`` ↔ ``F|``), and
-    every ``b|``/``f|`` row its bucket rows at each level."""
-    kind, ns, name = key[:1], k.namespace or "", k.name or ""
-    start, run_id = k.start_ms or 0, k.run_id or ""
-    program = cols.get("p", b"")
-    if kind in (rk.BACKWARD, rk.FORWARD):
-        out = {rk.by_set(_TWIN[kind], ns, name, checksum, start, run_id): {"p": program}}
-        for level in range(len(rk.LEVELS)):
-            out[rk.bucket(ns, name, _BUCKET_OF[kind], level, start, checksum)] = {"x": b""}
-        return out
-    twin_kind = _TWIN[kind]
-    prefix = rk.dataset_prefix(twin_kind, ns, name)
-    return {prefix + rk.invert(start) + rk.SEP + rk.escape(run_id):
-            {"c": checksum.encode(), "p": program}}
+def _twins(key: bytes, k: rk.Key, checksum: str) -> dict[bytes, dict[str, bytes]]:
+    """The rows a ``b|``/``f|`` row implies: its set's bucket rows at each level."""
+    kind, ns, name, start = key[:1], k.namespace or "", k.name or "", k.start_ms or 0
+    return {rk.bucket(ns, name, _BUCKET_OF[kind], level, start, checksum): {"x": b""}
+            for level in range(len(rk.LEVELS))}
 
 
-def _bucket_kept(table: Table, key: bytes) -> bool:
-    """Whether a run of the bucket row's set falls in the bucket's span."""
+def _bucket_children(key: bytes, k: rk.Key) -> list[bytes]:
+    level, first = k.level or 0, k.start_ms or 0
+    size = rk.LEVELS[level - 1]
+    return [rk.bucket(k.namespace or "", k.name or "", key[:1], level - 1, first + i * size,
+                      k.checksum or "")
+            for i in range(rk.LEVELS[level] // size) if first + i * size <= rk.MAX_TIME]
+
+
+def _bucket_kept(table: Table, key: bytes, gone: "set[bytes] | frozenset[bytes]" = frozenset()
+                 ) -> bool:
+    """Whether a bucket row is kept: at level 0 by a run of its set in its span
+    (the run index, filtered by checksum); above, by one of its children one
+    level down that is present and not in ``gone`` (found unused already)."""
     k = rk.decode(key)
-    size = rk.LEVELS[k.level or 0]
+    if not k.level:
+        return _bucket_kept_since(table, key, 0)
+    present = table.get_many([c for c in _bucket_children(key, k) if c not in gone])
+    return bool(present)
+
+
+def _bucket_kept_since(table: Table, key: bytes, since_ms: int) -> bool:
+    """Whether a run of the bucket row's set started in the bucket's span, at
+    or after ``since_ms``: the run index of the span, read until one is found."""
+    k = rk.decode(key)
     first = k.start_ms or 0
-    prefix = rk.by_set_prefix(_BY_SET_OF[key[:1]], k.namespace or "", k.name or "",
-                              k.checksum or "")
-    lo, hi = rk.time_range(prefix, first, min(first + size, rk.MAX_TIME))
-    return next(iter(table.scan(lo, hi, limit=1)), None) is not None
+    end = min(first + rk.LEVELS[k.level or 0], rk.MAX_TIME + 1)
+    lo, hi = rk.time_range(rk.dataset_prefix(RUN_OF_BUCKET[key[:1]], k.namespace or "",
+                                             k.name or ""), max(first, since_ms), end)
+    want = (k.checksum or "").encode()
+    return any(cols.get("c") == want for _, cols in table.scan(lo, hi))
+
+
+def _set_endpoints(info) -> list[tuple[bytes, str, str]]:
+    return [(rk.BACKWARD, e.namespace, e.name) for e in sorted(info.destinations)] + \
+        [(rk.FORWARD, e.namespace, e.name) for e in sorted(info.sources)]
 
 
 @contextmanager
@@ -449,7 +470,10 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
     """Check that every index and run row points at a data row, every data row
     is referenced, every index row has its twins (``b|``↔``B|``, ``f|``↔``F|``,
     and the time-bucket rows) and every bucket row is kept by a run; with
-    ``repair``, fix what can be fixed. Format 1 and 2 stores alike.
+    ``repair``, fix what can be fixed. A store of format 1 or 2 (not upgraded
+    yet, or being upgraded: it may hold rows of both formats) is checked for
+    what both formats share: data, run and index rows; its bucket rows are
+    checked once `fll admin upgrade` has run.
 
     Two scans without a lock: the ``d|`` rows, then every row. Writers may run
     meanwhile, so every repair re-checks its row inside the transaction that
@@ -463,15 +487,18 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
         stored = rk.decode(key).checksum or ""
         data.add(stored)
         try:
-            decode_canonical(cols["o"])
-            Summaries(cols["s"])
-        except (KeyError, FllError):
+            ops, summaries = data_parts(cols)
+            decode_canonical(ops)
+            Summaries(summaries)
+        except (ValueError, FllError):
             report.corrupt.append(key)
     referenced: set[str] = set()
     # runs seen in b|/f| rows, and twins expected, checked a batch at a time so
     # memory stays flat whatever the number of runs
     pending: dict[str, tuple[str, int, bytes]] = {}
     twins: dict[bytes, dict[str, bytes]] = {}
+    stale: set[bytes] = set()
+    current = report.format >= 3
 
     def check_runs() -> None:
         found = table.get_many([rk.run(r) for r in pending])
@@ -515,15 +542,18 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
             report.dangling.append(key)
             continue
         referenced.add(checksum)
-        if kind in _BUCKETS:
-            if not _bucket_kept(table, key):
-                report.stale_buckets.append(key)
+        if kind in _BY_SET:
+            if current:  # format 2's by-set index, left by an interrupted upgrade
+                report.legacy.append(key)
             continue
-        if kind in _TWIN:
-            expected = _twins(key, k, cols, checksum)
-            if report.format < 2:  # bucket rows come with `fll admin upgrade`
-                expected = {t: c for t, c in expected.items() if t[:1] not in _BUCKETS}
-            twins.update(expected)
+        if kind in _BUCKETS:
+            # scanned in key order: a bucket's children (one level down) came first
+            if current and not _bucket_kept(table, key, stale):
+                report.stale_buckets.append(key)
+                stale.add(key)
+            continue
+        if kind in _BUCKET_OF and current:
+            twins.update(_twins(key, k, checksum))
             if len(twins) >= _BATCH:
                 check_twins()
         if kind in (rk.BACKWARD, rk.FORWARD):
@@ -558,11 +588,10 @@ def _repair(table: Table, report: FsckReport) -> None:
         for key, cols in t.get_many(keys).items():
             checksum = rk.decode(key).checksum or ""
             try:
-                info = decode_canonical(cols["o"])
-            except (KeyError, FllError):
+                info = decode_data(cols)
+            except (ValueError, FllError):
                 continue  # corrupt: reported, never deleted
-            if not _set_used_since(t, checksum, sorted(info.destinations),
-                                   sorted(info.sources), 0):
+            if not set_used_since(t, checksum, _set_endpoints(info), 0):
                 gone.append(key)
         t.delete(gone)
 
@@ -580,13 +609,17 @@ def _repair(table: Table, report: FsckReport) -> None:
             return False
         k = rk.decode(key)
         if k.run_id is None:  # a bucket row: kept by a run of its set in the bucket
-            return _bucket_kept(t, key)
+            return _bucket_kept_since(t, key, 0)
         run = t.get(rk.run(k.run_id))
         checksum = k.checksum if k.checksum is not None else cols.get("c", b"").decode()
         return run is None or run.get("c", b"").decode() == checksum
 
     def drop_stale(t: Table, keys: list[bytes]) -> None:
-        t.delete([k for k in keys if not _bucket_kept(t, k)])
+        gone: set[bytes] = set()
+        for k in keys:  # in key order: children before their parents
+            if not _bucket_kept(t, k, gone):
+                gone.add(k)
+        t.delete(sorted(gone))
 
     def finish_runs(t: Table, keys: list[bytes]) -> None:
         # what the writer would have done next: the index rows, then w=1
@@ -596,8 +629,8 @@ def _repair(table: Table, report: FsckReport) -> None:
                 continue
             data = t.get(rk.data(cols["c"].decode()))
             try:
-                info = decode_canonical(data["o"]) if data else None
-            except (KeyError, FllError):
+                info = decode_data(data) if data else None
+            except (ValueError, FllError):
                 info = None
             if info is None:
                 continue  # its data row is gone: reported as dangling
@@ -611,6 +644,7 @@ def _repair(table: Table, report: FsckReport) -> None:
         (list(report.missing_twins.items()), lambda t, b: add_rows(t, dict(b), twin_guard)),
         (report.stale_buckets, drop_stale),
         (report.unfinished, finish_runs),
+        (report.legacy, lambda t, b: t.delete(b)),
         (report.orphans, drop_orphans)]
     for items, fix in steps:
         for batch in chunks(items):
@@ -722,9 +756,10 @@ def _purge_in_txn(store: LineageStore, keys: list[bytes], before_ms: int,
 def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms: int,
                  report: PurgeReport, *, dry_run: bool) -> None:
     runs = table.get_many(keys)
+    legacy = store.format < 3  # a store not upgraded yet: format 2's by-set rows go too
     index: list[bytes] = []
-    buckets: set[bytes] = set()
-    sets: dict[str, tuple[list, list]] = {}
+    wanted: list[tuple[bytes, str, str, str, int]] = []
+    sets: dict[str, list[tuple[bytes, str, str]]] = {}
     gone_runs = []
     for key, cols in runs.items():
         start = row_time(key, cols)
@@ -737,58 +772,37 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
             continue  # only a claimed start
         if checksum not in sets:
             try:
-                info = store.operation_set(checksum)
-                sets[checksum] = (sorted(info.destinations), sorted(info.sources))
+                sets[checksum] = _set_endpoints(store.operation_set(checksum))
             except FllError:
-                sets[checksum] = ([], [])  # data row gone: fsck owns that case
-        dsts, srcs = sets[checksum]
-        for kind, by_set, bucket_kind, eps in (
-                (rk.BACKWARD, rk.BACKWARD_BY_SET, rk.BACKWARD_BUCKET, dsts),
-                (rk.FORWARD, rk.FORWARD_BY_SET, rk.FORWARD_BUCKET, srcs)):
-            for ep in eps:
-                prefix = rk.dataset_prefix(kind, ep.namespace, ep.name)
-                index.append(prefix + rk.invert(start) + rk.SEP + rk.escape(run_id))
-                index.append(rk.by_set(by_set, ep.namespace, ep.name, checksum, start, run_id))
-                buckets.update(rk.bucket(ep.namespace, ep.name, bucket_kind, level, start,
-                                         checksum) for level in range(len(rk.LEVELS)))
+                sets[checksum] = []  # data row gone: fsck owns that case
+        for kind, ns, name in sets[checksum]:
+            index.append(rk.dataset_prefix(kind, ns, name) + rk.run_suffix(start, run_id))
+            if legacy:
+                index.append(rk.by_set(BY_SET_OF_RUN[kind], ns, name, checksum, start, run_id))
+            wanted.append((_BUCKET_OF[kind], ns, name, checksum, start))
     if not dry_run:
+        # the runs' index rows first: the bucket and data rows are then unused
+        # exactly when no other run keeps them
         table.delete(index + gone_runs)
-        stale = [b for b in sorted(buckets) if not _bucket_kept(table, b)]
-        unused = [rk.data(c) for c, (d, s) in sets.items()
-                  if (d or s) and not _set_used_since(table, c, d, s, 0)]
+        stale = unused_buckets(table, wanted, legacy=legacy)
+        unused = [rk.data(c) for c, eps in sets.items()
+                  if eps and not set_used_since(table, c, eps, 0)]
         present = table.get_many(stale + unused)
         table.delete(stale + unused)
     else:
+        # nothing is deleted: a bucket or set counts when no run from the cut on keeps it
+        buckets = {rk.bucket(ns, name, kind, level, start, c)
+                   for kind, ns, name, c, start in wanted for level in range(len(rk.LEVELS))}
         stale = [b for b in sorted(buckets) if b not in report.counted
                  and not _bucket_kept_since(table, b, before_ms)]
-        unused = [rk.data(c) for c, (d, s) in sets.items() if rk.data(c) not in report.counted
-                  and (d or s) and not _set_used_since(table, c, d, s, before_ms)]
+        unused = [rk.data(c) for c, eps in sets.items() if rk.data(c) not in report.counted
+                  and eps and not set_used_since(table, c, eps, before_ms)]
         present = table.get_many(stale + unused)
         report.counted.update(present)
     report.runs += len(gone_runs)
     report.index_rows += len(index)
     report.bucket_rows += sum(1 for k in present if k[:1] in _BUCKETS)
     report.data_rows += sum(1 for k in present if k[:1] == rk.DATA)
-
-
-def _bucket_kept_since(table: Table, key: bytes, since_ms: int) -> bool:
-    k = rk.decode(key)
-    first = k.start_ms or 0
-    end = min(first + rk.LEVELS[k.level or 0], rk.MAX_TIME)
-    prefix = rk.by_set_prefix(_BY_SET_OF[key[:1]], k.namespace or "", k.name or "",
-                              k.checksum or "")
-    lo, hi = rk.time_range(prefix, max(first, since_ms), end)
-    return next(iter(table.scan(lo, hi, limit=1)), None) is not None
-
-
-def _set_used_since(table: Table, checksum: str, dsts: list, srcs: list, since_ms: int) -> bool:
-    for kind, eps in ((rk.BACKWARD_BY_SET, dsts), (rk.FORWARD_BY_SET, srcs)):
-        for ep in eps:
-            lo, hi = rk.time_range(rk.by_set_prefix(kind, ep.namespace, ep.name, checksum),
-                                   since_ms, rk.MAX_TIME)
-            if next(iter(table.scan(lo, hi, limit=1)), None) is not None:
-                return True
-    return False
 
 
 # -- migrate -------------------------------------------------------------------
@@ -883,12 +897,18 @@ class UpgradeReport:
     dry_run: bool
     index_rows: int = 0
     bucket_rows: int = 0
+    #: index rows rewritten without their program (format 2 kept it there too)
+    rewritten_rows: int = 0
+    #: format 2 rows removed: the by-set index and bucket rows keyed by hex checksum
+    removed_rows: int = 0
     resumed_from: bytes | None = None
 
     def to_dict(self) -> dict:
         return {"store": self.url, "from_format": self.from_format, "to_format": self.to_format,
                 "dry_run": self.dry_run, "index_rows": self.index_rows,
                 "bucket_rows_written": self.bucket_rows,
+                "index_rows_rewritten": self.rewritten_rows,
+                "older_rows_removed": self.removed_rows,
                 "resumed_from": None if self.resumed_from is None
                 else printable_key(self.resumed_from)}
 
@@ -907,16 +927,47 @@ def count_upgrade_rows(table: Table) -> int:
                for _ in table.scan(kind + rk.SEP, rk.prefix_end(kind + rk.SEP)))
 
 
+def _older_rows(table: Table) -> Iterator[bytes]:
+    """Rows format 3 has no use for: format 2's by-set index (``B|``/``F|``) and
+    bucket rows keyed by the checksum's hex digits."""
+    for kind in (rk.BACKWARD_BY_SET, rk.FORWARD_BY_SET):
+        for key, _ in table.scan(kind + rk.SEP, rk.prefix_end(kind + rk.SEP)):
+            yield key
+    for kind in _BUCKETS:
+        for key, _ in table.scan(kind + rk.SEP, rk.prefix_end(kind + rk.SEP)):
+            try:
+                raw = rk.bucket(*_bucket_parts(key))
+            except ValueError:
+                continue  # of no known shape: fsck reports it
+            if raw != key:
+                yield key
+
+
+def _bucket_parts(key: bytes) -> tuple[str, str, bytes, int, int, str]:
+    k = rk.decode(key)
+    return (k.namespace or "", k.name or "", key[:1], k.level or 0, k.start_ms or 0,
+            k.checksum or "")
+
+
 def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
             progress: Progress | None = None) -> UpgradeReport:
-    """Convert a format-1 store to format 2 in place: write the time-bucket rows
-    of every run from its ``b|``/``f|`` rows, then stamp the format.
+    """Convert a store of format 1 or 2 to format 3 in place.
 
-    Resumable: after each batch the last key done is kept in ``v|upgrade``, and
-    a rerun continues from there (the bucket puts are idempotent, so a batch
-    done twice is harmless). Writers may run meanwhile: this version writes the
-    bucket rows of new runs itself, and queries use the format-1 path until the
-    stamp says 2. A newer format than this fll knows is refused."""
+    First pass, over the ``b|``/``f|`` rows in key order: write each run's
+    bucket rows in the format-3 shape (raw checksum), and rewrite the index
+    row without the program where the backend has transactions (SQLite; on
+    HBase and Bigtable a stray ``p`` column is left: readers ignore it).
+    Second pass: remove format 2's by-set rows and hex-keyed bucket rows, which
+    readers of both shapes no longer need once every run has format-3 buckets.
+    Then stamp the format. ``d|`` rows are not rewritten: their format-2
+    encoding reads as well; sets recorded from now on are written compact.
+
+    Resumable: after each batch of the first pass the last key done is kept in
+    ``v|upgrade``; a rerun continues from there (every put is idempotent); the
+    second pass only deletes what is of no use, so it simply runs again.
+    Writers of this fll may run meanwhile (they write format 3 rows, and
+    queries read both shapes until the stamp). Writers of an older fll must
+    be stopped first. A newer format than this fll knows is refused."""
     from .lineage import FORMAT
 
     found = store_format(table)
@@ -930,17 +981,27 @@ def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
     cursor_row = table.get(rk.meta("upgrade")) or {}
     cursor = cursor_row.get("k")
     report.resumed_from = cursor
+    atomic = callable(getattr(table, "atomic", None))
     batch: dict[bytes, dict[str, bytes]] = {}
+    rewrite: dict[bytes, dict[str, bytes]] = {}
     done = 0
+
+    def write(t: Table) -> None:
+        if rewrite:
+            t.delete(sorted(rewrite))  # a put merges columns: drop the row, put it back
+            t.put(rewrite)
+        if batch:
+            t.put(batch)
 
     def flush(last: bytes) -> None:
         nonlocal done
         if not dry_run:
-            if batch:
-                table.put(batch)
+            atomically(table, write)
             table.put({rk.meta("upgrade"): {"k": last}})  # after the rows it vouches for
         report.bucket_rows += len(batch)
+        report.rewritten_rows += len(rewrite)
         batch.clear()
+        rewrite.clear()
         if progress:
             progress(done)
         done = 0
@@ -960,13 +1021,24 @@ def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
             for level in range(len(rk.LEVELS)):
                 batch[rk.bucket(k.namespace or "", k.name or "", _BUCKET_OF[kind], level,
                                 k.start_ms or 0, checksum)] = {"x": b""}
+            if "p" in cols and atomic and "c" in cols:
+                rewrite[key] = {"c": cols["c"]}
             report.index_rows += 1
             done += 1
             last = key
             if done >= batch_size:
                 flush(last)
     flush(last)
+    older: list[bytes] = []
+    for key in _older_rows(table):
+        report.removed_rows += 1
+        if not dry_run:
+            older.append(key)
+            if len(older) >= batch_size:
+                _delete(table, older)
+                older.clear()
     if not dry_run:
+        _delete(table, older)
         table.put({rk.meta("format"): {"v": str(FORMAT).encode()}})
         table.delete([rk.meta("upgrade")])
     return report

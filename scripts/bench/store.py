@@ -16,7 +16,11 @@ Prints, in one run, on the embedded SQLite store:
    the batched rate also per CPU second of this process, the figure a shared
    machine disturbs least;
 5. converting a store of the previous SQLite layout (a SQLite row per
-   column) on open: seconds per 100,000 runs.
+   column) on open: seconds per 100,000 runs;
+6. the stored ``d|`` row of a 10-field set and of a 2,000-column set, in
+   format 2 (operations and summaries, zlib) and format 3 (both in one deflate
+   stream against a preset dictionary), and what computing the summaries on
+   first read instead of storing them would cost per set.
 """
 from __future__ import annotations
 
@@ -126,6 +130,24 @@ def repeated_set(workdir: str, checkpoints: list[int]) -> tuple[list[tuple[int, 
     return results, file_bytes(path), recorded / spent
 
 
+def data_rows() -> list[tuple[str, int, int, float]]:
+    """(set, format-2 bytes, format-3 bytes, ms to compute summaries on first read)."""
+    from fll.codec import canonical_bytes, decode_canonical, summaries_of, summaries_to_bytes
+    from fll.store.lineage import data_row
+    from fll.store.sqlite import pack
+
+    out = []
+    for label, info in (("10-field set, dated source", dated(123)[0]),
+                        ("2,000-column set", operation_set(2000))):
+        old = len(pack({"o": canonical_bytes(info.operations), "s": summaries_to_bytes(info)}))
+        new = len(pack(data_row(info)))
+        ops = canonical_bytes(info.operations)
+        t0 = time.perf_counter()
+        summaries_of(decode_canonical(ops))
+        out.append((label, old, new, (time.perf_counter() - t0) * 1000))
+    return out
+
+
 def convert_legacy(workdir: str, runs: int = 100_000) -> float:
     """Seconds to open (and so convert) a store of the previous SQLite layout
     holding ``runs`` runs of one set, per 100,000 runs."""
@@ -196,6 +218,10 @@ def main(quick: bool, workdir: str | None) -> None:
     print(f"   one commit per run:                            {single_rate:,.0f} runs/s")
     print("5. opening a store of the previous SQLite layout (converts it)")
     print(f"   {convert:.2f} s per 100,000 runs")
+    print("6. d| row bytes as SQLite stores them (format 2 -> format 3)")
+    for label, old, new, ms in data_rows():
+        print(f"   {label:<28} {old:>7,} B -> {new:>7,} B   (computing its summaries instead: "
+              f"{ms:.1f} ms on first read)")
     print(f"(load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())})")
     shutil.rmtree(workdir, ignore_errors=True)
 

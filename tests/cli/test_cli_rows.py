@@ -24,14 +24,14 @@ def test_scan_json_lists_every_row_with_decoded_keys_and_values(run_cli, lineage
     rows = json.loads(result.stdout)
     assert [bytes.fromhex(r["key_hex"]) for r in rows] == [k for k, _ in full_scan(lineage_store)]
     kinds = {r["kind"] for r in rows}
-    assert kinds == {"data", "backward", "forward", "backward-by-set", "forward-by-set", "run",
-                     "backward-buckets", "forward-buckets", "meta"}
+    assert kinds == {"data", "backward", "forward", "run", "backward-buckets", "forward-buckets",
+                     "meta"}
     run_row = next(r for r in rows if r["kind"] == "run" and r["run_id"] == "run-cdap")
     assert run_row["columns"]["t"] == T0
     assert run_row["start"] == "2023-11-14T22:13:20.000Z"
     data_row = next(r for r in rows if r["kind"] == "data")
-    assert data_row["columns"]["o"]["v"] == 1  # msgpack decoded into JSON
-    assert isinstance(data_row["columns"]["o"]["operations"], list)
+    assert data_row["columns"]["z"]["o"]["v"] == 1  # inflated, msgpack decoded into JSON
+    assert isinstance(data_row["columns"]["z"]["o"]["operations"], list)
 
 
 def test_scan_shows_inverted_time_as_an_iso_timestamp(run_cli, lineage_store):
@@ -50,8 +50,7 @@ def test_scan_of_one_dataset_and_time_range_keeps_only_its_runs(run_cli, lineage
     assert [(r["kind"], r["run_id"]) for r in rows] == [("forward", "r-bc-2")]
     everything = json.loads(run_cli("scan", "--dataset", "ns:B:x", "--format", "json",
                                     store=lineage_store).stdout)
-    assert {r["kind"] for r in everything} == {"backward", "forward", "backward-by-set",
-                                               "forward-by-set"}
+    assert {r["kind"] for r in everything} == {"backward", "forward"}
     assert {r["name"] for r in everything} == {"B:x"}
 
 
@@ -77,15 +76,16 @@ def test_scan_of_an_empty_selection_is_an_empty_json_array(run_cli, lineage_stor
 
 
 def test_scan_raw_keys_can_be_pasted_into_get(run_cli, lineage_store):
-    lines = run_cli("scan", "--prefix", "B", "--format", "raw",
+    # bucket keys end in a raw checksum: any byte may appear
+    lines = run_cli("scan", "--prefix", "g", "--format", "raw",
                     store=lineage_store).stdout.splitlines()
-    assert len(lines) == len(RUNS)
+    assert len(lines) >= len(rk.LEVELS)
     for line in lines:
         printable = line.split("\t")[0]
         got = run_cli("get", printable, store=lineage_store)
         assert got.exit_code == 0, got.output
         row = json.loads(got.stdout)
-        assert row["key"] == printable and row["kind"] == "backward-by-set"
+        assert row["key"] == printable and row["kind"] == "backward-buckets"
 
 
 @pytest.mark.parametrize("form", ["human", "printable", "hex"])
@@ -98,7 +98,7 @@ def test_get_accepts_the_human_printable_and_hex_forms_of_a_key(run_cli, lineage
     assert result.exit_code == 0, result.output
     row = json.loads(result.stdout)
     assert bytes.fromhex(row["key_hex"]) == key
-    assert row["run_id"] == "r-ab" and row["columns"]["p"] == "ab"
+    assert row["run_id"] == "r-ab" and set(row["columns"]) == {"c"}  # the program: in r| only
 
 
 def test_get_of_a_missing_row_exits_1_with_one_line(run_cli, lineage_store):

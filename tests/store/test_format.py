@@ -1,6 +1,8 @@
-"""Store formats: a format-1 store (before time buckets) reads, upgrades in place,
-resumes an interrupted upgrade, migrates run by run to any backend, and a store
-of a newer format is refused with one line naming both versions."""
+"""Store formats: a store of format 1 (before time buckets) or 2 (by-set index,
+hex bucket keys, programs in index rows, plain data rows) reads as before,
+upgrades in place to format 3, resumes an interrupted upgrade, migrates run by
+run to any backend, and a store of a newer format is refused with one line
+naming both versions."""
 from __future__ import annotations
 
 import json
@@ -10,7 +12,8 @@ import pytest
 from fll import EndPoint, EndPointField, StoreError, open_store
 from fll import rowkeys as rk
 from fll.store import LineageStore, admin
-from fll.store.lineage import FORMAT
+from fll.codec import canonical_bytes, summaries_to_bytes
+from fll.store.lineage import BY_SET_OF_RUN, FORMAT, decode_data
 from tests.lineage_examples import chain
 
 from .conftest import open_url
@@ -45,40 +48,137 @@ def _answers(store: LineageStore) -> dict:
     return out
 
 
-def _to_format_1(table) -> None:
-    """What a store written before time buckets holds: no bucket rows, no stamp."""
-    old = [k for k, _ in table.scan() if k[:1] in (rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET,
-                                                    rk.META)]
-    table.delete(old)
+def to_older_format(table, fmt: int) -> None:
+    """Rewrite a store's rows as format ``fmt`` (1 or 2) wrote them: the by-set
+    index ``B|``/``F|``, the program in every index row, plain ``o``/``s`` data
+    rows; format 2 also has bucket rows keyed by the checksum's hex digits and
+    a stamp, format 1 neither."""
+    puts: dict[bytes, dict[str, bytes]] = {}
+    gone: list[bytes] = []
+    for key, cols in list(table.scan()):
+        kind = key[:1]
+        if kind in (rk.BACKWARD, rk.FORWARD):
+            k = rk.decode(key)
+            program = (table.get(rk.run(k.run_id)) or {}).get("p", b"")
+            gone.append(key)
+            puts[key] = {"c": cols["c"], "p": program}
+            puts[rk.by_set(BY_SET_OF_RUN[kind], k.namespace, k.name, cols["c"].decode(),
+                           k.start_ms, k.run_id)] = {"p": program}
+        elif kind in (rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET):
+            gone.append(key)
+            if fmt == 2:
+                k = rk.decode(key)
+                puts[rk.bucket_v2(k.namespace, k.name, kind, k.level, k.start_ms,
+                                  k.checksum)] = {"x": b""}
+        elif kind == rk.DATA:
+            info = decode_data(cols)
+            gone.append(key)
+            puts[key] = {"o": canonical_bytes(info.operations), "s": summaries_to_bytes(info)}
+        elif key == rk.meta("format"):
+            gone.append(key)
+            if fmt == 2:
+                puts[key] = {"v": b"2"}
+    table.delete(gone)
+    table.put(puts)
 
 
-@pytest.fixture
-def format1(tmp_path):
+def _older_rows(table) -> list[bytes]:
+    """Rows format 3 never has: by-set rows, hex-keyed buckets, index rows with a program."""
+    out = []
+    for key, cols in table.scan():
+        if key[:1] in (rk.BACKWARD_BY_SET, rk.FORWARD_BY_SET):
+            out.append(key)
+        elif key[:1] in (rk.BACKWARD, rk.FORWARD) and "p" in cols:
+            out.append(key)
+        elif key[:1] in (rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET):
+            k = rk.decode(key)
+            if rk.bucket(k.namespace, k.name, key[:1], k.level, k.start_ms, k.checksum) != key:
+                out.append(key)
+        elif key[:1] == rk.DATA and "o" in cols:
+            pass  # a format-2 data row reads as well: the upgrade leaves it
+    return out
+
+
+@pytest.fixture(params=[1, 2])
+def older(tmp_path, request):
     url = f"sqlite:///{tmp_path}/old.db"
     with open_store(url) as store:
         _history(store)
         want = _answers(store)
-        _to_format_1(store.table)
-    return url, want
+        to_older_format(store.table, request.param)
+        assert _older_rows(store.table)
+    return url, want, request.param
 
 
-def test_a_format_1_store_answers_as_before_and_upgrades_in_place(format1):
-    url, want = format1
+@pytest.fixture
+def format1(older):
+    return older[0], older[1]
+
+
+def test_an_older_store_answers_as_before_and_upgrades_in_place(older):
+    url, want, fmt = older
     with open_store(url) as store:
-        assert store.format == 1
+        assert store.format == fmt
         assert _answers(store) == want
         assert admin.fsck(store.table).clean
+        rows = sorted(store.table.scan())
         dry = admin.upgrade(store.table, dry_run=True)
-        assert dry.from_format == 1 and dry.index_rows > 0
-        assert admin.store_format(store.table) == 1  # the dry run changed nothing
+        assert dry.from_format == fmt and dry.index_rows > 0 and dry.removed_rows > 0
+        assert sorted(store.table.scan()) == rows  # the dry run changed nothing
         report = admin.upgrade(store.table, batch_size=7)
         assert report.bucket_rows > 0 and admin.store_format(store.table) == FORMAT
+        assert report.rewritten_rows == 80 and report.removed_rows == dry.removed_rows
+        assert _older_rows(store.table) == []
     with open_store(url) as store:
         assert store.format == FORMAT
         assert _answers(store) == want
         fsck = admin.fsck(store.table)
         assert fsck.clean, fsck.to_dict()
         assert admin.upgrade(store.table).from_format == FORMAT  # nothing left to do
+
+
+def _before(answers: dict) -> dict:
+    """The answers over ranges that end before the late run."""
+    return {k: v for k, v in answers.items() if not (isinstance(k, tuple) and k[1] == rk.MAX_TIME)}
+
+
+def test_runs_recorded_into_an_older_store_before_its_upgrade_are_answered_throughout(older):
+    """This fll writes format 3 rows into a store not upgraded yet: its queries
+    read both shapes, fsck of the half-old store is clean, and the upgrade keeps them."""
+    url, want, fmt = older
+    late = chain(EndPoint("n", "raw/late"), DST, ["a", "late"])
+    t = 1_650_000_000_000 + 50 * DAY
+    with open_store(url) as store:
+        assert store.record(late, "late-run", t, "p-late")
+        assert late.checksum in store.checksums(DST, t, t + 1)
+        assert store.fields(DST, t - DAY, t + DAY) == ["a", "late"]
+        assert store.runs(DST, t, t + 1)[0].program == "p-late"
+        assert _before(_answers(store)) == _before(want)  # the older runs, unchanged
+        assert admin.fsck(store.table).clean
+        admin.upgrade(store.table, batch_size=5)
+    with open_store(url) as store:
+        assert late.checksum in store.checksums(DST, t, t + 1)
+        assert _before(_answers(store)) == _before(want)
+        assert admin.fsck(store.table).clean
+
+
+def test_an_older_store_can_be_purged_and_superseded_before_its_upgrade(older):
+    url, want, fmt = older
+    t0 = 1_650_000_000_000
+    with open_store(url) as store:
+        keep = [r for r in store.runs(DST, t0 + 5 * DAY, rk.MAX_TIME)]
+        other = chain(EndPoint("n", "raw/other"), DST, ["a", "z"])
+        assert store.record(other, keep[0].run_id, 0, supersede=True)
+        admin.purge(store, t0 + 5 * DAY)
+        assert store.runs(DST, 0, t0 + 5 * DAY) == []
+        assert [r.run_id for r in store.runs(DST, 0, rk.MAX_TIME)] == [r.run_id for r in keep]
+        assert store.checksums(DST, 0, t0 + 5 * DAY) == []
+        admin.upgrade(store.table)
+        fsck = admin.fsck(store.table)
+        assert fsck.clean, fsck.to_dict()
+        assert store.fields(DST, 0, rk.MAX_TIME) == sorted({"a", "z"} | {
+            f for r in keep[1:] for f in store.operation_set(r.checksum).destination_fields()
+            .get(DST, ())})
 
 
 class _PutsThenFails:
@@ -100,7 +200,7 @@ def test_an_interrupted_upgrade_resumes_where_it_stopped(format1):
     with open_store(url) as store:
         with pytest.raises(StoreError, match="connection lost"):
             admin.upgrade(_PutsThenFails(store.table, 5), batch_size=4)
-        assert admin.store_format(store.table) == 1
+        assert admin.store_format(store.table) < FORMAT
         report = admin.upgrade(store.table, batch_size=4)
         assert report.resumed_from is not None
         assert admin.store_format(store.table) == FORMAT
@@ -152,6 +252,69 @@ def test_the_upgrade_command_shows_progress_and_reports_json(format1):
     result = runner.invoke(main, ["--store", url, "admin", "upgrade", "--format", "json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert doc["from_format"] == 1 and doc["to_format"] == FORMAT and doc["bucket_rows_written"]
+    assert doc["from_format"] < FORMAT and doc["to_format"] == FORMAT
+    assert doc["bucket_rows_written"] and doc["older_rows_removed"]
     text = runner.invoke(main, ["--store", url, "admin", "upgrade"])
     assert text.exit_code == 0 and "already format" in text.stdout
+
+
+def _wide(width: int):
+    from fll import FieldLineageInfo, ReadOperation, WriteOperation
+    from fll.model import InputField
+    cols = [f"col{i}" for i in range(width)]
+    return FieldLineageInfo([ReadOperation("read", "read", SRC, cols),
+                             WriteOperation("write", "write", DST,
+                                            [InputField("read", c) for c in cols])])
+
+
+@pytest.mark.parametrize("width", [3, 2000])
+def test_a_data_row_is_its_operations_and_summaries_deflated_and_reads_back_exactly(
+        tmp_path, width):
+    from fll.store.lineage import data_parts, data_row
+    info = _wide(width)
+    row = data_row(info)
+    assert list(row) == ["z"]
+    ops, summaries = data_parts(row)
+    assert ops == canonical_bytes(info.operations) and summaries == summaries_to_bytes(info)
+    assert len(row["z"]) < (len(ops) + len(summaries)) // 2
+    with open_store(f"sqlite:///{tmp_path}/d.db") as store:
+        store.record(info, "r1", 1000)
+        store._cache.clear()
+        assert store.operation_set(info.checksum) == info
+        assert store.incoming(EndPointField(DST, "col1"), 0, 2000) == {EndPointField(SRC, "col1")}
+
+
+def test_a_data_row_of_an_unknown_encoding_is_a_corrupt_row_never_cached(tmp_path):
+    info = _wide(3)
+    with open_store(f"sqlite:///{tmp_path}/d.db") as store:
+        store.record(info, "r1", 1000)
+        store._cache.clear()
+        key = rk.data(info.checksum)
+        good = store.table.get(key)
+        store.table.put({key: {"z": b"\x09" + good["z"][1:]}})  # an unknown version
+        for _ in range(2):
+            with pytest.raises(StoreError, match=r"d\|.*is corrupt.*fll admin fsck"):
+                store.operation_set(info.checksum)
+        assert admin.fsck(store.table).corrupt == [key]
+        store.table.put({key: good})
+        assert store.operation_set(info.checksum) == info
+
+
+@pytest.mark.parametrize("table_url", ["bigtable", "hbase-thrift"], indirect=True)
+def test_a_format_2_store_upgrades_in_place_on_backends_without_transactions(open_table_for):
+    """No transaction to rewrite an index row in: the upgrade leaves its program
+    column (readers take the program from the run row) and does the rest."""
+    store = LineageStore(open_table_for())
+    _history(store)
+    want = _answers(store)
+    to_older_format(store.table, 2)
+    store = LineageStore(store.table)
+    assert store.format == 2 and _answers(store) == want
+    report = admin.upgrade(store.table, batch_size=9)
+    assert report.rewritten_rows == 0 and report.removed_rows > 0
+    left = _older_rows(store.table)
+    assert left and all(k[:1] in (rk.BACKWARD, rk.FORWARD) for k in left)
+    store = LineageStore(store.table)
+    assert store.format == FORMAT and _answers(store) == want
+    fsck = admin.fsck(store.table)
+    assert fsck.clean, fsck.to_dict()
