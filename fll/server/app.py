@@ -18,7 +18,7 @@ import json
 import logging
 import threading
 import zlib
-from typing import Any
+from typing import Any, cast
 
 from fastapi import FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -36,6 +36,7 @@ from .errors import ApiError, CatchAllMiddleware, install
 from .guard import (DEFAULT_BODY_TIMEOUT, DEFAULT_INGEST_WAIT, DEFAULT_MAX_FIELDS,
                     DEFAULT_MAX_INGESTS, IngestLimitMiddleware, TokenMiddleware, check_fields)
 from .paths import RawPathMiddleware, segment
+from .reads import ReadView, SetMerges
 from .responses import JSONResponse
 
 log = logging.getLogger("fll.server")
@@ -146,6 +147,13 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     run_locks = [threading.Lock() for _ in range(64)]
     # as many entries as a server keeps decoded sets (fll serve --cache-sets)
     tcache = views.TransformationCache(size=32_768)
+    # answers merged over a list of operation sets, shared by this process's requests
+    merges = SetMerges(size=16_384)
+
+    def reader() -> LineageStore:
+        """The store as one request reads it (every read once; see fll.server.reads):
+        a stand-in with the store's reading methods."""
+        return cast(LineageStore, ReadView(lineage, merges))
 
     app = FastAPI(title="fll", version=__version__, default_response_class=JSONResponse,
                   description="Field-level lineage: CDAP v3 field-lineage API, "
@@ -171,7 +179,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     @app.get("/api/v1/datasets", tags=["explorer"])
     def list_datasets() -> JSONResponse:
         """Every dataset a run read or wrote, or an event reported the schema of."""
-        return JSONResponse(views.datasets(lineage))
+        return JSONResponse(views.datasets(reader()))
 
     # -- CDAP v3 -------------------------------------------------------------
     @app.get(_V3 + "/lineage/fields", tags=["cdap"])
@@ -181,7 +189,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                        prefix: str | None = Query(None, description="case-insensitive"),
                        includeCurrent: bool = Query(False)) -> JSONResponse:  # noqa: N803
         s, e = time_range(start, end)
-        return JSONResponse(views.dataset_fields(lineage, _endpoint(ns, ds), s, e, prefix,
+        return JSONResponse(views.dataset_fields(reader(), _endpoint(ns, ds), s, e, prefix,
                                                  includeCurrent))
 
     @app.get(_V3 + "/lineage/fields/{field}", tags=["cdap"])
@@ -195,7 +203,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         if direction is None:
             raise BadRequest("direction is required: incoming, outgoing or both", "direction")
         s, e = time_range(start, end)
-        return JSONResponse(views.field_summary(lineage, _field(ns, ds, field), s, e, direction,
+        return JSONResponse(views.field_summary(reader(), _field(ns, ds, field), s, e, direction,
                                                 lvl(level, "level"), parse_indirect(indirect),
                                                 tcache))
 
@@ -207,7 +215,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                                  end: str | None = Query(None, description=_END_HELP)
                                  ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.field_operations(lineage, _field(ns, ds, field), s, e,
+        return JSONResponse(views.field_operations(reader(), _field(ns, ds, field), s, e,
                                                    direction))
 
     @app.get(_V3 + "/lineage/allfieldlineage", tags=["cdap"])
@@ -216,7 +224,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                           start: str | None = Query(None, description=_TIME_HELP),
                           end: str | None = Query(None, description=_END_HELP)) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.all_field_lineage(lineage, _endpoint(ns, ds), s, e, direction))
+        return JSONResponse(views.all_field_lineage(reader(), _endpoint(ns, ds), s, e, direction))
 
     # -- the seed design's paths ----------------------------------------------
     @app.get(_V3 + "/fields/lineage", tags=["design"])
@@ -228,7 +236,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                               indirect: str = Query("show", description=_INDIRECT_HELP)
                               ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.dataset_field_mappings(lineage, _endpoint(ns, ds), s, e,
+        return JSONResponse(views.dataset_field_mappings(reader(), _endpoint(ns, ds), s, e,
                                                          lvl(level, "level"),
                                                          parse_indirect(indirect)))
 
@@ -239,14 +247,14 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                              direction: str = Query("backward", description="backward|forward")
                              ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.field_detail(lineage, _field(ns, ds, field), s, e, direction))
+        return JSONResponse(views.field_detail(reader(), _field(ns, ds, field), s, e, direction))
 
     @app.get(_V3 + "/properties", tags=["design"])
     def dataset_properties(ns: str, ds: str,
                            start: str | None = Query(None, description=_TIME_HELP),
                            end: str | None = Query(None, description=_END_HELP)) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.dataset_properties(lineage, _endpoint(ns, ds), s, e))
+        return JSONResponse(views.dataset_properties(reader(), _endpoint(ns, ds), s, e))
 
     # -- Marquez-compatible ---------------------------------------------------
     @app.get("/api/v1/column-lineage", tags=["marquez"])
@@ -262,7 +270,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         if not nodeId:
             raise BadRequest("nodeId is required", "nodeId")
         s, e = time_range(start, end, required=False)
-        return JSONResponse(views.column_lineage(lineage, tcache, nodeId,
+        return JSONResponse(views.column_lineage(reader(), tcache, nodeId,
                                                  lvl(depth, "depth", minimum=0),
                                                  withDownstream, s, e,
                                                  parse_indirect(indirect)))
