@@ -35,6 +35,7 @@ from . import spark_ingest, views
 from .errors import ApiError, CatchAllMiddleware, install
 from .guard import (DEFAULT_BODY_TIMEOUT, DEFAULT_INGEST_WAIT, DEFAULT_MAX_FIELDS,
                     DEFAULT_MAX_INGESTS, IngestLimitMiddleware, TokenMiddleware, check_fields)
+from .fast import FastReads, bool_param, int_param, str_param
 from .paths import RawPathMiddleware, segment
 from .reads import ReadView, SetMerges
 from .responses import JSONResponse
@@ -155,7 +156,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         a stand-in with the store's reading methods."""
         return cast(LineageStore, ReadView(lineage, merges))
 
-    app = FastAPI(title="fll", version=__version__, default_response_class=JSONResponse,
+    app = _App(title="fll", version=__version__, default_response_class=JSONResponse,
                   description="Field-level lineage: CDAP v3 field-lineage API, "
                               "Marquez-style column lineage and OpenLineage ingest.")
     app.state.store = lineage
@@ -395,10 +396,77 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                               f"nothing fll keeps")
         return JSONResponse(body, status_code=201 if recorded else 202)
 
+    # -- the same read routes, answered in front of the framework (fll.server.fast)
+    def _v3(*rest: str | None) -> tuple[str | None, ...]:
+        return ("v3", "namespaces", None, "datasets", None, *rest)
+
+    def fast_fields(names: list[str], q: dict[str, str]) -> Any:
+        start, end, prefix = str_param(q, "start"), str_param(q, "end"), str_param(q, "prefix")
+        current = bool_param(q, "includeCurrent", False)
+        s, e = time_range(start, end)
+        return views.dataset_fields(reader(), EndPoint(names[0], names[1]), s, e, prefix, current)
+
+    def fast_field(names: list[str], q: dict[str, str]) -> Any:
+        direction, start, end = str_param(q, "direction"), str_param(q, "start"), str_param(q, "end")
+        level = int_param(q, "level", DEFAULT_FIELD_LEVEL)
+        indirect = str_param(q, "indirect", "show")
+        if direction is None:
+            raise BadRequest("direction is required: incoming, outgoing or both", "direction")
+        s, e = time_range(start, end)
+        return views.field_summary(reader(), EndPointField(EndPoint(names[0], names[1]), names[2]), s, e,
+                                   direction, lvl(level, "level"), parse_indirect(indirect or ""),
+                                   tcache)
+
+    def fast_operations(names: list[str], q: dict[str, str]) -> Any:
+        direction = str_param(q, "direction", "both")
+        start, end = str_param(q, "start"), str_param(q, "end")
+        s, e = time_range(start, end)
+        return views.field_operations(reader(), EndPointField(EndPoint(names[0], names[1]), names[2]),
+                                      s, e, direction or "")
+
+    def fast_all(names: list[str], q: dict[str, str]) -> Any:
+        direction = str_param(q, "direction", "both")
+        start, end = str_param(q, "start"), str_param(q, "end")
+        s, e = time_range(start, end)
+        return views.all_field_lineage(reader(), EndPoint(names[0], names[1]), s, e, direction or "")
+
+    def fast_columns(names: list[str], q: dict[str, str]) -> Any:
+        node = str_param(q, "nodeId")
+        depth = int_param(q, "depth", DEFAULT_DEPTH)
+        downstream = bool_param(q, "withDownstream", False)
+        start, end = str_param(q, "start"), str_param(q, "end")
+        indirect = str_param(q, "indirect", "show")
+        if not node:
+            raise BadRequest("nodeId is required", "nodeId")
+        s, e = time_range(start, end, required=False)
+        return views.column_lineage(reader(), tcache, node, lvl(depth, "depth", minimum=0),
+                                    downstream, s, e, parse_indirect(indirect or ""))
+
+    app.fast = FastReads({
+        _v3("lineage", "fields"): fast_fields,
+        _v3("lineage", "fields", None): fast_field,
+        _v3("lineage", "fields", None, "operations"): fast_operations,
+        _v3("lineage", "allfieldlineage"): fast_all,
+        ("api", "v1", "column-lineage"): fast_columns,
+    }, token.encode() if token else None, public_reads,
+        TokenMiddleware(None, token or "", public_reads).authorized)
+
     spark_ingest.register(app, lineage, max_body)  # the JVM listener's writes
     from .explorer import mount_explorer  # the explorer page at /, static files only
     mount_explorer(app)
     return app
+
+
+class _App(FastAPI):
+    """The app, with the hot read routes answered before the framework is entered
+    (`fll.server.fast.FastReads`; what it declines goes through as before)."""
+
+    fast: FastReads | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        fast = self.fast
+        if fast is None or not await fast(scope, send):
+            await super().__call__(scope, receive, send)
 
 
 def _receipt(run_id: str, checksum: str, start_ms: int, program: str | None, new: bool) -> dict:

@@ -1,6 +1,7 @@
-"""The server's read caches change how fast an answer is computed, never what it
-says: every route the load benchmark uses (and its neighbours) answers the same
-bytes with the caches as the store answers without them, and a write made
+"""The server's read caches and its fast path for hot routes change how fast an
+answer is computed, never what it says: every route the load benchmark uses
+(and its neighbours, and their errors) answers the same status and bytes with
+them as through the framework reading the store directly, and a write made
 anywhere — this server, another store handle on the file (another worker or
 server), a purge — is in the very next answer."""
 from __future__ import annotations
@@ -94,11 +95,40 @@ PATHS = [
     "/api/v1/column-lineage?nodeId=datasetField:logical:orders:id&depth=5",
     "/api/v1/column-lineage?nodeId=job:job:1&depth=2",
     "/api/v1/datasets",
-    # errors keep their answers too
+    # errors keep their answers too, whoever gives them
     v3("load", "nope", f"/lineage/fields?{ALL}"),
     v3("load", "dst0", f"/lineage/fields/nope?direction=both&{ALL}"),
     v3("load", "dst0", f"/lineage/fields/id?direction=sideways&{ALL}"),
+    v3("load", "dst0", f"/lineage/fields/id?{ALL}"),
+    v3("load", "dst0", f"/lineage/fields/id?direction=both&level=abc&{ALL}"),
+    v3("load", "dst0", f"/lineage/fields/id?level=abc&{ALL}"),
+    v3("load", "dst0", f"/lineage/fields/id?direction=both&level=%2B2&{ALL}"),
+    v3("load", "dst0", f"/lineage/fields/id?direction=both&level=0&{ALL}"),
+    v3("load", "dst0", f"/lineage/fields/id?direction=both&level=101&{ALL}"),
+    v3("load", "dst0", f"/lineage/fields/id?direction=both&level=02&{ALL}"),
+    v3("load", "dst0", f"/lineage/fields/id?direction=both&indirect=maybe&{ALL}"),
+    v3("load", "dst0", "/lineage/fields/id?direction=both&start=&end=now"),
+    v3("load", "dst0", "/lineage/fields/id?direction=both&end=now"),
+    v3("load", "dst0", "/lineage/fields/id?direction=both&start=5&end=4"),
+    v3("load", "dst0", "/lineage/fields/id?direction=both&start=yesterday&end=now"),
+    v3("load", "dst0", f"/lineage/fields?includeCurrent=yes&{ALL}"),
+    v3("load", "dst0", f"/lineage/fields?includeCurrent=TRUE&{ALL}"),
+    v3("load", "dst0", f"/lineage/fields?includeCurrent=maybe&{ALL}"),
+    v3("load", "dst0", f"/lineage/fields?prefix=&{ALL}"),
+    v3("load", "dst0", f"/lineage/fields/?{ALL}"),
+    v3("load", "dst0", f"/lineage/fields//operations?{ALL}"),
+    v3("load", "dst0", f"/lineage/fields/id/operations?direction=up&{ALL}"),
+    v3("load", "dst0", f"/lineage/allfieldlineage?direction=&{ALL}"),
+    v3("load", "dst0", f"/lineage/allfieldlineage?direction=incoming&direction=outgoing&{ALL}"),
+    f"/v3/namespaces/load/datasets/dst%FF/lineage/fields?{ALL}",
+    f"/v3/namespaces/load/datasets/dst0%2Fx/lineage/fields?{ALL}",
     "/api/v1/column-lineage?nodeId=datasetField:load:dst0:nope",
+    "/api/v1/column-lineage",
+    "/api/v1/column-lineage?nodeId=",
+    "/api/v1/column-lineage?nodeId=datasetField:load:dst0:id&depth=-1",
+    "/api/v1/column-lineage?nodeId=datasetField:load:dst0:id&depth=x",
+    "/api/v1/column-lineage?nodeId=datasetField:load:dst0:id&withDownstream=1",
+    "/api/v1/column-lineage?nodeId=table:load:dst0",
 ]
 
 
@@ -108,27 +138,62 @@ def loaded(store):
     return store
 
 
-def answers(store, paths, *, cached: bool) -> list[tuple[int, bytes]]:
+def answers(store, paths, *, fast: bool, **options) -> list[tuple[int, str, bytes]]:
     mp = pytest.MonkeyPatch()
-    if not cached:  # every request reads the store itself, as before the caches
+    if not fast:  # every request goes through the framework and reads the store itself
         mp.setattr(app_module, "ReadView", lambda store, merges: store)
+        mp.setattr(app_module, "FastReads", lambda *a: None)
     try:
-        with TestClient(create_app(store)) as c:
+        with TestClient(create_app(store, **options)) as c:
+            def get(p: str) -> tuple[int, str, bytes]:
+                r = c.get(p, headers={"Authorization": "Bearer t"})
+                return r.status_code, r.headers.get("content-type", ""), r.content
             # twice: the second answer comes from the warm caches
-            out = [(r.status_code, r.content) for r in (c.get(p) for p in paths)]
-            again = [(r.status_code, r.content) for r in (c.get(p) for p in paths)]
+            out = [get(p) for p in paths]
+            again = [get(p) for p in paths]
             assert again == out
             return out
     finally:
         mp.undo()
 
 
-def test_every_route_answers_the_same_bytes_with_and_without_the_read_caches(loaded):
-    plain = answers(loaded, PATHS, cached=False)
-    assert sum(status == 200 for status, _ in plain) > len(PATHS) * 0.6  # some 404s
-    cached = answers(loaded, PATHS, cached=True)
-    for path, want, got in zip(PATHS, plain, cached, strict=True):
+@pytest.mark.parametrize("options", [{}, {"token": "t"}, {"token": "t", "public_reads": True}])
+def test_every_route_answers_the_same_bytes_on_the_fast_path_as_through_the_framework(
+        loaded, options):
+    paths = PATHS if not options else PATHS[::7]  # with a token: a sample of each kind
+    plain = answers(loaded, paths, fast=False, **options)
+    assert sum(status == 200 for status, _, _ in plain) > len(paths) * 0.5  # and 400s, 404s
+    fast = answers(loaded, paths, fast=True, **options)
+    for path, want, got in zip(paths, plain, fast, strict=True):
         assert got == want, path
+
+
+def test_the_hot_routes_are_answered_before_the_framework_and_the_rest_are_not(loaded):
+    import asyncio
+
+    app = create_app(loaded)
+    sent: list[dict] = []
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    def fast(path: str, method: str = "GET", headers=()) -> bool:
+        raw, _, query = path.partition("?")
+        scope = {"type": "http", "method": method, "path": raw, "raw_path": raw.encode(),
+                 "query_string": query.encode(), "headers": list(headers)}
+        return asyncio.run(app.fast(scope, send))
+
+    assert all(fast(p) for p in PATHS[:40])
+    assert fast("/api/v1/column-lineage?nodeId=datasetField:load:dst0:id&depth=5")
+    assert not fast(v3("load", "dst0", "/lineage/fields/id?direction=both&level=abc"))
+    assert not fast(v3("load", "dst0", f"/properties?{ALL}"))
+    assert not fast(v3("load", "dst0", f"/lineage/fields?{ALL}"), method="POST")
+    guarded = create_app(loaded, token="t")
+    assert guarded.fast is not None
+    app = guarded
+    assert not fast(v3("load", "dst0", f"/lineage/fields?{ALL}"))  # the app says 401
+    assert fast(v3("load", "dst0", f"/lineage/fields?{ALL}"),
+                headers=[(b"authorization", b"Bearer t")])
 
 
 def _field_sources(c, ds: str, field: str) -> list[str]:
