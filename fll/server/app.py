@@ -14,14 +14,15 @@ half an event.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 from fastapi import FastAPI, Query, Request
-from fastapi.concurrency import run_in_threadpool
 
 from .. import __version__
 from ..errors import BadRequest, InvalidLineageError
@@ -146,6 +147,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     lineage: LineageStore = store
     # serialises the events of one run in this process (the union is read-merge-write)
     run_locks = [threading.Lock() for _ in range(64)]
+    writer = ThreadPoolExecutor(1, thread_name_prefix="fll-ingest")
     # as many entries as a server keeps decoded sets (fll serve --cache-sets)
     tcache = views.TransformationCache(size=32_768)
     # answers merged over a list of operation sets, shared by this process's requests
@@ -303,7 +305,10 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
             raise ApiError(400, "the body nests JSON arrays/objects too deeply") from None
         check_fields(event, max_fields)  # before any lineage object is built
         try:
-            return await run_in_threadpool(_ingest, event)
+            # one writer thread per process: SQLite serializes writers anyway, and
+            # a wait for another process's write lock (SQLite's busy handler
+            # sleeps) must not stall the event loop that answers the reads
+            return await asyncio.get_running_loop().run_in_executor(writer, _ingest, event)
         except BadRequest as e:
             # well-formed JSON that is not a valid RunEvent: the reason names the JSON path
             raise ApiError(422, f"invalid OpenLineage event: {e}") from None

@@ -171,9 +171,16 @@ def serve(store_url: str | None, host: str, port: int, token: str | None, insecu
 
 def _run_worker(store: Any, sock: socket.socket, token: str | None, settings: dict[str, Any],
                 log_level: str, ingest_slots: Any = None) -> None:
+    import sys
+
     import uvicorn
 
     from .app import create_app
+
+    # the event loop answers reads without letting go of the GIL; the ingest
+    # thread takes it back after every SQLite call and would wait up to the
+    # default 5 ms each time (a convoy of tens of ms per ingest under load)
+    sys.setswitchinterval(0.0005)
 
     app = create_app(store, token=token, public_reads=settings["public_reads"],
                      max_ingests=settings["max_ingests"], ingest_wait=settings["ingest_wait"],
