@@ -127,7 +127,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                max_body: int = MAX_BODY, max_level: int = MAX_LEVEL,
                public_reads: bool = False, max_ingests: int = DEFAULT_MAX_INGESTS,
                ingest_wait: float = DEFAULT_INGEST_WAIT, max_fields: int = DEFAULT_MAX_FIELDS,
-               body_timeout: float = DEFAULT_BODY_TIMEOUT, ingest_slots: Any = None) -> FastAPI:
+               body_timeout: float = DEFAULT_BODY_TIMEOUT, ingest_slots: Any = None,
+               fast_reads: bool = True) -> FastAPI:
     """The ASGI app over ``store`` (a `LineageStore` or a store URL).
 
     ``token``: when set, every route but the public shell (/health, the explorer
@@ -140,6 +141,9 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     ``ingest_slots``: a semaphore shared by worker processes (``fll serve
     --workers``), so ``max_ingests`` holds for the whole server.
     ``max_level``: hard cap of ``level`` and ``depth`` (400 above).
+    ``fast_reads``: False answers every route through the framework, each
+    reading the store directly (no `fll.server.fast`, no `fll.server.reads`):
+    the same answers, slower; what benchmarks and tests compare against.
     """
     if isinstance(store, str):
         from ..store import open_store
@@ -156,7 +160,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     def reader() -> LineageStore:
         """The store as one request reads it (every read once; see fll.server.reads):
         a stand-in with the store's reading methods."""
-        return cast(LineageStore, ReadView(lineage, merges))
+        return cast(LineageStore, ReadView(lineage, merges)) if fast_reads else lineage
 
     app = _App(title="fll", version=__version__, default_response_class=JSONResponse,
                   description="Field-level lineage: CDAP v3 field-lineage API, "
@@ -447,7 +451,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         return views.column_lineage(reader(), tcache, node, lvl(depth, "depth", minimum=0),
                                     downstream, s, e, parse_indirect(indirect or ""))
 
-    app.fast = FastReads({
+    app.fast = None if not fast_reads else FastReads({
         _v3("lineage", "fields"): fast_fields,
         _v3("lineage", "fields", None): fast_field,
         _v3("lineage", "fields", None, "operations"): fast_operations,

@@ -485,14 +485,15 @@ def named_inputs(store: LineageStore, cache: TransformationCache, names: Names,
     """``f``'s inputs over every name of its dataset, each source under one name,
     tags merged in the order the sets give them (a fresh dict)."""
     merged: dict[EndPointField, list[Transformation]] = {}
+    per_set = cache.get if whole else cache.of_field
+    kept = getattr(store, "merges", None) is not None
     for ep in names.equivalents(f.endpoint):
         here = EndPointField(ep, f.field)
-        raw = merged_inputs(store, cache, here, start, end, drop_indirect, whole)
-        if any(names.field(src) != src for src in raw):
-            # two sources that are one dataset under two names: their tags must
-            # interleave set by set, as the uncached walk merges them
+        raw = merged_inputs(store, cache, here, start, end, drop_indirect, whole) if kept else None
+        if raw is None or any(names.field(src) != src for src in raw):
+            # set by set (without a request's ReadView, or when two sources are one
+            # dataset under two names: their tags must interleave set by set)
             for c in store.checksums(ep, start, end, "incoming"):
-                per_set = cache.get if whole else cache.of_field
                 for src, tags in per_set(store, c, here).items():
                     if drop_indirect and edge_kind(tags) == "INDIRECT":
                         continue
@@ -510,7 +511,7 @@ class _Tags(EdgeTags):
     per list of sets across requests) when the server's cache is given."""
 
     def into(self, dest: EndPointField) -> dict[EndPointField, list[Transformation]]:
-        if self.cache is None:
+        if self.cache is None or getattr(self.store, "merges", None) is None:
             return super().into(dest)
         hit = self._into.get(dest)
         if hit is None:

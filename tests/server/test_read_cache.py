@@ -11,7 +11,6 @@ from fastapi.testclient import TestClient
 
 from fll import (EndPoint, FieldLineageInfo, InputField, ReadOperation, Transformation,
                  TransformOperation, WriteOperation, open_store)
-from fll.server import app as app_module
 from fll.server import create_app
 
 from .conftest import v3
@@ -139,22 +138,16 @@ def loaded(store):
 
 
 def answers(store, paths, *, fast: bool, **options) -> list[tuple[int, str, bytes]]:
-    mp = pytest.MonkeyPatch()
-    if not fast:  # every request goes through the framework and reads the store itself
-        mp.setattr(app_module, "ReadView", lambda store, merges: store)
-        mp.setattr(app_module, "FastReads", lambda *a: None)
-    try:
-        with TestClient(create_app(store, **options)) as c:
-            def get(p: str) -> tuple[int, str, bytes]:
-                r = c.get(p, headers={"Authorization": "Bearer t"})
-                return r.status_code, r.headers.get("content-type", ""), r.content
-            # twice: the second answer comes from the warm caches
-            out = [get(p) for p in paths]
-            again = [get(p) for p in paths]
-            assert again == out
-            return out
-    finally:
-        mp.undo()
+    # fast=False: every request goes through the framework and reads the store itself
+    with TestClient(create_app(store, fast_reads=fast, **options)) as c:
+        def get(p: str) -> tuple[int, str, bytes]:
+            r = c.get(p, headers={"Authorization": "Bearer t"})
+            return r.status_code, r.headers.get("content-type", ""), r.content
+        # twice: the second answer comes from the warm caches
+        out = [get(p) for p in paths]
+        again = [get(p) for p in paths]
+        assert again == out
+        return out
 
 
 @pytest.mark.parametrize("options", [{}, {"token": "t"}, {"token": "t", "public_reads": True}])
