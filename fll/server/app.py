@@ -18,11 +18,12 @@ import asyncio
 import json
 import logging
 import threading
+import time
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 from fastapi import FastAPI, Query, Request
+from fastapi.concurrency import run_in_threadpool
 
 from .. import __version__
 from ..errors import BadRequest, InvalidLineageError
@@ -45,6 +46,8 @@ log = logging.getLogger("fll.server")
 
 MAX_BODY = 10 * 1024 * 1024
 MAX_LEVEL = 100
+# column-lineage fields up to which an ingest runs on the event loop (a few ms)
+INLINE_FIELDS = 2_000
 DEFAULT_FIELD_LEVEL = 1
 DEFAULT_DATASET_LEVEL = 10
 DEFAULT_DEPTH = 20
@@ -128,7 +131,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                public_reads: bool = False, max_ingests: int = DEFAULT_MAX_INGESTS,
                ingest_wait: float = DEFAULT_INGEST_WAIT, max_fields: int = DEFAULT_MAX_FIELDS,
                body_timeout: float = DEFAULT_BODY_TIMEOUT, ingest_slots: Any = None,
-               fast_reads: bool = True) -> FastAPI:
+               fast_reads: bool = True, write_lock: Any = None) -> FastAPI:
     """The ASGI app over ``store`` (a `LineageStore` or a store URL).
 
     ``token``: when set, every route but the public shell (/health, the explorer
@@ -141,6 +144,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     ``ingest_slots``: a semaphore shared by worker processes (``fll serve
     --workers``), so ``max_ingests`` holds for the whole server.
     ``max_level``: hard cap of ``level`` and ``depth`` (400 above).
+    ``write_lock``: a lock shared by worker processes (``fll serve --workers``)
+    that ingests take turns on before writing (see `_turn`).
     ``fast_reads``: False answers every route through the framework, each
     reading the store directly (no `fll.server.fast`, no `fll.server.reads`):
     the same answers, slower; what benchmarks and tests compare against.
@@ -151,7 +156,6 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     lineage: LineageStore = store
     # serialises the events of one run in this process (the union is read-merge-write)
     run_locks = [threading.Lock() for _ in range(64)]
-    writer = ThreadPoolExecutor(1, thread_name_prefix="fll-ingest")
     # as many entries as a server keeps decoded sets (fll serve --cache-sets)
     tcache = views.TransformationCache(size=32_768)
     # answers merged over a list of operation sets, shared by this process's requests
@@ -307,12 +311,23 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
             raise ApiError(400, f"the body is not JSON: {e}") from None
         except RecursionError:  # json nests by recursion: "[[[[…" within the size limit
             raise ApiError(400, "the body nests JSON arrays/objects too deeply") from None
-        check_fields(event, max_fields)  # before any lineage object is built
+        fields = check_fields(event, max_fields)  # before any lineage object is built
         try:
-            # one writer thread per process: SQLite serializes writers anyway, and
-            # a wait for another process's write lock (SQLite's busy handler
-            # sleeps) must not stall the event loop that answers the reads
-            return await asyncio.get_running_loop().run_in_executor(writer, _ingest, event)
+            # a usual event on the event loop, as the hot reads are: in a worker
+            # thread an ingest waited for the GIL after every SQLite call while
+            # the loop answered reads (a convoy of tens of ms per ingest). The
+            # write is a few ms of CPU (WAL, no fsync per commit); what must not
+            # stall the loop is waiting for another worker's SQLite write lock,
+            # so the workers take turns on a shared lock awaited here first. A
+            # wide event (seconds of work) goes to a thread: reads go on beside it.
+            got = await _turn(write_lock)
+            try:
+                if fields > INLINE_FIELDS:
+                    return await run_in_threadpool(_ingest, event)
+                return _ingest(event)
+            finally:
+                if got:
+                    write_lock.release()
         except BadRequest as e:
             # well-formed JSON that is not a valid RunEvent: the reason names the JSON path
             raise ApiError(422, f"invalid OpenLineage event: {e}") from None
@@ -464,6 +479,26 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     from .explorer import mount_explorer  # the explorer page at /, static files only
     mount_explorer(app)
     return app
+
+
+# how long an ingest waits for the workers' write lock before writing without
+# it: the lock only spares the event loop SQLite's busy waits (the store is
+# what keeps writes safe), so a lock left held by a killed worker costs this
+# once per ingest, never an ingest
+_TURN_WAIT = 2.0
+
+
+async def _turn(lock: Any) -> bool:
+    """Take ``lock`` without blocking the event loop (polled); False when there
+    is none or it stayed taken for `_TURN_WAIT` seconds."""
+    if lock is None:
+        return False
+    give_up = time.monotonic() + _TURN_WAIT
+    while not lock.acquire(False):
+        if time.monotonic() >= give_up:
+            return False
+        await asyncio.sleep(0.0005)
+    return True
 
 
 class _App(FastAPI):

@@ -198,13 +198,15 @@ def count_fields(event: Any) -> int:
     return total
 
 
-def check_fields(event: Any, max_fields: int) -> None:
-    """413 when the event carries more column-lineage fields than ``max_fields``."""
+def check_fields(event: Any, max_fields: int) -> int:
+    """413 when the event carries more column-lineage fields than ``max_fields``;
+    else how many it carries."""
     n = count_fields(event)
     if n > max_fields:
         raise ApiError(413, f"the event carries {n} column-lineage fields (output fields plus "
                             f"their inputFields); this server accepts at most {max_fields} "
                             f"per event")
+    return n
 
 
 class _Deadlines:
