@@ -4,8 +4,11 @@ OpenLineage ingest.
 FastAPI (on Starlette, served by uvicorn) was chosen for its generated OpenAPI
 document and query-parameter handling; answers are built as plain dicts by
 `fll.server.views` and sent as they are, so key names match design/rest-api.md
-exactly. Read routes are plain functions run in the thread pool (the store is
-synchronous and thread-safe).
+exactly. Each request reads the store through a `fll.server.reads.ReadView`
+(every read once). The hot read routes are also answered in front of the
+framework on the event loop (`fll.server.fast`), with the same handlers; the
+other read routes are plain functions run in the thread pool (the store is
+synchronous and thread-safe). A usual ingest runs on the event loop.
 
 What this module must never do: answer in any error shape but
 ``{"error", "status"}``, show a stack trace, accept a write without the
