@@ -4,8 +4,11 @@ OpenLineage ingest.
 FastAPI (on Starlette, served by uvicorn) was chosen for its generated OpenAPI
 document and query-parameter handling; answers are built as plain dicts by
 `fll.server.views` and sent as they are, so key names match design/rest-api.md
-exactly. Read routes are plain functions run in the thread pool (the store is
-synchronous and thread-safe).
+exactly. Each request reads the store through a `fll.server.reads.ReadView`
+(every read once). The hot read routes are also answered in front of the
+framework on the event loop (`fll.server.fast`), with the same handlers; the
+other read routes are plain functions run in the thread pool (the store is
+synchronous and thread-safe). A usual ingest runs on the event loop.
 
 What this module must never do: answer in any error shape but
 ``{"error", "status"}``, show a stack trace, accept a write without the
@@ -14,11 +17,13 @@ half an event.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
+import time
 import zlib
-from typing import Any
+from typing import Any, cast
 
 from fastapi import FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -35,13 +40,17 @@ from . import spark_ingest, views
 from .errors import ApiError, CatchAllMiddleware, install
 from .guard import (DEFAULT_BODY_TIMEOUT, DEFAULT_INGEST_WAIT, DEFAULT_MAX_FIELDS,
                     DEFAULT_MAX_INGESTS, IngestLimitMiddleware, TokenMiddleware, check_fields)
+from .fast import FastReads, bool_param, int_param, str_param
 from .paths import RawPathMiddleware, segment
+from .reads import ReadView, SetMerges
 from .responses import JSONResponse
 
 log = logging.getLogger("fll.server")
 
 MAX_BODY = 10 * 1024 * 1024
 MAX_LEVEL = 100
+# column-lineage fields up to which an ingest runs on the event loop (a few ms)
+INLINE_FIELDS = 2_000
 DEFAULT_FIELD_LEVEL = 1
 DEFAULT_DATASET_LEVEL = 10
 DEFAULT_DEPTH = 20
@@ -124,7 +133,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                max_body: int = MAX_BODY, max_level: int = MAX_LEVEL,
                public_reads: bool = False, max_ingests: int = DEFAULT_MAX_INGESTS,
                ingest_wait: float = DEFAULT_INGEST_WAIT, max_fields: int = DEFAULT_MAX_FIELDS,
-               body_timeout: float = DEFAULT_BODY_TIMEOUT, ingest_slots: Any = None) -> FastAPI:
+               body_timeout: float = DEFAULT_BODY_TIMEOUT, ingest_slots: Any = None,
+               fast_reads: bool = True, write_lock: Any = None) -> FastAPI:
     """The ASGI app over ``store`` (a `LineageStore` or a store URL).
 
     ``token``: when set, every route but the public shell (/health, the explorer
@@ -137,6 +147,11 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     ``ingest_slots``: a semaphore shared by worker processes (``fll serve
     --workers``), so ``max_ingests`` holds for the whole server.
     ``max_level``: hard cap of ``level`` and ``depth`` (400 above).
+    ``write_lock``: a lock shared by worker processes (``fll serve --workers``)
+    that ingests take turns on before writing (see `_turn`).
+    ``fast_reads``: False answers every route through the framework, each
+    reading the store directly (no `fll.server.fast`, no `fll.server.reads`):
+    the same answers, slower; what benchmarks and tests compare against.
     """
     if isinstance(store, str):
         from ..store import open_store
@@ -146,8 +161,15 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     run_locks = [threading.Lock() for _ in range(64)]
     # as many entries as a server keeps decoded sets (fll serve --cache-sets)
     tcache = views.TransformationCache(size=32_768)
+    # answers merged over a list of operation sets, shared by this process's requests
+    merges = SetMerges(size=16_384)
 
-    app = FastAPI(title="fll", version=__version__, default_response_class=JSONResponse,
+    def reader() -> LineageStore:
+        """The store as one request reads it (every read once; see fll.server.reads):
+        a stand-in with the store's reading methods."""
+        return cast(LineageStore, ReadView(lineage, merges)) if fast_reads else lineage
+
+    app = _App(title="fll", version=__version__, default_response_class=JSONResponse,
                   description="Field-level lineage: CDAP v3 field-lineage API, "
                               "Marquez-style column lineage and OpenLineage ingest.")
     app.state.store = lineage
@@ -171,7 +193,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     @app.get("/api/v1/datasets", tags=["explorer"])
     def list_datasets() -> JSONResponse:
         """Every dataset a run read or wrote, or an event reported the schema of."""
-        return JSONResponse(views.datasets(lineage))
+        return JSONResponse(views.datasets(reader()))
 
     # -- CDAP v3 -------------------------------------------------------------
     @app.get(_V3 + "/lineage/fields", tags=["cdap"])
@@ -181,7 +203,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                        prefix: str | None = Query(None, description="case-insensitive"),
                        includeCurrent: bool = Query(False)) -> JSONResponse:  # noqa: N803
         s, e = time_range(start, end)
-        return JSONResponse(views.dataset_fields(lineage, _endpoint(ns, ds), s, e, prefix,
+        return JSONResponse(views.dataset_fields(reader(), _endpoint(ns, ds), s, e, prefix,
                                                  includeCurrent))
 
     @app.get(_V3 + "/lineage/fields/{field}", tags=["cdap"])
@@ -195,7 +217,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         if direction is None:
             raise BadRequest("direction is required: incoming, outgoing or both", "direction")
         s, e = time_range(start, end)
-        return JSONResponse(views.field_summary(lineage, _field(ns, ds, field), s, e, direction,
+        return JSONResponse(views.field_summary(reader(), _field(ns, ds, field), s, e, direction,
                                                 lvl(level, "level"), parse_indirect(indirect),
                                                 tcache))
 
@@ -207,7 +229,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                                  end: str | None = Query(None, description=_END_HELP)
                                  ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.field_operations(lineage, _field(ns, ds, field), s, e,
+        return JSONResponse(views.field_operations(reader(), _field(ns, ds, field), s, e,
                                                    direction))
 
     @app.get(_V3 + "/lineage/allfieldlineage", tags=["cdap"])
@@ -216,7 +238,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                           start: str | None = Query(None, description=_TIME_HELP),
                           end: str | None = Query(None, description=_END_HELP)) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.all_field_lineage(lineage, _endpoint(ns, ds), s, e, direction))
+        return JSONResponse(views.all_field_lineage(reader(), _endpoint(ns, ds), s, e, direction))
 
     # -- the seed design's paths ----------------------------------------------
     @app.get(_V3 + "/fields/lineage", tags=["design"])
@@ -228,7 +250,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                               indirect: str = Query("show", description=_INDIRECT_HELP)
                               ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.dataset_field_mappings(lineage, _endpoint(ns, ds), s, e,
+        return JSONResponse(views.dataset_field_mappings(reader(), _endpoint(ns, ds), s, e,
                                                          lvl(level, "level"),
                                                          parse_indirect(indirect)))
 
@@ -239,14 +261,14 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                              direction: str = Query("backward", description="backward|forward")
                              ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.field_detail(lineage, _field(ns, ds, field), s, e, direction))
+        return JSONResponse(views.field_detail(reader(), _field(ns, ds, field), s, e, direction))
 
     @app.get(_V3 + "/properties", tags=["design"])
     def dataset_properties(ns: str, ds: str,
                            start: str | None = Query(None, description=_TIME_HELP),
                            end: str | None = Query(None, description=_END_HELP)) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.dataset_properties(lineage, _endpoint(ns, ds), s, e))
+        return JSONResponse(views.dataset_properties(reader(), _endpoint(ns, ds), s, e))
 
     # -- Marquez-compatible ---------------------------------------------------
     @app.get("/api/v1/column-lineage", tags=["marquez"])
@@ -262,7 +284,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         if not nodeId:
             raise BadRequest("nodeId is required", "nodeId")
         s, e = time_range(start, end, required=False)
-        return JSONResponse(views.column_lineage(lineage, tcache, nodeId,
+        return JSONResponse(views.column_lineage(reader(), tcache, nodeId,
                                                  lvl(depth, "depth", minimum=0),
                                                  withDownstream, s, e,
                                                  parse_indirect(indirect)))
@@ -292,9 +314,23 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
             raise ApiError(400, f"the body is not JSON: {e}") from None
         except RecursionError:  # json nests by recursion: "[[[[…" within the size limit
             raise ApiError(400, "the body nests JSON arrays/objects too deeply") from None
-        check_fields(event, max_fields)  # before any lineage object is built
+        fields = check_fields(event, max_fields)  # before any lineage object is built
         try:
-            return await run_in_threadpool(_ingest, event)
+            # a usual event on the event loop, as the hot reads are: in a worker
+            # thread an ingest waited for the GIL after every SQLite call while
+            # the loop answered reads (a convoy of tens of ms per ingest). The
+            # write is a few ms of CPU (WAL, no fsync per commit); what must not
+            # stall the loop is waiting for another worker's SQLite write lock,
+            # so the workers take turns on a shared lock awaited here first. A
+            # wide event (seconds of work) goes to a thread: reads go on beside it.
+            got = await _turn(write_lock)
+            try:
+                if fields > INLINE_FIELDS:
+                    return await run_in_threadpool(_ingest, event)
+                return _ingest(event)
+            finally:
+                if got:
+                    write_lock.release()
         except BadRequest as e:
             # well-formed JSON that is not a valid RunEvent: the reason names the JSON path
             raise ApiError(422, f"invalid OpenLineage event: {e}") from None
@@ -387,10 +423,97 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                               f"nothing fll keeps")
         return JSONResponse(body, status_code=201 if recorded else 202)
 
+    # -- the same read routes, answered in front of the framework (fll.server.fast)
+    def _v3(*rest: str | None) -> tuple[str | None, ...]:
+        return ("v3", "namespaces", None, "datasets", None, *rest)
+
+    def fast_fields(names: list[str], q: dict[str, str]) -> Any:
+        start, end, prefix = str_param(q, "start"), str_param(q, "end"), str_param(q, "prefix")
+        current = bool_param(q, "includeCurrent", False)
+        s, e = time_range(start, end)
+        return views.dataset_fields(reader(), EndPoint(names[0], names[1]), s, e, prefix, current)
+
+    def fast_field(names: list[str], q: dict[str, str]) -> Any:
+        direction, start, end = str_param(q, "direction"), str_param(q, "start"), str_param(q, "end")
+        level = int_param(q, "level", DEFAULT_FIELD_LEVEL)
+        indirect = str_param(q, "indirect", "show")
+        if direction is None:
+            raise BadRequest("direction is required: incoming, outgoing or both", "direction")
+        s, e = time_range(start, end)
+        return views.field_summary(reader(), EndPointField(EndPoint(names[0], names[1]), names[2]), s, e,
+                                   direction, lvl(level, "level"), parse_indirect(indirect or ""),
+                                   tcache)
+
+    def fast_operations(names: list[str], q: dict[str, str]) -> Any:
+        direction = str_param(q, "direction", "both")
+        start, end = str_param(q, "start"), str_param(q, "end")
+        s, e = time_range(start, end)
+        return views.field_operations(reader(), EndPointField(EndPoint(names[0], names[1]), names[2]),
+                                      s, e, direction or "")
+
+    def fast_all(names: list[str], q: dict[str, str]) -> Any:
+        direction = str_param(q, "direction", "both")
+        start, end = str_param(q, "start"), str_param(q, "end")
+        s, e = time_range(start, end)
+        return views.all_field_lineage(reader(), EndPoint(names[0], names[1]), s, e, direction or "")
+
+    def fast_columns(names: list[str], q: dict[str, str]) -> Any:
+        node = str_param(q, "nodeId")
+        depth = int_param(q, "depth", DEFAULT_DEPTH)
+        downstream = bool_param(q, "withDownstream", False)
+        start, end = str_param(q, "start"), str_param(q, "end")
+        indirect = str_param(q, "indirect", "show")
+        if not node:
+            raise BadRequest("nodeId is required", "nodeId")
+        s, e = time_range(start, end, required=False)
+        return views.column_lineage(reader(), tcache, node, lvl(depth, "depth", minimum=0),
+                                    downstream, s, e, parse_indirect(indirect or ""))
+
+    app.fast = None if not fast_reads else FastReads({
+        _v3("lineage", "fields"): fast_fields,
+        _v3("lineage", "fields", None): fast_field,
+        _v3("lineage", "fields", None, "operations"): fast_operations,
+        _v3("lineage", "allfieldlineage"): fast_all,
+        ("api", "v1", "column-lineage"): fast_columns,
+    }, token.encode() if token else None, public_reads,
+        TokenMiddleware(None, token or "", public_reads).authorized)
+
     spark_ingest.register(app, lineage, max_body)  # the JVM listener's writes
     from .explorer import mount_explorer  # the explorer page at /, static files only
     mount_explorer(app)
     return app
+
+
+# how long an ingest waits for the workers' write lock before writing without
+# it: the lock only spares the event loop SQLite's busy waits (the store is
+# what keeps writes safe), so a lock left held by a killed worker costs this
+# once per ingest, never an ingest
+_TURN_WAIT = 2.0
+
+
+async def _turn(lock: Any) -> bool:
+    """Take ``lock`` without blocking the event loop (polled); False when there
+    is none or it stayed taken for `_TURN_WAIT` seconds."""
+    if lock is None:
+        return False
+    give_up = time.monotonic() + _TURN_WAIT
+    while not lock.acquire(False):
+        if time.monotonic() >= give_up:
+            return False
+        await asyncio.sleep(0.0005)
+    return True
+
+
+class _App(FastAPI):
+    """The app, with the hot read routes answered before the framework is entered
+    (`fll.server.fast.FastReads`; what it declines goes through as before)."""
+
+    fast: FastReads | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        fast = self.fast
+        if fast is None or not await fast(scope, send):
+            await super().__call__(scope, receive, send)
 
 
 def _receipt(run_id: str, checksum: str, start_ms: int, program: str | None, new: bool) -> dict:

@@ -170,7 +170,7 @@ def serve(store_url: str | None, host: str, port: int, token: str | None, insecu
 
 
 def _run_worker(store: Any, sock: socket.socket, token: str | None, settings: dict[str, Any],
-                log_level: str, ingest_slots: Any = None) -> None:
+                log_level: str, ingest_slots: Any = None, write_lock: Any = None) -> None:
     import uvicorn
 
     from .app import create_app
@@ -178,7 +178,7 @@ def _run_worker(store: Any, sock: socket.socket, token: str | None, settings: di
     app = create_app(store, token=token, public_reads=settings["public_reads"],
                      max_ingests=settings["max_ingests"], ingest_wait=settings["ingest_wait"],
                      max_fields=settings["max_fields"], body_timeout=settings["body_timeout"],
-                     ingest_slots=ingest_slots)
+                     ingest_slots=ingest_slots, write_lock=write_lock)
     config = uvicorn.Config(app, log_level=log_level,
                             http=guard.timed_http(settings["header_timeout"],
                                                   settings["body_timeout"]))
@@ -206,7 +206,11 @@ def _supervise(url: str, sock: socket.socket, token: str | None, settings: dict[
 
     from ..cli import EXIT_STORE, CliError
 
-    slots = multiprocessing.get_context("fork").BoundedSemaphore(settings["max_ingests"])
+    fork = multiprocessing.get_context("fork")
+    slots = fork.BoundedSemaphore(settings["max_ingests"])
+    # ingests write on each worker's event loop; workers take turns on this
+    # lock so none waits inside SQLite for another (fll.server.app._turn)
+    write_lock = fork.Lock()
     parent = os.getpid()
     stopping = False
 
@@ -240,7 +244,7 @@ def _supervise(url: str, sock: socket.socket, token: str | None, settings: dict[
                 from ..store import open_store
                 store = open_store(url, cache_size=settings["cache_sets"])
                 try:
-                    _run_worker(store, sock, token, settings, log_level, slots)
+                    _run_worker(store, sock, token, settings, log_level, slots, write_lock)
                 finally:
                     store.close()
             except BaseException as e:  # noqa: BLE001 - reported, then the worker exits

@@ -170,7 +170,7 @@ def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
         # a field with lineage in the range is known; only without any does the
         # 404 check need every set the dataset ever had
         require_field(store, ef)
-    tagger = EdgeTags(store, start, end, names, cache)
+    tagger = _Tags(store, start, end, names, cache)
     answer: dict[str, Any] = {"incoming": None, "outgoing": None}
     for d in dirs:
         step = steps[d]
@@ -448,6 +448,78 @@ class TransformationCache:
         return value
 
 
+def merged_inputs(store: LineageStore, cache: TransformationCache, ef: EndPointField,
+                  start: int, end: int, drop_indirect: bool = False, whole: bool = False
+                  ) -> dict[EndPointField, list[Transformation]]:
+    """``ef``'s source fields (as recorded, under the names the sets give them)
+    with their tags merged over the range's operation sets, in set order; with
+    ``drop_indirect`` an input only INDIRECT in a set is left out of that set.
+    Kept per list of sets when the store is a request's `ReadView` (the list is
+    the key, so a write that adds a set is a new key): a whole-history question
+    over a dataset with a hundred sets merges them once, not per request.
+    ``whole``: compose each set for the whole dataset at once (a walk over many
+    of its fields), else for this field only (`TransformationCache`).
+    The answer is shared: never change it."""
+    sets = tuple(store.checksums(ef.endpoint, start, end, "incoming"))
+    per_set = cache.get if whole else cache.of_field
+
+    def compute() -> dict[EndPointField, list[Transformation]]:
+        merged: dict[EndPointField, list[Transformation]] = {}
+        for c in sets:
+            for src, tags in per_set(store, c, ef).items():
+                if drop_indirect and edge_kind(tags) == "INDIRECT":
+                    continue
+                cur = merged.setdefault(src, [])
+                cur.extend(t for t in tags if t not in cur)
+        return merged
+    merges = getattr(store, "merges", None)
+    if merges is None:
+        return compute()
+    key = ("inputs", ef.endpoint.namespace, ef.endpoint.name, ef.field, drop_indirect, sets)
+    return merges.get(key, compute)
+
+
+def named_inputs(store: LineageStore, cache: TransformationCache, names: Names,
+                 f: EndPointField, start: int, end: int, drop_indirect: bool = False,
+                 whole: bool = False) -> dict[EndPointField, list[Transformation]]:
+    """``f``'s inputs over every name of its dataset, each source under one name,
+    tags merged in the order the sets give them (a fresh dict)."""
+    merged: dict[EndPointField, list[Transformation]] = {}
+    per_set = cache.get if whole else cache.of_field
+    kept = getattr(store, "merges", None) is not None
+    for ep in names.equivalents(f.endpoint):
+        here = EndPointField(ep, f.field)
+        raw = merged_inputs(store, cache, here, start, end, drop_indirect, whole) if kept else None
+        if raw is None or any(names.field(src) != src for src in raw):
+            # set by set (without a request's ReadView, or when two sources are one
+            # dataset under two names: their tags must interleave set by set)
+            for c in store.checksums(ep, start, end, "incoming"):
+                for src, tags in per_set(store, c, here).items():
+                    if drop_indirect and edge_kind(tags) == "INDIRECT":
+                        continue
+                    cur = merged.setdefault(names.field(src), [])
+                    cur.extend(t for t in tags if t not in cur)
+            continue
+        for src, tags in raw.items():
+            cur = merged.setdefault(names.field(src), [])
+            cur.extend(t for t in tags if t not in cur)
+    return merged
+
+
+class _Tags(EdgeTags):
+    """`EdgeTags` whose per-destination merge comes from `named_inputs` (kept
+    per list of sets across requests) when the server's cache is given."""
+
+    def into(self, dest: EndPointField) -> dict[EndPointField, list[Transformation]]:
+        if self.cache is None or getattr(self.store, "merges", None) is None:
+            return super().into(dest)
+        hit = self._into.get(dest)
+        if hit is None:
+            hit = self._into[dest] = named_inputs(self.store, self.cache, self.names, dest,
+                                                  self.start_ms, self.end_ms)
+        return hit
+
+
 def _colon_splits(rest: str, parts: int) -> list[list[str]]:
     """Every way to cut ``rest`` at colons into ``parts`` non-empty pieces, the
     shortest first piece first (namespaces such as ``postgres://host:5432`` hold
@@ -549,25 +621,13 @@ def column_lineage(store: LineageStore, cache: TransformationCache, node_id: str
 
     names = Names(store)
     roots = [names.field(f) for f in roots]
-    checksums_memo: dict[EndPoint, list[tuple[EndPoint, str]]] = {}
     inputs_memo: dict[EndPointField, dict[EndPointField, list[Transformation]]] = {}
 
     def inputs_of(f: EndPointField) -> dict[EndPointField, list[Transformation]]:
-        if f in inputs_memo:
-            return inputs_memo[f]
-        if f.endpoint not in checksums_memo:
-            checksums_memo[f.endpoint] = [
-                (ep, c) for ep in names.equivalents(f.endpoint)
-                for c in store.checksums(ep, start, end, "incoming")]
-        merged: dict[EndPointField, list[Transformation]] = {}
-        for ep, c in checksums_memo[f.endpoint]:
-            for src, tags in cache.get(store, c, EndPointField(ep, f.field)).items():
-                if not show_indirect and edge_kind(tags) == "INDIRECT":
-                    continue
-                cur = merged.setdefault(names.field(src), [])
-                cur.extend(t for t in tags if t not in cur)
-        inputs_memo[f] = merged
-        return merged
+        if f not in inputs_memo:
+            inputs_memo[f] = named_inputs(store, cache, names, f, start, end,
+                                          drop_indirect=not show_indirect, whole=True)
+        return inputs_memo[f]
 
     outgoing = _step(store, names, "outgoing")
 

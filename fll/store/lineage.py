@@ -715,6 +715,12 @@ class LineageStore:
         """The operation set stored under ``checksum``."""
         return self._load(checksum).info
 
+    def summaries(self, checksums: Iterable[str]) -> dict[str, Summaries]:
+        """The precomputed summaries of operation sets, by checksum (the cache
+        first, the rest in one multi-get): what a caller merging many sets at
+        once (the REST server) needs without re-deriving them from operations."""
+        return {c: cached.summaries for c, cached in self._load_many(checksums).items()}
+
     def checksums(self, endpoint: EndPoint, start: int, end: int,
                   direction: str = "incoming") -> list[str]:
         """Distinct operation sets with a run in ``[start, end)`` that write

@@ -1,0 +1,178 @@
+"""What one REST question reads from the store, read once.
+
+`ReadView` stands in for a `LineageStore` for the length of ONE request: the
+store reads a question repeats (the operation sets of a dataset over a range,
+alias lookups, whether a dataset exists, its schema) are asked once and
+remembered until the answer is sent. A multi-hop question asked the store for
+the same dataset and range up to six times.
+
+`SetMerges` is shared by the requests of a server process: what a dataset's
+lineage is over a *list of operation sets* (the union of their summaries, the
+merged transformation tags of a field). It is keyed by the checksums
+themselves, and an operation set never changes under its checksum, so an
+entry can never be stale: a write that adds a set to a range changes the list
+the next question reads, which is then a different key. Only the list of
+sets in a range is read per request.
+
+This module must never keep a store answer that can change (a range's sets,
+aliases, schemas) beyond one request, and never write to the store.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, Hashable, Iterable
+
+from ..codec import Summaries, summaries_of
+from ..model import DROPPED, EndPoint, EndPointField
+
+_Map = dict[EndPointField, frozenset[EndPointField]]
+
+
+class SetMerges:
+    """A bounded LRU of values computed from immutable operation sets (see the
+    module doc); thread-safe. A value is computed outside the lock: two threads
+    missing the same key compute it twice, never a wrong one."""
+
+    def __init__(self, size: int = 8192):
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        with self._lock:
+            hit = self._data.get(key, _MISS)
+            if hit is not _MISS:
+                self._data.move_to_end(key)
+                return hit
+        value = compute()
+        with self._lock:
+            self._data[key] = value
+            if len(self._data) > self._size:
+                self._data.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+_MISS = object()
+
+
+class _Merged:
+    """One dataset's lineage over one list of operation sets, one direction.
+
+    ``by_key``: every summary key of the dataset → the union of its targets
+    (what `LineageStore.incoming`/`outgoing` answer per field); ``fmap``: the
+    dataset's destination (incoming) or source (outgoing) fields → the same
+    unions (what `LineageStore.field_map` answers). The dropped marker is left
+    out of both, as the store's answers leave it out."""
+
+    __slots__ = ("by_key", "fmap")
+
+    def __init__(self, by_key: _Map, fmap: _Map):
+        self.by_key = by_key
+        self.fmap = fmap
+
+
+def _merge(ep: EndPoint, direction: str, summaries: Iterable[Summaries]) -> _Merged:
+    by_key: dict[EndPointField, set[EndPointField]] = {}
+    fmap: dict[EndPointField, set[EndPointField]] = {}
+    for s in summaries:
+        table = s.incoming if direction == "incoming" else s.outgoing
+        mine = s.destination_fields if direction == "incoming" else s.source_fields
+        for k, targets in table.items():
+            if k.endpoint == ep:
+                by_key.setdefault(k, set()).update(targets)
+        for f in mine:
+            if f.endpoint == ep:
+                fmap.setdefault(f, set()).update(table.get(f, frozenset()))
+    return _Merged({k: frozenset(v - {DROPPED}) for k, v in by_key.items()},
+                   {k: frozenset(v - {DROPPED}) for k, v in fmap.items()})
+
+
+class ReadView:
+    """A `LineageStore` for one request (see the module doc): the same answers,
+    each store read done once. Anything it does not answer itself goes to the
+    store unchanged."""
+
+    def __init__(self, store: Any, merges: SetMerges):
+        self.store = store
+        self.merges = merges
+        self._memo: dict[tuple, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def _once(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        hit = self._memo.get(key, _MISS)
+        if hit is _MISS:
+            hit = self._memo[key] = compute()
+        return hit
+
+    # -- reads remembered for the request -------------------------------------
+    def checksums(self, endpoint: EndPoint, start: int, end: int,
+                  direction: str = "incoming") -> list[str]:
+        key = ("c", endpoint.namespace, endpoint.name, start, end, direction)
+        return list(self._once(key, lambda: tuple(
+            self.store.checksums(endpoint, start, end, direction))))
+
+    def resolve_dataset(self, namespace: str, name: str) -> tuple[str, str]:
+        return self._once(("r", namespace, name),
+                          lambda: self.store.resolve_dataset(namespace, name))
+
+    def aliases(self, namespace: str, name: str) -> list[tuple[str, str]]:
+        return list(self._once(("a", namespace, name),
+                               lambda: tuple(self.store.aliases(namespace, name))))
+
+    def exists(self, endpoint: EndPoint) -> bool:
+        return self._once(("e", endpoint.namespace, endpoint.name),
+                          lambda: self.store.exists(endpoint))
+
+    def schema(self, namespace: str, name: str, start_ms: int,
+               end_ms: int) -> dict[str, str | None] | None:
+        found = self._once(("s", namespace, name, start_ms, end_ms),
+                           lambda: self.store.schema(namespace, name, start_ms, end_ms))
+        return None if found is None else dict(found)
+
+    # -- answers merged over the range's operation sets ------------------------
+    def sets(self, endpoint: EndPoint, start: int, end: int, direction: str) -> tuple[str, ...]:
+        """The range's operation sets as a cache key (sorted, as the store gives them)."""
+        return tuple(self.checksums(endpoint, start, end, direction))
+
+    def summaries(self, checksums: Iterable[str]) -> dict[str, Summaries]:
+        wanted = list(checksums)
+        get = getattr(self.store, "summaries", None)
+        if get is not None:
+            return get(wanted)
+        return {c: summaries_of(self.store.operation_set(c)) for c in wanted}
+
+    def _merged(self, endpoint: EndPoint, start: int, end: int, direction: str) -> _Merged:
+        sets = self.sets(endpoint, start, end, direction)
+        plain = (endpoint.namespace, endpoint.name)
+        return self.merges.get(("merged", plain, direction, sets), lambda: _merge(
+            endpoint, direction, self.summaries(sets).values()))
+
+    def fields(self, endpoint: EndPoint, start: int, end: int,
+               prefix: str | None = None) -> list[str]:
+        names = {f.field for d in ("incoming", "outgoing")
+                 for f in self._merged(endpoint, start, end, d).fmap}
+        if prefix:
+            low = prefix.lower()
+            names = {n for n in names if n.lower().startswith(low)}
+        return sorted(names)
+
+    def incoming(self, efield: EndPointField, start: int, end: int) -> set[EndPointField]:
+        return set(self._merged(efield.endpoint, start, end, "incoming").by_key.get(
+            efield, frozenset()))
+
+    def outgoing(self, efield: EndPointField, start: int, end: int, *,
+                 include_dropped: bool = False) -> set[EndPointField]:
+        if include_dropped:
+            return self.store.outgoing(efield, start, end, include_dropped=True)
+        return set(self._merged(efield.endpoint, start, end, "outgoing").by_key.get(
+            efield, frozenset()))
+
+    def field_map(self, endpoint: EndPoint, start: int, end: int,
+                  direction: str = "incoming") -> dict[EndPointField, set[EndPointField]]:
+        return {f: set(t) for f, t in self._merged(endpoint, start, end, direction).fmap.items()}
