@@ -15,12 +15,11 @@ import random
 import shutil
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-from store import DST, HOUR, T0, dated, file_bytes, operation_set, record  # noqa: E402
+from store import DST, HOUR, T0, dated, file_bytes, operation_set, record, timed  # noqa: E402
 
 from fll import EndPointField, open_store  # noqa: E402
 from fll import rowkeys as rk  # noqa: E402
@@ -44,16 +43,6 @@ class Counting:
         return getattr(self.inner, name)
 
 
-def best_ms(fn, repeat: int = 15) -> float:
-    fn()
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return min(samples) * 1000
-
-
 def main() -> None:
     work = tempfile.mkdtemp(prefix="fll-levels-")
     rng = random.Random(1)
@@ -72,7 +61,7 @@ def main() -> None:
                 target = EndPointField(DST, "f3")
                 counting = Counting(store.table)
                 store.table = counting
-                whole = best_ms(lambda s=store, t=target, e=end: s.incoming(t, T0, e))
+                whole = timed(lambda s=store, t=target, e=end: s.incoming(t, T0, e), repeat=15) * 1000
                 counting.rows = 0
                 store.checksums(DST, T0 + 7, end - 13)
                 odd = counting.rows
