@@ -1,0 +1,197 @@
+"""OpenLineage ingest inside one server process: the body parsed once, the
+writes of the ingests that wait at the same moment committed together.
+
+`parse_json`: orjson where it reads the body exactly as the standard library
+would (it is several times faster), the standard library otherwise, so the
+values and the error messages are those documented.
+
+`GroupCommit`: an ingest is checked and turned into lineage on the event loop
+before it waits for anything (nothing about it is left to find out once it
+writes); what is left is its write, a function of the store. One writer task
+per event loop records the writes queued while the previous batch committed
+or while it waited for the workers' write lock, in ONE transaction
+(`SQLiteTable.atomic`: nested writes join it), and answers each request only
+after the commit. The reads and writes of every write in a batch see one
+state of the store and nobody writes between them, so a run's read-merge-write
+is exact across workers and servers, and each request's answer (201, 200,
+202, 409) is the one it would get alone. A write that fails for its own
+reason (a conflict, bad input the store refuses) rolls the whole batch back,
+and then each write of the batch runs alone in its own transaction and gets
+its own answer: one event never fails another. A store error fails the
+batch: every request in it answers 503 and none of them is half-written.
+
+A backend without transactions (HBase, Bigtable) writes each event alone,
+as before, in arrival order.
+
+This module must never answer a request before its write committed, and
+never let the error of one event be the answer to another.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from typing import Any, Callable
+
+import orjson
+from fastapi.concurrency import run_in_threadpool
+
+from ..errors import StoreError
+from .errors import ApiError
+
+#: one ingest's write: the store calls it makes, and the response
+Write = Callable[[], Any]
+
+# at most this many events per transaction: a batch runs on the event loop,
+# so this bounds how long reads wait for it (about 1 ms of CPU per event)
+MAX_BATCH = 32
+
+# a number of 19 digits or more may be an integer beyond 64 bits, which orjson
+# reads as a float where json keeps it an int
+_LONG_NUMBER = re.compile(rb"[0-9]{19}")
+
+
+def parse_json(raw: bytes) -> Any:
+    """The JSON value of a request body, or `ApiError` 400 naming what is wrong."""
+    if not _LONG_NUMBER.search(raw):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass  # json has the words, and takes what orjson does not (NaN, a BOM, UTF-16)
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ApiError(400, f"the body is not JSON: {e}") from None
+    except RecursionError:  # json nests by recursion: "[[[[…" within the size limit
+        raise ApiError(400, "the body nests JSON arrays/objects too deeply") from None
+
+
+# how long the writer waits for the workers' write lock before writing without
+# it: the lock only spares the event loop SQLite's busy waits (the store is
+# what keeps writes safe), so a lock left held by a killed worker costs this
+# once per batch, never an ingest
+TURN_WAIT = 2.0
+
+
+async def take_turn(lock: Any) -> bool:
+    """Take ``lock`` without blocking the event loop (polled); False when there
+    is none or it stayed taken for `TURN_WAIT` seconds."""
+    if lock is None:
+        return False
+    give_up = time.monotonic() + TURN_WAIT
+    while not lock.acquire(False):
+        if time.monotonic() >= give_up:
+            return False
+        await asyncio.sleep(0.0005)
+    return True
+
+
+class _Queue:
+    """The writes waiting on one event loop, and whether its writer task runs."""
+
+    __slots__ = ("pending", "running")
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[Write, asyncio.Future]] = []
+        self.running = False
+
+
+class GroupCommit:
+    """The ingests of one process, committed in batches (see the module doc).
+
+    ``lock``: taken around every commit (``fll serve --workers`` shares one
+    between processes so no event loop waits inside SQLite for another
+    worker); ``max_batch``: events per transaction."""
+
+    def __init__(self, store: Any, lock: Any, *, max_batch: int = MAX_BATCH):
+        self.store = store
+        self.lock = lock
+        self.max_batch = max_batch
+        # one queue per event loop: a future is answered on the loop it belongs to
+        self._queues: dict[asyncio.AbstractEventLoop, _Queue] = {}
+        #: batches committed and events in them (benchmarks and tests read these)
+        self.batches = 0
+        self.events = 0
+
+    async def submit(self, write: Write) -> Any:
+        """Run ``write`` in the next batch; its result once committed (or its error)."""
+        loop = asyncio.get_running_loop()
+        queue = self._queues.get(loop)
+        if queue is None:
+            queue = self._queues[loop] = _Queue()
+        done: asyncio.Future = loop.create_future()
+        queue.pending.append((write, done))
+        if not queue.running:
+            queue.running = True
+            loop.create_task(self._drain(loop, queue))
+        return await done
+
+    async def alone(self, write: Write) -> Any:
+        """Run ``write`` by itself in a worker thread, under the lock: for an event
+        whose write takes long (a wide event), so reads go on beside it."""
+        got = await take_turn(self.lock)
+        try:
+            outcome = await run_in_threadpool(self._alone, write)
+        finally:
+            if got:
+                self.lock.release()
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    async def _drain(self, loop: asyncio.AbstractEventLoop, queue: _Queue) -> None:
+        try:
+            while queue.pending:
+                # writes queued while the lock is awaited join this batch
+                got = await take_turn(self.lock)
+                try:
+                    batch = queue.pending[:self.max_batch]
+                    del queue.pending[:len(batch)]
+                    outcomes = self._commit([w for w, _ in batch])
+                finally:
+                    if got:
+                        self.lock.release()
+                self.batches += 1
+                self.events += len(batch)
+                for (_, done), outcome in zip(batch, outcomes, strict=True):
+                    if done.done():
+                        continue  # the request went away; its write stands
+                    if isinstance(outcome, BaseException):
+                        done.set_exception(outcome)
+                    else:
+                        done.set_result(outcome)
+                if queue.pending:
+                    await asyncio.sleep(0)  # the reads that came meanwhile go first
+        except BaseException as e:  # pragma: no cover - a bug here must not hang requests
+            for _, done in queue.pending:
+                if not done.done():
+                    done.set_exception(e if isinstance(e, Exception) else RuntimeError(str(e)))
+            queue.pending.clear()
+            raise
+        finally:
+            queue.running = False
+            if not queue.pending:
+                self._queues.pop(loop, None)
+
+    def _commit(self, writes: list[Write]) -> list[Any]:
+        """Each write's result or exception, the batch in one transaction when the
+        backend has them."""
+        atomic = getattr(self.store.table, "atomic", None)
+        if not callable(atomic) or len(writes) == 1:
+            return [self._alone(w) for w in writes]
+        try:
+            # retried whole by the store while SQLite is busy: the writes have
+            # no effect but the store's, and build their answers afresh
+            return list(atomic(lambda _table: [w() for w in writes]))
+        except StoreError as e:
+            return [e] * len(writes)  # rolled back: none of them is recorded
+        except Exception:  # noqa: BLE001 - one event's own failure: rolled back, each alone
+            return [self._alone(w) for w in writes]
+
+    def _alone(self, write: Write) -> Any:
+        atomic = getattr(self.store.table, "atomic", None)
+        try:
+            return atomic(lambda _table: write()) if callable(atomic) else write()
+        except Exception as e:  # noqa: BLE001 - handed to the request it belongs to
+            return e
