@@ -114,6 +114,10 @@ class GroupCommit:
         self.batches = 0
         self.events = 0
 
+    def waiting(self) -> int:
+        """Writes queued and not yet taken into a batch, on every loop."""
+        return sum(len(q.pending) for q in list(self._queues.values()))
+
     async def submit(self, write: Write) -> Any:
         """Run ``write`` in the next batch; its result once committed (or its error)."""
         loop = asyncio.get_running_loop()
