@@ -27,6 +27,7 @@ compare the token with ``==``, or read a body before the ingest slot is taken.
 from __future__ import annotations
 
 import asyncio
+import collections
 import hmac
 import threading
 import time
@@ -113,6 +114,8 @@ class IngestLimitMiddleware:
         self.slots = slots
         self.active = 0
         self._lock = threading.Lock()
+        # ingests of this process waiting for a slot, oldest first
+        self._waiting: collections.deque[object] = collections.deque()
 
     def _take(self) -> bool:
         if self.slots is not None:
@@ -122,6 +125,22 @@ class IngestLimitMiddleware:
                 self.active += 1
                 return True
             return False
+
+    async def _queue(self) -> bool:
+        """Wait for a slot, first come first served in this process (a slot
+        freed goes to the ingest that waited longest, within a millisecond, not
+        to whichever poll comes first); False after ``ingest_wait`` seconds."""
+        give_up = time.monotonic() + self.ingest_wait
+        ticket = object()
+        self._waiting.append(ticket)
+        try:
+            while not (self._waiting[0] is ticket and self._take()):
+                if time.monotonic() >= give_up:
+                    return False
+                await asyncio.sleep(0.001)
+            return True
+        finally:
+            self._waiting.remove(ticket)
 
     def _give(self) -> None:
         if self.slots is not None:
@@ -135,16 +154,12 @@ class IngestLimitMiddleware:
             await self.app(scope, receive, send)
             return
         ingest = scope["method"] == "POST" and scope["path"] == INGEST_PATH
-        if ingest:
-            give_up = time.monotonic() + self.ingest_wait
-            while not self._take():
-                if time.monotonic() >= give_up:
-                    await _send_error(
-                        send, 503, f"the server is busy: {self.max_ingests} ingests are in "
-                                   f"progress (the configured maximum); retry later",
-                        {"Retry-After": "1"})
-                    return
-                await asyncio.sleep(0.02)
+        if ingest and not (not self._waiting and self._take()) and not await self._queue():
+            await _send_error(
+                send, 503, f"the server is busy: {self.max_ingests} ingests are in "
+                           f"progress (the configured maximum); retry later",
+                {"Retry-After": "1"})
+            return
         started = False
         body_done = False
         deadline: float | None = None

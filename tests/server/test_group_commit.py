@@ -236,3 +236,41 @@ def test_a_batch_never_holds_more_than_its_limit(store, sizes):
     assert [a.status_code for a in answers] == [201] * sizes[0]
     assert len(store.runs(OUT, 0, MAX_TIME)) == sizes[0]
     assert store.exists(EndPoint(OUT.namespace, OUT.name))
+
+
+def test_ingests_waiting_for_a_slot_get_it_first_come_first_served():
+    """One slot, held; five ingests queue for it one after another: as the slot
+    is freed, each gets it in the order it came (not whichever polls first)."""
+    import asyncio
+
+    from fll.server.guard import IngestLimitMiddleware
+
+    order: list[int] = []
+    gates: dict[int, asyncio.Event] = {}
+
+    async def app(scope, receive, send):
+        order.append(scope["n"])
+        await gates[scope["n"]].wait()  # holds the slot until its gate opens
+
+    async def main() -> None:
+        limit = IngestLimitMiddleware(app, max_ingests=1, ingest_wait=30)
+
+        def ingest(n: int):
+            gates[n] = asyncio.Event()
+            return asyncio.create_task(limit({"type": "http", "method": "POST",
+                                              "path": "/api/v1/lineage", "n": n}, None, None))
+
+        tasks = [ingest(0)]
+        await asyncio.sleep(0.01)
+        for n in range(1, 6):
+            tasks.append(ingest(n))
+            await asyncio.sleep(0.005)  # queued in this order
+        for n in range(6):
+            gates[n].set()
+            await asyncio.sleep(0.01)
+        await asyncio.wait_for(asyncio.gather(*tasks), 10)
+
+    for _ in range(5):
+        order.clear()
+        asyncio.run(main())
+        assert order == list(range(6))
