@@ -7,9 +7,10 @@ values and the error messages are those documented.
 
 `GroupCommit`: an ingest is checked and turned into lineage on the event loop
 before it waits for anything (nothing about it is left to find out once it
-writes); what is left is its write, a function of the store. One writer task
-per event loop records the writes queued while the previous batch committed
-or while it waited for the workers' write lock, in ONE transaction
+writes); what is left is its write, a function of the store. The first
+ingest to write on an event loop leads: it takes the workers' write lock
+(at once when it is free) and records its write with every write queued
+meanwhile by other ingests of the loop, in ONE transaction
 (`SQLiteTable.atomic`: nested writes join it), and answers each request only
 after the commit. The reads and writes of every write in a batch see one
 state of the store and nobody writes between them, so a run's read-merge-write
@@ -127,8 +128,11 @@ class GroupCommit:
         done: asyncio.Future = loop.create_future()
         queue.pending.append((write, done))
         if not queue.running:
+            # nobody writes on this loop: this request leads the batch itself, so a
+            # lone ingest with the lock free commits at once, with no task to start
+            # and no turn of the loop lost (under load a turn is many reads long)
             queue.running = True
-            loop.create_task(self._drain(loop, queue))
+            await self._lead(loop, queue, done)
         return await done
 
     async def alone(self, write: Write) -> Any:
@@ -144,9 +148,13 @@ class GroupCommit:
             raise outcome
         return outcome
 
-    async def _drain(self, loop: asyncio.AbstractEventLoop, queue: _Queue) -> None:
+    async def _lead(self, loop: asyncio.AbstractEventLoop, queue: _Queue,
+                    own: asyncio.Future | None) -> None:
+        """Commit what is queued, batch after batch, until ``own`` is answered (a
+        leading request) or the queue is empty (a writer task); what is left then
+        goes on in a writer task, the queue still marked as running."""
         try:
-            while queue.pending:
+            while queue.pending and not (own is not None and own.done()):
                 # writes queued while the lock is awaited join this batch
                 got = await take_turn(self.lock)
                 try:
@@ -165,17 +173,11 @@ class GroupCommit:
                         done.set_exception(outcome)
                     else:
                         done.set_result(outcome)
-                if queue.pending:
-                    await asyncio.sleep(0)  # the reads that came meanwhile go first
-        except BaseException as e:  # pragma: no cover - a bug here must not hang requests
-            for _, done in queue.pending:
-                if not done.done():
-                    done.set_exception(e if isinstance(e, Exception) else RuntimeError(str(e)))
-            queue.pending.clear()
-            raise
         finally:
-            queue.running = False
-            if not queue.pending:
+            if queue.pending:
+                loop.create_task(self._lead(loop, queue, None))
+            else:
+                queue.running = False
                 self._queues.pop(loop, None)
 
     def _commit(self, writes: list[Write]) -> list[Any]:

@@ -195,11 +195,24 @@ OTHER_RUNS = 12      # other runs posted at the same moment
 
 
 def test_many_clients_posting_at_once_record_every_run_exactly_once(store):
-    """No lock held: batches form as they do under load. Each round, several
-    clients post the same run at once among other runs; one of them records it
-    (201), the others find it there (200), and no run is lost or doubled."""
-    app = create_app(store)
+    """Batches form as they do under load: a rival (another worker, here a
+    thread) takes the write lock for a few ms at a time while ingests arrive.
+    Each round, several clients post the same run at once among other runs; one
+    of them records it (201), the others find it there (200), and no run is
+    lost or doubled."""
+    lock = threading.Lock()
+    app = create_app(store, write_lock=lock, max_ingests=64)
+    stop = threading.Event()
+
+    def rival() -> None:
+        while not stop.is_set():
+            with lock:
+                time.sleep(0.002)
+            time.sleep(0.001)
+
     sent: list[str] = []
+    other = threading.Thread(target=rival)
+    other.start()
     with TestClient(app) as client, ThreadPoolExecutor(max_workers=32) as pool:
         for _ in range(ROUNDS):
             same = _rid()
@@ -216,6 +229,8 @@ def test_many_clients_posting_at_once_record_every_run_exactly_once(store):
             assert sorted(statuses[:SAME_RUN_SENDERS]) == [200] * (SAME_RUN_SENDERS - 1) + [201]
             assert statuses[SAME_RUN_SENDERS:] == [201] * OTHER_RUNS
             sent += [same, *others]
+    stop.set()
+    other.join()
     # the writes did go in batches (else this test proves nothing about them)
     assert app.state.writer.events > app.state.writer.batches
     recorded = [r.run_id for r in store.runs(OUT, 0, MAX_TIME)]
