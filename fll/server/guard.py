@@ -294,6 +294,57 @@ class _TimedH11(_Deadlines, H11Protocol):
                         "body" if state is h11.SEND_BODY else None)
 
 
+class _OneSend:
+    """A connection's transport that sends a response's head together with the
+    body written right after it: uvicorn writes the two separately, and on a
+    small answer the second send (a syscall, and on loopback the receiver's
+    wake-up) cost as much as the first. A head with nothing after it in the same
+    turn of the event loop (HEAD, 204, a streamed body not ready yet) is sent at
+    the end of that turn; closing the connection sends it first."""
+
+    __slots__ = ("_transport", "_loop", "_head", "_flush")
+
+    def __init__(self, transport: Any, loop: Any):
+        self._transport = transport
+        self._loop = loop
+        self._head: bytes | None = None
+        self._flush: Any = None
+
+    def write(self, data: bytes) -> None:
+        if self._head is not None:
+            data = self._head + data
+            self._head = None
+            self._flush.cancel()
+        elif data.startswith(b"HTTP/1.1 ") and not data.startswith(b"HTTP/1.1 100 "):
+            self._head = bytes(data)
+            self._flush = self._loop.call_soon(self._send_head)
+            return
+        self._transport.write(data)
+
+    def writelines(self, lines: Any) -> None:
+        self.write(b"".join(lines))
+
+    def _send_head(self) -> None:
+        head, self._head = self._head, None
+        if head is not None and not self._transport.is_closing():
+            self._transport.write(head)
+
+    def close(self) -> None:
+        if self._head is not None:
+            self._flush.cancel()
+            self._send_head()
+        self._transport.close()
+
+    def abort(self) -> None:
+        if self._head is not None:
+            self._flush.cancel()
+            self._head = None
+        self._transport.abort()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 def _httptools_protocol() -> type | None:
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -309,6 +360,7 @@ def _httptools_protocol() -> type | None:
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
+            self.transport = _OneSend(transport, self.loop)
             self._arm_phase("head")
 
         def connection_lost(self, exc: Exception | None) -> None:
