@@ -127,9 +127,11 @@ class IngestLimitMiddleware:
             return False
 
     async def _queue(self) -> bool:
-        """Wait for a slot, first come first served in this process (a slot
-        freed goes to the ingest that waited longest, within a millisecond, not
-        to whichever poll comes first); False after ``ingest_wait`` seconds."""
+        """Wait for a slot: the ingests of this process that wait take one in the
+        order they came, polling every millisecond (a newcomer that finds a slot
+        free takes it at once: making it queue would cost it a turn of the event
+        loop, which under load is many requests long); False after
+        ``ingest_wait`` seconds."""
         give_up = time.monotonic() + self.ingest_wait
         ticket = object()
         self._waiting.append(ticket)
@@ -154,7 +156,7 @@ class IngestLimitMiddleware:
             await self.app(scope, receive, send)
             return
         ingest = scope["method"] == "POST" and scope["path"] == INGEST_PATH
-        if ingest and not (not self._waiting and self._take()) and not await self._queue():
+        if ingest and not self._take() and not await self._queue():
             await _send_error(
                 send, 503, f"the server is busy: {self.max_ingests} ingests are in "
                            f"progress (the configured maximum); retry later",
