@@ -480,6 +480,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     }, token.encode() if token else None, public_reads,
         TokenMiddleware(None, token or "", public_reads).authorized)
 
+    app.state.prepare_ingest = _prepare  # an event's checks and build (benchmarks)
     spark_ingest.register(app, lineage, max_body)  # the JVM listener's writes
     from .explorer import mount_explorer  # the explorer page at /, static files only
     mount_explorer(app)

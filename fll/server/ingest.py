@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 from typing import Any, Callable
 
@@ -49,13 +48,20 @@ Write = Callable[[], Any]
 MAX_BATCH = 32
 
 # a number of 19 digits or more may be an integer beyond 64 bits, which orjson
-# reads as a float where json keeps it an int
-_LONG_NUMBER = re.compile(rb"[0-9]{19}")
+# reads as a float where json keeps it an int. Found by mapping every digit to
+# "0" and anything else to "." and looking for 19 zeros: a tenth of the cost of
+# a regular expression, which cost more than parsing the body
+_DIGITS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x2E for b in range(256))
+_LONG_NUMBER = b"0" * 19
+
+
+def _has_long_number(raw: bytes) -> bool:
+    return _LONG_NUMBER in raw.translate(_DIGITS)
 
 
 def parse_json(raw: bytes) -> Any:
     """The JSON value of a request body, or `ApiError` 400 naming what is wrong."""
-    if not _LONG_NUMBER.search(raw):
+    if not _has_long_number(raw):
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
