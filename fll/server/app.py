@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import zlib
-from typing import Any, Callable, cast
+from typing import Any, AsyncIterator, Callable, cast
 
 from fastapi import FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -38,7 +38,7 @@ from .errors import ApiError, CatchAllMiddleware, install
 from .guard import (DEFAULT_BODY_TIMEOUT, DEFAULT_INGEST_WAIT, DEFAULT_MAX_FIELDS,
                     DEFAULT_MAX_INGESTS, IngestLimitMiddleware, TokenMiddleware, check_fields)
 from .fast import FastReads, bool_param, int_param, str_param
-from .ingest import GroupCommit, parse_json
+from .ingest import GroupCommit, IngestRoute, parse_json
 from .paths import RawPathMiddleware, segment
 from .reads import ReadView, SetMerges
 from .responses import JSONResponse
@@ -93,14 +93,13 @@ def _has_column_lineage(event: Any) -> bool:
         and o["facets"].get("columnLineage") is not None for o in outputs)
 
 
-async def _read_body(request: Request, max_body: int) -> bytes:
-    declared = request.headers.get("content-length")
+async def _read_body(declared: str | None, stream: AsyncIterator[bytes], max_body: int) -> bytes:
     too_big = f"request body is larger than {max_body} bytes"
     if declared and declared.isdigit() and int(declared) > max_body:
         raise ApiError(413, too_big)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    async for chunk in stream:
         size += len(chunk)
         if size > max_body:  # enforced while reading: never buffer more than the limit
             raise ApiError(413, too_big)
@@ -149,7 +148,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     that each process's ingest writer takes around a commit (see
     `fll.server.ingest.GroupCommit`); a process of its own gets one of its own.
     ``fast_reads``: False answers every route through the framework, each
-    reading the store directly (no `fll.server.fast`, no `fll.server.reads`):
+    reading the store directly (no `fll.server.fast`, no `fll.server.reads`,
+    no `fll.server.ingest.IngestRoute`):
     the same answers, slower; what benchmarks and tests compare against.
     """
     if isinstance(store, str):
@@ -176,7 +176,10 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     app.state.store = lineage
     app.state.writer = writer
     install(app)
-    # innermost first: the token is checked before an ingest slot is taken
+    # innermost first: the token is checked before an ingest slot is taken, and
+    # both before an ingest is answered in front of the router
+    if fast_reads:
+        app.add_middleware(IngestRoute, answer=lambda *a: answer_ingest(*a))
     app.add_middleware(IngestLimitMiddleware, max_ingests=max_ingests, ingest_wait=ingest_wait,
                        body_timeout=body_timeout, slots=ingest_slots)
     if token:
@@ -308,8 +311,14 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         a RunEvent's time still fixes the run's start if it is the first seen.
         409: the run was recorded through the store API with other operations.
         """
-        raw = _decoded(await _read_body(request, max_body),
-                       request.headers.get("content-encoding", ""), max_body)
+        return await answer_ingest(request.headers.get("content-length"),
+                                   request.headers.get("content-encoding", ""), request.stream())
+
+    async def answer_ingest(declared: str | None, encoding: str,
+                            stream: AsyncIterator[bytes]) -> JSONResponse:
+        """The ingest route's answer (also given in front of the framework by
+        `fll.server.ingest.IngestRoute`, inside the token check and the slots)."""
+        raw = _decoded(await _read_body(declared, stream, max_body), encoding, max_body)
         event = parse_json(raw)
         fields = check_fields(event, max_fields)  # before any lineage object is built
         try:
