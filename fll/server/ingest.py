@@ -22,12 +22,14 @@ its own answer: one event never fails another. A store error fails the
 batch: every request in it answers 503 and none of them is half-written.
 
 A backend without transactions (HBase, Bigtable) writes each event alone,
-as before, in arrival order.
+as before, in arrival order. On SQLite the transaction serializes writers
+across processes and servers sharing the file, so the answers are exact
+there too.
 
 `IngestRoute`: ``POST /api/v1/lineage`` answered by the route's own function
 straight from the ASGI messages, inside the token check and the ingest slots
 (which stay middleware around it), without the router and exception layers
-of the framework, which cost an ingest about a third of its CPU. Errors get
+of the framework (about 0.15 ms of an ingest's 1 ms of CPU). Errors get
 the bodies the app's exception handlers give; anything unexpected goes on to
 the outer catch-all (a generic 500), as from the route.
 
@@ -56,7 +58,7 @@ log = logging.getLogger("fll.server")
 Write = Callable[[], Any]
 
 # at most this many events per transaction: a batch runs on the event loop,
-# so this bounds how long reads wait for it (about 1 ms of CPU per event)
+# so this bounds how long reads wait for it (about 0.4 ms of CPU per event)
 MAX_BATCH = 32
 
 # a number of 19 digits or more may be an integer beyond 64 bits, which orjson
