@@ -45,9 +45,12 @@ happens.
 from __future__ import annotations
 
 import os
+import threading
 from datetime import datetime, timezone
 import uuid
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
+
+import orjson
 
 from . import __version__
 from .codec import operation_to_dict, operations_from_list
@@ -118,6 +121,66 @@ def _list_or_none(value: Any, path: str) -> list:
 
 def _opt(d: dict, key: str, reader, path: str, default: Any) -> Any:
     return reader(d[key], f"{path}.{key}") if d.get(key) is not None else default
+
+
+# -- remembering what the same JSON always builds -------------------------------
+
+# Producers send the same column lineage run after run (a daily job, START and
+# COMPLETE of one run), and building an operation set from it is most of an
+# ingest's CPU. Building is a pure function of the JSON it reads, so its result
+# is kept under that JSON's canonical bytes (sorted keys): the same bytes can
+# only ever build the same set. Only successes are kept; an event that fails
+# is checked afresh each time, so its error is the same as ever.
+_MEMO_ENTRIES = 1024
+_MEMO_MAX_KEY = 64 * 1024  # a wide event is built each time, not kept
+
+
+class _Memo:
+    """A bounded map of canonical JSON bytes to what they build; thread-safe."""
+
+    def __init__(self, size: int = _MEMO_ENTRIES):
+        self._data: dict[bytes, Any] = {}
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, value: Any, build: Callable[[], Any]) -> Any:
+        key = _canonical(value)
+        if key is None:
+            return build()
+        hit = self._data.get(key, _MISS)
+        if hit is not _MISS:
+            return hit
+        built = build()
+        with self._lock:
+            if len(self._data) >= self._size:
+                del self._data[next(iter(self._data))]  # the oldest
+            self._data[key] = built
+        return built
+
+
+_MISS = object()
+
+
+def _canonical(value: Any) -> bytes | None:
+    """The value's JSON with sorted keys, or None when that could stand for
+    another value too: orjson writes NaN and infinities as null (only the
+    standard library's parser makes them) and refuses integers beyond 64 bits."""
+    try:
+        key = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+    if len(key) > _MEMO_MAX_KEY or b"null" in key:
+        return None
+    return key
+
+
+# (inputs, outputs) -> the operation set their column lineage builds (None: none)
+_BUILT = _Memo()
+# an fllRun facet's operations -> (that set, the checksum of its normal form),
+# or None when they are not an operation set fll can read
+_ORIGINAL = _Memo()
+# checksum of a set -> checksum of its normal form (a pure function of the set)
+_NORMAL: dict[str, str] = {}
 
 
 # -- ingest --------------------------------------------------------------------
@@ -293,16 +356,21 @@ def run_event_to_lineage(event: Any) -> tuple[FieldLineageInfo, str, int, str]:
     program = _job_program(ev)
     if ev.get("eventType") is not None:
         _str(ev["eventType"], "$.eventType")
-    lineage, props = _event_lineage(ev)
-    if not lineage:
+    info = _BUILT.get([ev.get("inputs"), ev.get("outputs")], lambda: _lineage_info(ev))
+    if info is None:
         raise InvalidLineageError(
             "the event has no output with a columnLineage facet "
             "($.outputs[*].facets.columnLineage): nothing to record")
-    info = _build(lineage, props)
     original = _original_run(ev, info)
     if original is not None:
         return original[0], original[1], start_ms, original[2]
     return info, run_id, start_ms, program
+
+
+def _lineage_info(ev: dict) -> FieldLineageInfo | None:
+    """The operation set an event's column lineage builds; None when it has none."""
+    lineage, props = _event_lineage(ev)
+    return _build(lineage, props) if lineage else None
 
 
 def _original_run(ev: dict, info: FieldLineageInfo) -> tuple[FieldLineageInfo, str, str] | None:
@@ -317,14 +385,32 @@ def _original_run(ev: dict, info: FieldLineageInfo) -> tuple[FieldLineageInfo, s
         return None
     if ops is None:
         return info, rid, program  # the facets alone give the operations back
+    found = _ORIGINAL.get(ops, lambda: _facet_operations(ops))
+    # the facet is trusted only as far as the column lineage it must reproduce
+    if found is None or found[1] != info.checksum:
+        return None
+    return found[0], rid, program
+
+
+def _facet_operations(ops: Any) -> tuple[FieldLineageInfo, str] | None:
+    """(the operation set an fllRun facet lists, its normal form's checksum), or
+    None when the facet is not fll's own (then the event's lineage stands)."""
     try:
         original = FieldLineageInfo(operations_from_list(ops))
-        # the facet is trusted only as far as the column lineage it must reproduce
-        if normal_form(original) != info:
-            return None
+        return original, _normal_checksum(original)
     except (FllError, TypeError, ValueError, KeyError, AttributeError):
-        return None  # a facet that is not fll's own: the event's lineage stands
-    return original, rid, program
+        return None
+
+
+def _normal_checksum(info: FieldLineageInfo) -> str:
+    """``normal_form(info).checksum``, remembered per set."""
+    found = _NORMAL.get(info.checksum)
+    if found is None:
+        found = normal_form(info).checksum
+        if len(_NORMAL) >= _MEMO_ENTRIES * 16:
+            _NORMAL.clear()
+        _NORMAL[info.checksum] = found
+    return found
 
 
 def normal_form(info: FieldLineageInfo) -> FieldLineageInfo:
@@ -344,7 +430,7 @@ def union(prior: FieldLineageInfo, event: Any) -> FieldLineageInfo | None:
     the transformation tags of an edge merged. None when ``prior`` is not an
     operation set OpenLineage ingest made (a run recorded through the store API
     or a pipeline keeps CDAP's rule: one run, one operation set)."""
-    if normal_form(prior) != prior:
+    if _normal_checksum(prior) != prior.checksum:
         return None
     lineage, props = _info_lineage(prior)
     more, more_props = _event_lineage(_obj(event, "$"))

@@ -17,13 +17,10 @@ half an event.
 """
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 import threading
-import time
 import zlib
-from typing import Any, cast
+from typing import Any, AsyncIterator, Callable, cast
 
 from fastapi import FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -41,6 +38,7 @@ from .errors import ApiError, CatchAllMiddleware, install
 from .guard import (DEFAULT_BODY_TIMEOUT, DEFAULT_INGEST_WAIT, DEFAULT_MAX_FIELDS,
                     DEFAULT_MAX_INGESTS, IngestLimitMiddleware, TokenMiddleware, check_fields)
 from .fast import FastReads, bool_param, int_param, str_param
+from .ingest import GroupCommit, IngestRoute, parse_json
 from .paths import RawPathMiddleware, segment
 from .reads import ReadView, SetMerges
 from .responses import JSONResponse
@@ -95,14 +93,13 @@ def _has_column_lineage(event: Any) -> bool:
         and o["facets"].get("columnLineage") is not None for o in outputs)
 
 
-async def _read_body(request: Request, max_body: int) -> bytes:
-    declared = request.headers.get("content-length")
+async def _read_body(declared: str | None, stream: AsyncIterator[bytes], max_body: int) -> bytes:
     too_big = f"request body is larger than {max_body} bytes"
     if declared and declared.isdigit() and int(declared) > max_body:
         raise ApiError(413, too_big)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    async for chunk in stream:
         size += len(chunk)
         if size > max_body:  # enforced while reading: never buffer more than the limit
             raise ApiError(413, too_big)
@@ -148,9 +145,11 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     --workers``), so ``max_ingests`` holds for the whole server.
     ``max_level``: hard cap of ``level`` and ``depth`` (400 above).
     ``write_lock``: a lock shared by worker processes (``fll serve --workers``)
-    that ingests take turns on before writing (see `_turn`).
+    that each process's ingest writer takes around a commit (see
+    `fll.server.ingest.GroupCommit`); a process of its own gets one of its own.
     ``fast_reads``: False answers every route through the framework, each
-    reading the store directly (no `fll.server.fast`, no `fll.server.reads`):
+    reading the store directly (no `fll.server.fast`, no `fll.server.reads`,
+    no `fll.server.ingest.IngestRoute`):
     the same answers, slower; what benchmarks and tests compare against.
     """
     if isinstance(store, str):
@@ -159,6 +158,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     lineage: LineageStore = store
     # serialises the events of one run in this process (the union is read-merge-write)
     run_locks = [threading.Lock() for _ in range(64)]
+    # this process's ingest writes, committed in batches (fll.server.ingest)
+    writer = GroupCommit(lineage, write_lock if write_lock is not None else threading.Lock())
     # as many entries as a server keeps decoded sets (fll serve --cache-sets)
     tcache = views.TransformationCache(size=32_768)
     # answers merged over a list of operation sets, shared by this process's requests
@@ -173,8 +174,12 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                   description="Field-level lineage: CDAP v3 field-lineage API, "
                               "Marquez-style column lineage and OpenLineage ingest.")
     app.state.store = lineage
+    app.state.writer = writer
     install(app)
-    # innermost first: the token is checked before an ingest slot is taken
+    # innermost first: the token is checked before an ingest slot is taken, and
+    # both before an ingest is answered in front of the router
+    if fast_reads:
+        app.add_middleware(IngestRoute, answer=lambda *a: answer_ingest(*a))
     app.add_middleware(IngestLimitMiddleware, max_ingests=max_ingests, ingest_wait=ingest_wait,
                        body_timeout=body_timeout, slots=ingest_slots)
     if token:
@@ -306,36 +311,34 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         a RunEvent's time still fixes the run's start if it is the first seen.
         409: the run was recorded through the store API with other operations.
         """
-        raw = _decoded(await _read_body(request, max_body),
-                       request.headers.get("content-encoding", ""), max_body)
-        try:
-            event = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ApiError(400, f"the body is not JSON: {e}") from None
-        except RecursionError:  # json nests by recursion: "[[[[…" within the size limit
-            raise ApiError(400, "the body nests JSON arrays/objects too deeply") from None
+        return await answer_ingest(request.headers.get("content-length"),
+                                   request.headers.get("content-encoding", ""), request.stream())
+
+    async def answer_ingest(declared: str | None, encoding: str,
+                            stream: AsyncIterator[bytes]) -> JSONResponse:
+        """The ingest route's answer (also given in front of the framework by
+        `fll.server.ingest.IngestRoute`, inside the token check and the slots)."""
+        raw = _decoded(await _read_body(declared, stream, max_body), encoding, max_body)
+        event = parse_json(raw)
         fields = check_fields(event, max_fields)  # before any lineage object is built
         try:
-            # a usual event on the event loop, as the hot reads are: in a worker
-            # thread an ingest waited for the GIL after every SQLite call while
-            # the loop answered reads (a convoy of tens of ms per ingest). The
-            # write is a few ms of CPU (WAL, no fsync per commit); what must not
-            # stall the loop is waiting for another worker's SQLite write lock,
-            # so the workers take turns on a shared lock awaited here first. A
-            # wide event (seconds of work) goes to a thread: reads go on beside it.
-            got = await _turn(write_lock)
-            try:
-                if fields > INLINE_FIELDS:
-                    return await run_in_threadpool(_ingest, event)
-                return _ingest(event)
-            finally:
-                if got:
-                    write_lock.release()
+            # a usual event is checked and built on the event loop, as the hot
+            # reads are answered: in a worker thread it waited for the GIL after
+            # every step while the loop answered reads. Its write then joins the
+            # next batch of this process's writes (fll.server.ingest), so the
+            # workers' write lock is held for commits only, never for parsing.
+            # A wide event (seconds of work) goes to a thread: reads go on beside it.
+            if fields > INLINE_FIELDS:
+                write = await run_in_threadpool(_prepare, event)
+                return await writer.alone(write)
+            return await writer.submit(_prepare(event))
         except BadRequest as e:
             # well-formed JSON that is not a valid RunEvent: the reason names the JSON path
             raise ApiError(422, f"invalid OpenLineage event: {e}") from None
 
-    def _ingest(event: Any) -> JSONResponse:
+    def _prepare(event: Any) -> Callable[[], JSONResponse]:
+        """Check ``event`` and build its lineage; its write, to run in a batch.
+        Everything is validated here, before the first write: nothing half-recorded."""
         if not isinstance(event, dict):
             raise BadRequest("$ must be a JSON object (an OpenLineage event)", "$")
         kind = ol.event_kind(event)
@@ -343,24 +346,29 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
             return _static_event(event, kind)
         check_shape(event)
         facts = ol.dataset_facts(event)
-        # everything is validated before the first write: nothing half-recorded
         parsed = run_event_to_lineage(event) if _has_column_lineage(event) else None
-        run_id = parsed[1] if parsed is not None else event_run_id(event)
         if parsed is None:
-            # the first event the STORE saw fixes the start, whichever server got
-            # it (recording lineage does the same claim itself)
-            start_ms = lineage.claim_run_start(run_id, event_time_ms(event))
-            schemas = _keep_facts(facts, run_id, start_ms)
-            return JSONResponse({"recorded": False, "runId": run_id, "schemas": schemas,
-                                 "reason": "no output carries a columnLineage facet"},
-                                status_code=202)
-        info, _, start_ms, program = parsed
-        with run_locks[hash(run_id) % len(run_locks)]:
-            body, status, start_ms = _record_run(event, info, run_id, start_ms, program)
-        # schemas go under the run's stored start, after its lineage (a resend
-        # repairs a crash in between: both writes are idempotent)
-        body["schemas"] = _keep_facts(facts, run_id, start_ms)
-        return JSONResponse(body, status_code=status)
+            run_id, at = event_run_id(event), event_time_ms(event)
+
+            def claim() -> JSONResponse:
+                # the first event the STORE saw fixes the start, whichever server got
+                # it (recording lineage does the same claim itself)
+                start_ms = lineage.claim_run_start(run_id, at)
+                schemas = _keep_facts(facts, run_id, start_ms)
+                return JSONResponse({"recorded": False, "runId": run_id, "schemas": schemas,
+                                     "reason": "no output carries a columnLineage facet"},
+                                    status_code=202)
+            return claim
+        info, run_id, start_ms, program = parsed
+
+        def record() -> JSONResponse:
+            with run_locks[hash(run_id) % len(run_locks)]:
+                body, status, start = _record_run(event, info, run_id, start_ms, program)
+            # schemas go under the run's stored start, after its lineage (a resend
+            # repairs a crash in between: both writes are idempotent)
+            body["schemas"] = _keep_facts(facts, run_id, start)
+            return JSONResponse(body, status_code=status)
+        return record
 
     def _record_run(event: Any, info: Any, run_id: str, start_ms: int,
                     program: str) -> tuple[dict, int, int]:
@@ -407,7 +415,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                 lineage.record_alias(alias_ns, alias_name, f.namespace, f.name)
         return n
 
-    def _static_event(event: dict, kind: str) -> JSONResponse:
+    def _static_event(event: dict, kind: str) -> Callable[[], JSONResponse]:
         """A DatasetEvent or JobEvent: no run, so no lineage; their dataset
         schemas and symlinks are kept (201), anything else is acknowledged (202)."""
         ol.check_static_event(event)
@@ -415,13 +423,16 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         facts = ol.dataset_facts(event)
         owner = (f"{kind}Event:{event['job']['namespace']}/{event['job']['name']}"
                  if kind == "job" else f"{kind}Event")
-        schemas = _keep_facts(facts, owner, at)
-        recorded = schemas > 0 or any(f.symlinks for f in facts)
-        body: dict[str, Any] = {"recorded": recorded, "event": kind, "schemas": schemas}
-        if not recorded:
-            body["reason"] = (f"a {kind} event without schema or symlinks facets carries "
-                              f"nothing fll keeps")
-        return JSONResponse(body, status_code=201 if recorded else 202)
+
+        def keep() -> JSONResponse:
+            schemas = _keep_facts(facts, owner, at)
+            recorded = schemas > 0 or any(f.symlinks for f in facts)
+            body: dict[str, Any] = {"recorded": recorded, "event": kind, "schemas": schemas}
+            if not recorded:
+                body["reason"] = (f"a {kind} event without schema or symlinks facets carries "
+                                  f"nothing fll keeps")
+            return JSONResponse(body, status_code=201 if recorded else 202)
+        return keep
 
     # -- the same read routes, answered in front of the framework (fll.server.fast)
     def _v3(*rest: str | None) -> tuple[str | None, ...]:
@@ -478,30 +489,11 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     }, token.encode() if token else None, public_reads,
         TokenMiddleware(None, token or "", public_reads).authorized)
 
+    app.state.prepare_ingest = _prepare  # an event's checks and build (benchmarks)
     spark_ingest.register(app, lineage, max_body)  # the JVM listener's writes
     from .explorer import mount_explorer  # the explorer page at /, static files only
     mount_explorer(app)
     return app
-
-
-# how long an ingest waits for the workers' write lock before writing without
-# it: the lock only spares the event loop SQLite's busy waits (the store is
-# what keeps writes safe), so a lock left held by a killed worker costs this
-# once per ingest, never an ingest
-_TURN_WAIT = 2.0
-
-
-async def _turn(lock: Any) -> bool:
-    """Take ``lock`` without blocking the event loop (polled); False when there
-    is none or it stayed taken for `_TURN_WAIT` seconds."""
-    if lock is None:
-        return False
-    give_up = time.monotonic() + _TURN_WAIT
-    while not lock.acquire(False):
-        if time.monotonic() >= give_up:
-            return False
-        await asyncio.sleep(0.0005)
-    return True
 
 
 class _App(FastAPI):

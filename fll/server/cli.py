@@ -209,7 +209,7 @@ def _supervise(url: str, sock: socket.socket, token: str | None, settings: dict[
     fork = multiprocessing.get_context("fork")
     slots = fork.BoundedSemaphore(settings["max_ingests"])
     # ingests write on each worker's event loop; workers take turns on this
-    # lock so none waits inside SQLite for another (fll.server.app._turn)
+    # lock so none waits inside SQLite for another (fll.server.ingest.GroupCommit)
     write_lock = fork.Lock()
     parent = os.getpid()
     stopping = False

@@ -27,6 +27,7 @@ compare the token with ``==``, or read a body before the ingest slot is taken.
 from __future__ import annotations
 
 import asyncio
+import collections
 import hmac
 import threading
 import time
@@ -113,6 +114,8 @@ class IngestLimitMiddleware:
         self.slots = slots
         self.active = 0
         self._lock = threading.Lock()
+        # ingests of this process waiting for a slot, oldest first
+        self._waiting: collections.deque[object] = collections.deque()
 
     def _take(self) -> bool:
         if self.slots is not None:
@@ -122,6 +125,24 @@ class IngestLimitMiddleware:
                 self.active += 1
                 return True
             return False
+
+    async def _queue(self) -> bool:
+        """Wait for a slot: the ingests of this process that wait take one in the
+        order they came, polling every millisecond (a newcomer that finds a slot
+        free takes it at once: making it queue would cost it a turn of the event
+        loop, which under load is many requests long); False after
+        ``ingest_wait`` seconds."""
+        give_up = time.monotonic() + self.ingest_wait
+        ticket = object()
+        self._waiting.append(ticket)
+        try:
+            while not (self._waiting[0] is ticket and self._take()):
+                if time.monotonic() >= give_up:
+                    return False
+                await asyncio.sleep(0.001)
+            return True
+        finally:
+            self._waiting.remove(ticket)
 
     def _give(self) -> None:
         if self.slots is not None:
@@ -135,16 +156,12 @@ class IngestLimitMiddleware:
             await self.app(scope, receive, send)
             return
         ingest = scope["method"] == "POST" and scope["path"] == INGEST_PATH
-        if ingest:
-            give_up = time.monotonic() + self.ingest_wait
-            while not self._take():
-                if time.monotonic() >= give_up:
-                    await _send_error(
-                        send, 503, f"the server is busy: {self.max_ingests} ingests are in "
-                                   f"progress (the configured maximum); retry later",
-                        {"Retry-After": "1"})
-                    return
-                await asyncio.sleep(0.02)
+        if ingest and not self._take() and not await self._queue():
+            await _send_error(
+                send, 503, f"the server is busy: {self.max_ingests} ingests are in "
+                           f"progress (the configured maximum); retry later",
+                {"Retry-After": "1"})
+            return
         started = False
         body_done = False
         deadline: float | None = None
@@ -279,6 +296,57 @@ class _TimedH11(_Deadlines, H11Protocol):
                         "body" if state is h11.SEND_BODY else None)
 
 
+class _OneSend:
+    """A connection's transport that sends a response's head together with the
+    body written right after it: uvicorn writes the two separately, and on a
+    small answer the second send (a syscall, and on loopback the receiver's
+    wake-up) cost as much as the first. A head with nothing after it in the same
+    turn of the event loop (HEAD, 204, a streamed body not ready yet) is sent at
+    the end of that turn; closing the connection sends it first."""
+
+    __slots__ = ("_transport", "_loop", "_head", "_flush")
+
+    def __init__(self, transport: Any, loop: Any):
+        self._transport = transport
+        self._loop = loop
+        self._head: bytes | None = None
+        self._flush: Any = None
+
+    def write(self, data: bytes) -> None:
+        if self._head is not None:
+            data = self._head + data
+            self._head = None
+            self._flush.cancel()
+        elif data.startswith(b"HTTP/1.1 ") and not data.startswith(b"HTTP/1.1 100 "):
+            self._head = bytes(data)
+            self._flush = self._loop.call_soon(self._send_head)
+            return
+        self._transport.write(data)
+
+    def writelines(self, lines: Any) -> None:
+        self.write(b"".join(lines))
+
+    def _send_head(self) -> None:
+        head, self._head = self._head, None
+        if head is not None and not self._transport.is_closing():
+            self._transport.write(head)
+
+    def close(self) -> None:
+        if self._head is not None:
+            self._flush.cancel()
+            self._send_head()
+        self._transport.close()
+
+    def abort(self) -> None:
+        if self._head is not None:
+            self._flush.cancel()
+            self._head = None
+        self._transport.abort()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 def _httptools_protocol() -> type | None:
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -294,6 +362,7 @@ def _httptools_protocol() -> type | None:
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
+            self.transport = _OneSend(transport, self.loop)
             self._arm_phase("head")
 
         def connection_lost(self, exc: Exception | None) -> None:

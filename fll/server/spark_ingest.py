@@ -45,7 +45,7 @@ def register(app: FastAPI, store: LineageStore, max_body: int) -> None:
         no dataset. 409: the run id is recorded with other operations. 422: the
         event cannot be analysed (the reason names the JSON path).
         """
-        raw = await _read_body(request, max_body)
+        raw = await _read_body(request.headers.get("content-length"), request.stream(), max_body)
         try:
             event = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as e:

@@ -10,6 +10,12 @@ once with the fast path and read caches and once through the framework
 reading the store directly (as before them), interleaved, with the ratio and
 the mix-weighted figure beside the 2 ms a 1,000 req/s target leaves on 2 cores.
 
+`--ingest DIR` measures the CPU of one OpenLineage ingest step by step,
+in-process, over the same history: parsing the body, checking and building the
+operation set, committing it; each the way it was (json, built every time, a
+transaction per event) and the way it is (orjson, the build remembered per
+JSON, batches of 8 and 32), interleaved, best of the rounds.
+
 `--wide` measures instead the dataset-wide Marquez column lineage
 (`nodeId=dataset:…`) of one OpenLineage run writing N columns, each from its
 own input column plus a dataset-wide FILTER column (the workload that made it
@@ -152,7 +158,107 @@ def bench_per_request(directory: str, n: int, rounds: int) -> dict[str, dict[str
     return best
 
 
+def bench_ingest(directory: str, n: int, rounds: int) -> dict[str, float]:
+    """CPU ms per OpenLineage event, step by step, the way ingests were and the
+    way they are, interleaved round by round over the load benchmark's history
+    (a copy in DIR); best round. Steps: parse the body (json / `parse_json`),
+    check and build the set (the build remembered per JSON: cleared before each
+    event / kept), commit (one transaction per event / batches of 8 and 32,
+    `GroupCommit`), and the whole request through the app (the framework's
+    route / `IngestRoute`)."""
+    import asyncio
+    import json
+
+    from server_load import _RUN_MARK, event_templates, populate
+
+    from fll import open_store
+    from fll import openlineage as ol
+    from fll.server import create_app
+    from fll.server.ingest import parse_json
+
+    path = os.path.join(os.path.abspath(directory), "fll.db")
+    if not os.path.exists(path):
+        os.makedirs(directory, exist_ok=True)
+        populate(f"sqlite:///{path}", 100_000)
+    store = open_store(f"sqlite:///{path}", cache_size=32_768)
+    app = create_app(store)
+    plain = create_app(store, fast_reads=False)
+    prepare, writer = app.state.prepare_ingest, app.state.writer
+    templates = event_templates()
+
+    async def through(asgi, bodies: list[bytes]) -> None:
+        """Each body POSTed through the whole ASGI app, as uvicorn would."""
+        for body in bodies:
+            scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                     "method": "POST", "scheme": "http", "path": "/api/v1/lineage",
+                     "raw_path": b"/api/v1/lineage", "query_string": b"", "root_path": "",
+                     "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80),
+                     "headers": [(b"host", b"x"), (b"content-type", b"application/json"),
+                                 (b"content-length", str(len(body)).encode())]}
+            sent: list[dict] = []
+
+            async def receive(body: bytes = body) -> dict:
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            async def send(message: dict, sent: list = sent) -> None:
+                sent.append(message)
+
+            await asgi(scope, receive, send)
+            assert sent[0]["status"] == 201, sent
+    session = os.urandom(4).hex()
+    best: dict[str, float] = {}
+
+    def forget() -> None:
+        for memo in (ol._BUILT, ol._ORIGINAL):
+            memo._data.clear()
+        ol._NORMAL.clear()
+
+    def timed(name: str, r: int, fn) -> list:
+        c0 = time.process_time()
+        out = fn()
+        ms = (time.process_time() - c0) / n * 1000
+        if r:
+            best[name] = min(best.get(name, ms), ms)
+        return out
+
+    def one_round(r: int) -> None:
+        bodies = [templates[i % len(templates)].replace(
+            _RUN_MARK, f"ing-{session}-{r}-{i}").encode() for i in range(n)]
+        events = timed("parse: json", r, lambda: [json.loads(b) for b in bodies])
+        timed("parse: now", r, lambda: [parse_json(b) for b in bodies])
+
+        def cold() -> list:
+            out = []
+            for e in events:
+                forget()
+                out.append(prepare(e))
+            return out
+        timed("build: each time", r, cold)
+        writes = timed("build: now", r, lambda: [prepare(e) for e in events])
+        third = n // 3
+        timed("commit: alone", r, lambda: [writer._commit([w]) for w in writes[:third]])
+        for size in (8, 32):
+            part = writes[third:2 * third] if size == 8 else writes[2 * third:3 * third]
+            timed(f"commit: batches of {size}", r, lambda part=part, size=size: [
+                writer._commit(part[i:i + size]) for i in range(0, len(part), size)])
+        # the whole request, one at a time (no batches): the framework's route,
+        # then in front of the router
+        for name, asgi in (("request: the route", plain), ("request: now", app)):
+            timed(name, r, lambda name=name, asgi=asgi: asyncio.run(through(asgi, [
+                b.replace(b"ing-", f"{name[9:12]}-".encode()) for b in bodies])))
+
+    for r in range(rounds + 1):  # round 0 warms every cache
+        one_round(r)
+    for k in ("commit: alone", "commit: batches of 8", "commit: batches of 32"):
+        best[k] *= 3  # a third of the events each
+    store.close()
+    return best
+
+
 @click.command()
+@click.option("--ingest", "ingest_dir", metavar="DIR", default=None,
+              help="Measure the CPU of an OpenLineage ingest step by step in-process "
+                   "instead, over the load benchmark's history kept in DIR.")
 @click.option("--per-request", "per_request", metavar="DIR", default=None,
               help="Measure the server's CPU per request per kind in-process instead, over "
                    "the load benchmark's history kept in DIR.")
@@ -166,8 +272,23 @@ def bench_per_request(directory: str, n: int, rounds: int) -> dict[str, dict[str
 @click.option("--clients", default=8, show_default=True, type=click.IntRange(1, 200))
 @click.option("--seconds", default=20.0, show_default=True, type=click.FloatRange(1, 300))
 @click.option("--runs", default=100_000, show_default=True, type=click.IntRange(1))
-def main(per_request: str | None, n: int, rounds: int, wide: str | None, repeat: int,
-         clients: int, seconds: float, runs: int) -> None:
+def main(ingest_dir: str | None, per_request: str | None, n: int, rounds: int,
+         wide: str | None, repeat: int, clients: int, seconds: float, runs: int) -> None:
+    if ingest_dir:
+        got = bench_ingest(ingest_dir, n, rounds)
+        for name, ms in got.items():
+            click.echo(f"{name:<24}{ms:>8.3f} ms per event")
+        before = got["parse: json"] + got["build: each time"] + got["commit: alone"]
+        now = got["parse: now"] + got["build: now"] + got["commit: batches of 8"]
+        click.echo(f"{'an ingest before':<24}{before:>8.3f} ms (json, built each time, "
+                   f"committed alone)")
+        click.echo(f"{'an ingest now':<24}{now:>8.3f} ms (batches of 8): {before / now:.1f}x "
+                   f"less CPU; HTTP parsing and sockets come on top of both")
+        route, fast = got["request: the route"], got["request: now"]
+        click.echo(f"{'whole request':<24}{route:>8.3f} ms through the framework's route, "
+                   f"{fast:>6.3f} ms in front of it: {route / fast:.1f}x (alone, no batch)")
+        click.echo(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return
     if per_request:
         best = bench_per_request(per_request, n, rounds)
         share = {"ingest": 0.2, **{k: 0.8 / 5 for k in best["fast"] if k != "ingest"}}

@@ -38,6 +38,7 @@ def test_fifty_clients_ingesting_and_querying_at_once_get_no_error_and_lose_no_r
     assert report["errors"] == 0, report["error_samples"]
     assert report["server_alive"]
     assert report["ingested_201"] > 0 and report["ingested_lost"] == 0
+    assert report["ingested_doubled"] == 0
     assert report["overall"]["requests"] > 50
     figures["requests"] = report["overall"]["requests"]
     figures["req_per_s"] = report["overall"]["rps"]

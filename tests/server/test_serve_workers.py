@@ -26,6 +26,7 @@ from .test_ingest import ol_event
 
 ROUNDS = 3  # the race below runs this many times on one server
 RUNS_PER_ROUND = 24
+CLIENTS = 32  # at once: each worker's ingests meet in batches (fll.server.ingest)
 SENDERS_PER_RUN = 3  # clients sending the same run's COMPLETE event at once
 
 
@@ -89,7 +90,7 @@ def serve_two(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_two_workers_record_concurrent_ingests_exactly_once_and_stop_by_pid(serve_two):
-    base, url, proc = serve_two(max_ingests=8, ingest_wait=30)
+    base, url, proc = serve_two(max_ingests=CLIENTS, ingest_wait=30)
     workers = _children(proc.pid)
     assert len(workers) == 2, workers
 
@@ -99,7 +100,7 @@ def test_two_workers_record_concurrent_ingests_exactly_once_and_stop_by_pid(serv
             return client.post("/api/v1/lineage", json=ol_event(run_id=run_id)).status_code
 
     sent: list[str] = []
-    with ThreadPoolExecutor(max_workers=12) as pool:
+    with ThreadPoolExecutor(max_workers=CLIENTS) as pool:
         for r in range(ROUNDS):
             ids = [f"00000000-0000-4000-8000-{r:04d}{i:08d}" for i in range(RUNS_PER_ROUND)]
             sent += ids

@@ -1,0 +1,274 @@
+"""OpenLineage ingest inside one server process: the body parsed once, the
+writes of the ingests that wait at the same moment committed together.
+
+`parse_json`: orjson where it reads the body exactly as the standard library
+would (it is several times faster), the standard library otherwise, so the
+values and the error messages are those documented.
+
+`GroupCommit`: an ingest is checked and turned into lineage on the event loop
+before it waits for anything (nothing about it is left to find out once it
+writes); what is left is its write, a function of the store. The first
+ingest to write on an event loop leads: it takes the workers' write lock
+(at once when it is free) and records its write with every write queued
+meanwhile by other ingests of the loop, in ONE transaction
+(`SQLiteTable.atomic`: nested writes join it), and answers each request only
+after the commit. The reads and writes of every write in a batch see one
+state of the store and nobody writes between them, so a run's read-merge-write
+is exact across workers and servers, and each request's answer (201, 200,
+202, 409) is the one it would get alone. A write that fails for its own
+reason (a conflict, bad input the store refuses) rolls the whole batch back,
+and then each write of the batch runs alone in its own transaction and gets
+its own answer: one event never fails another. A store error fails the
+batch: every request in it answers 503 and none of them is half-written.
+
+A backend without transactions (HBase, Bigtable) writes each event alone,
+as before, in arrival order. On SQLite the transaction serializes writers
+across processes and servers sharing the file, so the answers are exact
+there too.
+
+`IngestRoute`: ``POST /api/v1/lineage`` answered by the route's own function
+straight from the ASGI messages, inside the token check and the ingest slots
+(which stay middleware around it), without the router and exception layers
+of the framework (about 0.15 ms of an ingest's 1 ms of CPU). Errors get
+the bodies the app's exception handlers give; anything unexpected goes on to
+the outer catch-all (a generic 500), as from the route.
+
+This module must never answer a request before its write committed, and
+never let the error of one event be the answer to another.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any, Callable
+
+import orjson
+from fastapi.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
+
+from ..errors import BadRequest, InvalidLineageError, NotFound, StoreError
+from .errors import ApiError, error_response
+from .guard import INGEST_PATH
+
+log = logging.getLogger("fll.server")
+
+#: one ingest's write: the store calls it makes, and the response
+Write = Callable[[], Any]
+
+# at most this many events per transaction: a batch runs on the event loop,
+# so this bounds how long reads wait for it (about 0.4 ms of CPU per event)
+MAX_BATCH = 32
+
+# a number of 19 digits or more may be an integer beyond 64 bits, which orjson
+# reads as a float where json keeps it an int. Found by mapping every digit to
+# "0" and anything else to "." and looking for 19 zeros: a tenth of the cost of
+# a regular expression, which cost more than parsing the body
+_DIGITS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x2E for b in range(256))
+_LONG_NUMBER = b"0" * 19
+
+
+def _has_long_number(raw: bytes) -> bool:
+    return _LONG_NUMBER in raw.translate(_DIGITS)
+
+
+def parse_json(raw: bytes) -> Any:
+    """The JSON value of a request body, or `ApiError` 400 naming what is wrong."""
+    if not _has_long_number(raw):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass  # json has the words, and takes what orjson does not (NaN, a BOM, UTF-16)
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ApiError(400, f"the body is not JSON: {e}") from None
+    except RecursionError:  # json nests by recursion: "[[[[…" within the size limit
+        raise ApiError(400, "the body nests JSON arrays/objects too deeply") from None
+
+
+async def _chunks(receive: Any) -> Any:
+    """The request body as it arrives (what Starlette's ``Request.stream`` gives)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.request":
+            body = message.get("body", b"")
+            if body:
+                yield body
+            if not message.get("more_body", False):
+                return
+        elif message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+
+
+class IngestRoute:
+    """``POST /api/v1/lineage`` in front of the router (see the module doc);
+    ``answer(content-length, content-encoding, body chunks)`` is the route's."""
+
+    def __init__(self, app: Any, answer: Callable[..., Any]):
+        self.app = app
+        self.answer = answer
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" \
+                or scope["path"] != INGEST_PATH:
+            await self.app(scope, receive, send)
+            return
+        declared = encoding = None
+        for name, value in scope["headers"]:
+            if name == b"content-length" and declared is None:
+                declared = value.decode("latin-1")
+            elif name == b"content-encoding" and encoding is None:
+                encoding = value.decode("latin-1")
+        try:
+            response = await self.answer(declared, encoding or "", _chunks(receive))
+        except ApiError as e:
+            response = error_response(e.status, e.message, e.headers)
+        except BadRequest as e:
+            response = error_response(400, str(e))
+        except NotFound as e:
+            response = error_response(404, str(e))
+        except InvalidLineageError as e:
+            response = error_response(422, str(e))
+        except StoreError as e:
+            # a store message may hold the store URL or file paths: log it only
+            log.error("store failure: %s", e)
+            response = error_response(503, "the lineage store is unavailable (details are in "
+                                           "the server log)")
+        await response(scope, receive, send)
+
+
+# how long the writer waits for the workers' write lock before writing without
+# it: the lock only spares the event loop SQLite's busy waits (the store is
+# what keeps writes safe), so a lock left held by a killed worker costs this
+# once per batch, never an ingest
+TURN_WAIT = 2.0
+
+
+async def take_turn(lock: Any) -> bool:
+    """Take ``lock`` without blocking the event loop (polled); False when there
+    is none or it stayed taken for `TURN_WAIT` seconds."""
+    if lock is None:
+        return False
+    give_up = time.monotonic() + TURN_WAIT
+    while not lock.acquire(False):
+        if time.monotonic() >= give_up:
+            return False
+        await asyncio.sleep(0.0005)
+    return True
+
+
+class _Queue:
+    """The writes waiting on one event loop, and whether its writer task runs."""
+
+    __slots__ = ("pending", "running")
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[Write, asyncio.Future]] = []
+        self.running = False
+
+
+class GroupCommit:
+    """The ingests of one process, committed in batches (see the module doc).
+
+    ``lock``: taken around every commit (``fll serve --workers`` shares one
+    between processes so no event loop waits inside SQLite for another
+    worker); ``max_batch``: events per transaction."""
+
+    def __init__(self, store: Any, lock: Any, *, max_batch: int = MAX_BATCH):
+        self.store = store
+        self.lock = lock
+        self.max_batch = max_batch
+        # one queue per event loop: a future is answered on the loop it belongs to
+        self._queues: dict[asyncio.AbstractEventLoop, _Queue] = {}
+        #: batches committed and events in them (benchmarks and tests read these)
+        self.batches = 0
+        self.events = 0
+
+    def waiting(self) -> int:
+        """Writes queued and not yet taken into a batch, on every loop."""
+        return sum(len(q.pending) for q in list(self._queues.values()))
+
+    async def submit(self, write: Write) -> Any:
+        """Run ``write`` in the next batch; its result once committed (or its error)."""
+        loop = asyncio.get_running_loop()
+        queue = self._queues.get(loop)
+        if queue is None:
+            queue = self._queues[loop] = _Queue()
+        done: asyncio.Future = loop.create_future()
+        queue.pending.append((write, done))
+        if not queue.running:
+            # nobody writes on this loop: this request leads the batch itself, so a
+            # lone ingest with the lock free commits at once, with no task to start
+            # and no turn of the loop lost (under load a turn is many reads long)
+            queue.running = True
+            await self._lead(loop, queue, done)
+        return await done
+
+    async def alone(self, write: Write) -> Any:
+        """Run ``write`` by itself in a worker thread, under the lock: for an event
+        whose write takes long (a wide event), so reads go on beside it."""
+        got = await take_turn(self.lock)
+        try:
+            outcome = await run_in_threadpool(self._alone, write)
+        finally:
+            if got:
+                self.lock.release()
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    async def _lead(self, loop: asyncio.AbstractEventLoop, queue: _Queue,
+                    own: asyncio.Future | None) -> None:
+        """Commit what is queued, batch after batch, until ``own`` is answered (a
+        leading request) or the queue is empty (a writer task); what is left then
+        goes on in a writer task, the queue still marked as running."""
+        try:
+            while queue.pending and not (own is not None and own.done()):
+                # writes queued while the lock is awaited join this batch
+                got = await take_turn(self.lock)
+                try:
+                    batch = queue.pending[:self.max_batch]
+                    del queue.pending[:len(batch)]
+                    outcomes = self._commit([w for w, _ in batch])
+                finally:
+                    if got:
+                        self.lock.release()
+                self.batches += 1
+                self.events += len(batch)
+                for (_, done), outcome in zip(batch, outcomes, strict=True):
+                    if done.done():
+                        continue  # the request went away; its write stands
+                    if isinstance(outcome, BaseException):
+                        done.set_exception(outcome)
+                    else:
+                        done.set_result(outcome)
+        finally:
+            if queue.pending:
+                loop.create_task(self._lead(loop, queue, None))
+            else:
+                queue.running = False
+                self._queues.pop(loop, None)
+
+    def _commit(self, writes: list[Write]) -> list[Any]:
+        """Each write's result or exception, the batch in one transaction when the
+        backend has them."""
+        atomic = getattr(self.store.table, "atomic", None)
+        if not callable(atomic) or len(writes) == 1:
+            return [self._alone(w) for w in writes]
+        try:
+            # retried whole by the store while SQLite is busy: the writes have
+            # no effect but the store's, and build their answers afresh
+            return list(atomic(lambda _table: [w() for w in writes]))
+        except StoreError as e:
+            return [e] * len(writes)  # rolled back: none of them is recorded
+        except Exception:  # noqa: BLE001 - one event's own failure: rolled back, each alone
+            return [self._alone(w) for w in writes]
+
+    def _alone(self, write: Write) -> Any:
+        atomic = getattr(self.store.table, "atomic", None)
+        try:
+            return atomic(lambda _table: write()) if callable(atomic) else write()
+        except Exception as e:  # noqa: BLE001 - handed to the request it belongs to
+            return e
