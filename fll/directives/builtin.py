@@ -23,6 +23,7 @@ from .context import StepContext, java_quote, quote
 from .parser import Args, check_regex
 from .builtin_support import error_rows, fail_when, java_message
 from .registry import Outcome, register_directive
+from .variables import conceal, expose, is_variable, reads_through, visible
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -124,8 +125,8 @@ def keep(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Keep only the listed columns, in their current order (listed columns that are not
     there are ignored, as in Wrangler). Labels: DROP every other column."""
     kept = set(a.columns)
-    out = df.select([F.col(quote(c)) for c in df.columns if c in kept])
-    return Outcome(out, L.drop(*[c for c in df.columns if c not in kept]))
+    out = df.select([F.col(quote(c)) for c in df.columns if c in kept or is_variable(c)])
+    return Outcome(out, L.drop(*[c for c in visible(df.columns) if c not in kept]))
 
 
 @register_directive("set-column <column:column> <expression:expr>")
@@ -136,11 +137,16 @@ def set_column(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     are Spark functions (``upper``), and text in arithmetic needs ``cast(c AS double)``:
     JEXL reads ``'11.79' * 40`` as a double where Spark casts the text to a whole number
     and stops the run. Labels: READ every column the expression reads (found by Spark's analyzer),
-    the target MODIFY if the expression reads it, else ADD (new or replaced).
+    the target MODIFY if the expression reads it, else ADD (new or replaced). A variable
+    of set-variable is read by its name; the step then reads the variable's columns.
     """
-    refs = step.references(df, a.expression)
-    out = _replace(df, a.column, F.expr(a.expression))
-    reads = [c for c in refs if c != a.column]
+    exposed, shown = expose(step, df)
+    if a.column.lower() in {v.lower() for v in shown}:
+        raise step.error(f"column {a.column!r} would have the name of a variable; rename "
+                         f"one of them, an expression could not tell which it reads")
+    refs = step.references(exposed, a.expression)
+    out = conceal(_replace(exposed, a.column, F.expr(a.expression)), shown)
+    reads = [c for c in reads_through(refs, shown, df.columns) if c != a.column]
     target = L.modify(a.column) if a.column in refs else L.add(a.column)
     return Outcome(out, L.read(*reads) + target)
 
@@ -684,8 +690,10 @@ def _condition(step: StepContext, df: "DataFrame", condition: str) -> tuple["Col
 
 
 def _filter(step, df, condition: str, remove_when: bool) -> Outcome:
-    cond, refs = _condition(step, df, condition)
-    return Outcome(df.where(~cond if remove_when else cond), L.read(*refs))
+    exposed, shown = expose(step, df)      # set-variable's variables, read by name
+    cond, refs = _condition(step, exposed, condition)
+    return Outcome(conceal(exposed.where(~cond if remove_when else cond), shown),
+                   L.read(*reads_through(refs, shown, df.columns)))
 
 
 @register_directive("filter-row-if-true <condition:expr>")
@@ -770,15 +778,17 @@ ERROR_MESSAGE, ERROR_CODE = "errMsg", "errCode"
 
 
 def _to_error(step, df, a, suffix: str) -> Outcome:
-    cond, refs = _condition(step, df, a.condition)
+    exposed, shown = expose(step, df)
+    cond, refs = _condition(step, exposed, a.condition)
     for c in (ERROR_MESSAGE, ERROR_CODE):
         if c in df.columns:
             raise step.error(f"column {c!r} is reserved for the error output")
     message = (a.message if a.message is not None else a.condition) + suffix
-    errors = df.where(cond).select(*[F.col(quote(c)) for c in df.columns],
-                                   F.lit(message).alias(ERROR_MESSAGE),
-                                   F.lit(1).alias(ERROR_CODE))
-    return Outcome(df.where(~cond), L.read(*refs), errors=errors,
+    errors = exposed.where(cond).select(*[F.col(quote(c)) for c in visible(df.columns)],
+                                        F.lit(message).alias(ERROR_MESSAGE),
+                                        F.lit(1).alias(ERROR_CODE))
+    return Outcome(conceal(exposed.where(~cond), shown),
+                   L.read(*reads_through(refs, shown, df.columns)), errors=errors,
                    note=f"rows where {a.condition} go to the error output")
 
 
@@ -809,7 +819,8 @@ def fail(step, df, a):
     """Stop the run when a Spark SQL condition is true for any row. The check runs with
     the job that reads the result (it stays lazy); the error names the recipe line and
     the first failing row's values. Labels: READ each column the condition reads."""
-    cond, refs = _condition(step, df, a.condition)
+    exposed, shown = expose(step, df)
+    cond, refs = _condition(step, exposed, a.condition)
     # The check inside the job names only the columns the condition reads: a filter
     # that referenced every column could not be pushed below the projections, and would
     # keep alive columns the recipe later drops (the cost that put the benchmark at 1.5).
@@ -818,8 +829,10 @@ def fail(step, df, a):
            else F.lit("{}"))
     marker = F.concat(F.lit(f"{FAIL_MARKER}line {step.line}: fail: condition "
                             f"'{a.condition}'{FAIL_ROW}"), row, F.lit(FAIL_MARKER))
-    checked = df.where(F.when(cond, F.raise_error(marker)).otherwise(F.lit(True)))
-    return Outcome(checked, L.read(*refs), probe=df.where(cond))
+    checked = conceal(exposed.where(F.when(cond, F.raise_error(marker))
+                                    .otherwise(F.lit(True))), shown)
+    probe = exposed.where(cond).select([F.col(quote(c)) for c in visible(df.columns)])
+    return Outcome(checked, L.read(*reads_through(refs, shown, df.columns)), probe=probe)
 
 
 #: Brackets the message `fail` raises inside Spark, so `run_errors` can find it again.
@@ -1120,7 +1133,7 @@ def columns_replace(step, df, a):
     replacement rules (``\\1``, ``$1`` and ``&`` as sed has them), run by the session's
     JVM as Wrangler's sed does. Two columns ending with one name, or an empty name, are
     refused (a DataFrame cannot hold them). Labels: RENAME each changed column."""
-    mapping = _java_rename(step, a.sed, list(df.columns))
+    mapping = _java_rename(step, a.sed, visible(df.columns))
     if mapping is not None:
         return _renamed(step, df, mapping)
     flags = re.IGNORECASE if a.sed.ignore_case else 0
@@ -1130,7 +1143,7 @@ def columns_replace(step, df, a):
         raise step.error(f"bad regex {a.sed.pattern!r} for column names: {exc}") from None
     repl = re.sub(r"\$(\d+)", r"\\g<\1>", a.sed.replacement)
     mapping = {}
-    for c in df.columns:
+    for c in visible(df.columns):
         try:
             mapping[c] = rx.sub(repl, c, count=0 if a.sed.global_ else 1)
         except (re.error, IndexError) as exc:
@@ -1152,7 +1165,7 @@ def change_column_case(step, df, a):
     means lower. Labels: RENAME each changed name.
     """
     f = str.upper if (a.case or "").lower() in ("upper", "uppercase") else str.lower
-    return _renamed(step, df, {c: f(c) for c in df.columns})
+    return _renamed(step, df, {c: f(c) for c in visible(df.columns)})
 
 
 def cleanse_name(name: str) -> str:
@@ -1164,7 +1177,7 @@ def cleanse_name(name: str) -> str:
 @register_directive("cleanse-column-names")
 def cleanse_column_names(step, df, a):
     """Sanitize every column name with `cleanse_name`. Labels: RENAME each changed name."""
-    return _renamed(step, df, {c: cleanse_name(c) for c in df.columns})
+    return _renamed(step, df, {c: cleanse_name(c) for c in visible(df.columns)})
 
 
 @register_directive("set-headers <columns:columns>")
@@ -1175,7 +1188,7 @@ def set_headers(step, df, a):
     Labels: RENAME each changed name.
     """
     names = [n.strip() for n in a.columns]
-    return _renamed(step, df, dict(zip(df.columns, names, strict=False)))
+    return _renamed(step, df, dict(zip(visible(df.columns), names, strict=False)))
 
 
 # -- parsing and generating (READ + ADD) -------------------------------------

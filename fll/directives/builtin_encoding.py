@@ -21,6 +21,7 @@ from .builtin_support import fail_when, parse_check, put, put_all, string_of
 from .context import StepContext
 from .parser import Args
 from .registry import Outcome, register_directive
+from .variables import is_variable, visible
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -256,6 +257,8 @@ def _flat(df: "DataFrame", step: StepContext) -> list["Column"]:
     """Every column, complex ones as JSON text (CSV has no nesting)."""
     out = []
     for f in df.schema.fields:
+        if is_variable(f.name):     # set-variable's hidden values are not fields
+            continue
         c = step.col(f.name)
         if f.dataType.typeName() in ("struct", "array", "map"):
             c = F.to_json(c)
@@ -295,7 +298,7 @@ def write_as_json_map(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """
     if not df.columns:
         raise step.error("there is no column to write")
-    value = F.to_json(F.struct(*[step.col(c).alias(c) for c in df.columns]))
+    value = F.to_json(F.struct(*[step.col(c).alias(c) for c in visible(df.columns)]))
     return Outcome(put(df, a.column, value), _writer_labels(df, a.column))
 
 
