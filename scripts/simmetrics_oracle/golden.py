@@ -49,7 +49,7 @@ def main(classpath: str) -> None:
     bits = [int(line.split(" ", 1)[0]) for line in done.stdout.splitlines()]
     assert len(bits) == len(rows), done.stderr
     OUT.write_text("".join(json.dumps([*r, b], ensure_ascii=False) + "\n"
-                           for r, b in zip(rows, bits)), encoding="utf-8")
+                           for r, b in zip(rows, bits, strict=True)), encoding="utf-8")
     print(f"{len(rows)} results written to {OUT}")
 
 
