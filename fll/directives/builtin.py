@@ -113,8 +113,9 @@ def swap(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 
 @register_directive("drop <columns:columns>")
 def drop(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Drop the listed columns (``drop a,b`` or ``drop :a :b``); a listed column that is
-    not there is ignored, as in Wrangler. Labels: DROP each dropped column."""
+    """Drop the listed columns (``drop a,b`` or ``drop :a, :b``; names separated by spaces
+    only are refused, as Wrangler's grammar refuses them); a listed column that is not
+    there is ignored, as in Wrangler. Labels: DROP each dropped column."""
     names = [c for c in dict.fromkeys(a.columns) if c in df.columns]
     out = df.select([F.col(quote(c)) for c in df.columns if c not in names])
     return Outcome(out, L.drop(*names))
