@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from ..errors import RecipeError
 from . import labels as L
 from .context import StepContext, java_quote, quote
+from .jexl_arith import translate
 from .parser import Args, check_regex
 from .builtin_support import error_rows, fail_when, java_message
 from .registry import Outcome, register_directive
@@ -134,19 +135,38 @@ def keep(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 def set_column(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Set ``column`` to a Spark SQL expression (Wrangler uses JEXL; we use Spark SQL).
 
-    So JEXL's ``c ? a : b`` is ``if(c, a, b)``, namespaces such as ``string:upperCase``
-    are Spark functions (``upper``), and text in arithmetic needs ``cast(c AS double)``:
-    JEXL reads ``'11.79' * 40`` as a double where Spark casts the text to a whole number
-    and stops the run. Labels: READ every column the expression reads (found by Spark's analyzer),
-    the target MODIFY if the expression reads it, else ADD (new or replaced). A variable
-    of set-variable is read by its name; the step then reads the variable's columns.
+    So JEXL's ``c ? a : b`` is ``if(c, a, b)`` and namespaces such as
+    ``string:upperCase`` are Spark functions (``upper``). An expression of plain
+    arithmetic (names, numbers, quoted text, ``+ - * / %``, parentheses) follows JEXL's
+    rules instead of Spark's (`jexl_arith`): ``+`` with text concatenates, text is read
+    as a number (``'11.79' * 40`` is 471.6), whole numbers divide to a whole number and
+    ``%`` never gives a negative; text that is no number stops the run naming the line.
+    Where JEXL's type depends on each value, the column is a double; a null operand gives
+    null where JEXL's strict arithmetic stops; whole-number overflow follows Spark (int
+    stays int) where JEXL widens to long; ``%`` by a negative whole number gives a value
+    where JEXL stops. Labels: READ every column the expression reads (found by Spark's
+    analyzer), the target MODIFY if the expression reads it, else ADD (new or replaced).
+    A variable of set-variable is read by its name; the step then reads the variable's
+    columns.
     """
     exposed, shown = expose(step, df)
     if a.column.lower() in {v.lower() for v in shown}:
         raise step.error(f"column {a.column!r} would have the name of a variable; rename "
                          f"one of them, an expression could not tell which it reads")
-    refs = step.references(exposed, a.expression)
-    out = conceal(_replace(exposed, a.column, F.expr(a.expression)), shown)
+    # plain arithmetic gets JEXL's rules (text numbers, whole-number division, + concat)
+    arithmetic = translate(a.expression, {f.name: f.dataType.typeName()
+                                          for f in exposed.schema.fields})
+    expression = arithmetic.sql if arithmetic else a.expression
+    refs = step.references(exposed, expression)
+    value = F.expr(expression)
+    for operand in (arithmetic.text_operands if arithmetic else ()):
+        # JEXL stops on text that is no number ("Type mismatch"): name the line and value
+        text = F.expr(operand)
+        value = fail_when(step, text.isNotNull() & (text != "") &
+                          text.try_cast("double").isNull(), value,
+                          F.concat(F.lit(f"{operand} holds '"), text,
+                                   F.lit("', which is not a number")))
+    out = conceal(_replace(exposed, a.column, value), shown)
     reads = [c for c in reads_through(refs, shown, df.columns) if c != a.column]
     target = L.modify(a.column) if a.column in refs else L.add(a.column)
     return Outcome(out, L.read(*reads) + target)
@@ -1272,15 +1292,38 @@ def format_date(step, df, a):
     return _modify(step, df, a.column, F.date_format(step.col(a.column), a.format))
 
 
+#: What parse-as-date reads besides ISO-like text (Spark's own timestamp syntax), tried in
+#: turn: natty's US month-first numeric dates and written-out month names.
+_NATURAL_PATTERNS = ("M/d/yyyy h:mm a", "M/d/yyyy h:mm:ss a", "M/d/yyyy H:mm", "M/d/yyyy H:mm:ss",
+                     "M/d/yyyy", "M/d/yy", "MMMM d yyyy", "MMMM d, yyyy", "MMM d yyyy",
+                     "MMM d, yyyy", "d MMMM yyyy", "d MMM yyyy", "MMMM d yyyy h:mm a")
+
+
 @register_directive("parse-as-date <column:column> [<timezone:text>]")
 def parse_as_date(step, df, a):
-    """Parse text into a timestamp. Wrangler reads natural-language dates (natty) in the
-    given time zone (default UTC); Spark has no such parser: ISO-like text is read, as
-    local time in the zone (default UTC, as Wrangler). A bad zone fails at compile time.
-    fll also takes a Spark datetime pattern instead of a zone (``'dd/MM/yyyy'``).
-    Unparseable values give null. Labels: MODIFY column."""
+    """Parse the date in ``column`` into a new timestamp column ``column_1``, as Wrangler
+    names natty's first date group (the source stays). Wrangler reads natural language
+    with natty; Spark has none, so fll reads a fixed set of forms: Spark's ISO-like
+    timestamps (``2016-12-10``, ``2016-12-10 06:45:11``, ``…T06:45:11.111Z``), natty's
+    US numeric dates (``12/10/2016``, ``12/10/2016 06:45 AM``, ``12/10/16``), month names
+    (``september 7th 2016``, ``Sep 7, 2016``, ``7 September 2016``, any case, ordinal
+    suffixes dropped) and ``now``/``today`` (the query's clock); relative phrases
+    (``the day before next thursday``), alternatives and dates inside longer text are
+    not found (null), a date without a time is midnight where natty takes the current
+    time of day, and fll never makes ``column_2``. The text is local time in the zone
+    (default UTC, as Wrangler); a bad zone fails at compile time. fll also takes a Spark
+    datetime pattern instead of a zone (``'dd/MM/yyyy'``). As in Wrangler a null value
+    gives no date (null) and a timestamp column is left alone (no column added); a
+    column of another type is refused up front (Wrangler sends each row to its error
+    collector). Labels: READ column, ADD column_1."""
     step.require(df, [a.column])
-    c = step.col(a.column).cast("string")
+    kind = df.schema[a.column].dataType.typeName()
+    if kind in ("timestamp", "timestamp_ntz"):
+        return Outcome(df, note=f"column {a.column!r} already holds dates: nothing added")
+    if kind != "string":
+        raise step.error(f"column {a.column!r} has type {kind}; it should be text")
+    target = f"{a.column}_1"
+    c = F.trim(step.col(a.column))
     zone, pattern = "UTC", None
     if a.timezone:
         try:
@@ -1292,7 +1335,14 @@ def parse_as_date(step, df, a):
                 raise
             pattern = a.timezone   # fll's extension: a datetime pattern instead of a zone
             step.check_datetime_pattern(pattern, parsing=True)
-    local = F.try_to_timestamp(c, F.lit(pattern)) if pattern else F.try_to_timestamp(c)
+    if pattern:
+        local = F.try_to_timestamp(c, F.lit(pattern))
+    else:
+        plain = F.regexp_replace(c, r"(?i)(\d)(st|nd|rd|th)\b", "$1")
+        local = F.coalesce(F.try_to_timestamp(plain),
+                           *[F.try_to_timestamp(plain, F.lit(p)) for p in _NATURAL_PATTERNS])
     session_zone = step.spark.conf.get("spark.sql.session.timeZone") or "UTC"
     value = F.from_utc_timestamp(F.to_utc_timestamp(local, zone), session_zone)
-    return _modify(step, df, a.column, value)
+    if not pattern:
+        value = F.when(F.lower(c).isin("now", "today"), F.current_timestamp()).otherwise(value)
+    return Outcome(_replace(df, target, value), L.read(a.column) + L.add(target))
