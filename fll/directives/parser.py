@@ -568,7 +568,7 @@ def _fits(p: Param, tok: Token) -> bool:
     if p.kind == "number":
         return tok.kind == "word" and re.fullmatch(r"[+-]?\d+(\.\d*)?", v) is not None
     if p.kind == "bool":
-        return v.lower() in ("true", "false")
+        return v in ("true", "false")
     if p.kind == "choice":
         return v.lower() in (c.lower() for c in p.choices)
     return True
@@ -633,11 +633,12 @@ def _convert(stmt: Statement, sig: Signature, p: Param, tok: Token) -> Any:
             raise _err(stmt, f"<{p.name}> must be an integer, got {tok.raw!r}", tok.column, sig)
         return int(v)
     if p.kind == "bool":
-        low = v.lower()
-        if low not in ("true", "false"):
-            raise _err(stmt, f"<{p.name}> must be true or false, got {tok.raw!r}",
+        if v not in ("true", "false"):
+            # Wrangler's grammar has only lowercase true/false; it reads True as a name
+            hint = " (lowercase, as Wrangler's grammar)" if v.lower() in ("true", "false") else ""
+            raise _err(stmt, f"<{p.name}> must be true or false{hint}, got {tok.raw!r}",
                        tok.column, sig)
-        return low == "true"
+        return v == "true"
     if p.kind == "choice":
         for c in p.choices:
             if c.lower() == v.lower():
