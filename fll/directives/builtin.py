@@ -131,6 +131,23 @@ def keep(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     return Outcome(out, L.drop(*[c for c in visible(df.columns) if c not in kept]))
 
 
+def jexl_value(step: StepContext, df: "DataFrame", expression: str) -> tuple["Column", list[str]]:
+    """A set-column expression as a Column and the columns it reads: plain arithmetic
+    gets JEXL's rules (`jexl_arith`), anything else is Spark SQL as written."""
+    arithmetic = translate(expression, {f.name: f.dataType.typeName() for f in df.schema.fields})
+    sql = arithmetic.sql if arithmetic else expression
+    refs = step.references(df, sql)
+    value = F.expr(sql)
+    for operand in (arithmetic.text_operands if arithmetic else ()):
+        # JEXL stops on text that is no number ("Type mismatch"): name the line and value
+        text = F.expr(operand)
+        value = fail_when(step, text.isNotNull() & (text != "") &
+                          text.try_cast("double").isNull(), value,
+                          F.concat(F.lit(f"{operand} holds '"), text,
+                                   F.lit("', which is not a number")))
+    return value, refs
+
+
 @register_directive("set-column <column:column> <expression:expr>")
 def set_column(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Set ``column`` to a Spark SQL expression (Wrangler uses JEXL; we use Spark SQL).
@@ -153,19 +170,7 @@ def set_column(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     if a.column.lower() in {v.lower() for v in shown}:
         raise step.error(f"column {a.column!r} would have the name of a variable; rename "
                          f"one of them, an expression could not tell which it reads")
-    # plain arithmetic gets JEXL's rules (text numbers, whole-number division, + concat)
-    arithmetic = translate(a.expression, {f.name: f.dataType.typeName()
-                                          for f in exposed.schema.fields})
-    expression = arithmetic.sql if arithmetic else a.expression
-    refs = step.references(exposed, expression)
-    value = F.expr(expression)
-    for operand in (arithmetic.text_operands if arithmetic else ()):
-        # JEXL stops on text that is no number ("Type mismatch"): name the line and value
-        text = F.expr(operand)
-        value = fail_when(step, text.isNotNull() & (text != "") &
-                          text.try_cast("double").isNull(), value,
-                          F.concat(F.lit(f"{operand} holds '"), text,
-                                   F.lit("', which is not a number")))
+    value, refs = jexl_value(step, exposed, a.expression)
     out = conceal(_replace(exposed, a.column, value), shown)
     reads = [c for c in reads_through(refs, shown, df.columns) if c != a.column]
     target = L.modify(a.column) if a.column in refs else L.add(a.column)

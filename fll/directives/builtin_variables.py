@@ -4,8 +4,8 @@ Wrangler's plugin resets its transient store (both scopes) before every input
 record (Wrangler.transform), so a variable holds one value per row, read by
 name by the expressions of the lines after it. fll keeps it in a hidden column
 (`fll.directives.variables`); it never reaches the result, the error output or
-the lineage as a field. Like set-column, the expressions are Spark SQL. This
-module must never run a Spark action.
+the lineage as a field. The expressions are read as set-column's (Spark SQL, with
+JEXL's rules for plain arithmetic). This module must never run a Spark action.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from . import labels as L
-from .builtin import _condition
+from .builtin import _condition, jexl_value
 from .context import StepContext
 from .parser import Args
 from .registry import Outcome, register_directive
@@ -61,9 +61,9 @@ def set_variable(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         raise step.error(f"variable {a.variable!r} has the name of a column; rename one "
                          f"of them, an expression could not tell which it reads")
     exposed, shown = expose(step, df, unset=a.variable)
-    refs = step.references(exposed, a.expression)
+    value, refs = jexl_value(step, exposed, a.expression)
     reads = reads_through(refs, shown, df.columns)
-    out = conceal(store_variable(exposed, a.variable, F.expr(a.expression), reads), shown)
+    out = conceal(store_variable(exposed, a.variable, value, reads), shown)
     return Outcome(out, L.read(*reads))
 
 
