@@ -9,7 +9,7 @@ package writes lineage to a store.
 from . import labels
 from . import (builtin_datetime, builtin_encoding, builtin_logs,  # noqa: F401  (register)
                builtin_parsers,
-               builtin_text)
+               builtin_text, builtin_variables)
 from .context import StepContext, quote
 from .labels import ADD, DROP, MODIFY, READ, RENAME
 from .parser import Args

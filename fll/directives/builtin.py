@@ -20,9 +20,11 @@ from pyspark.sql import functions as F
 from ..errors import RecipeError
 from . import labels as L
 from .context import StepContext, java_quote, quote
+from .jexl_arith import translate
 from .parser import Args, check_regex
 from .builtin_support import error_rows, fail_when, java_message
 from .registry import Outcome, register_directive
+from .variables import conceal, expose, is_variable, reads_through, visible
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -112,8 +114,9 @@ def swap(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 
 @register_directive("drop <columns:columns>")
 def drop(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Drop the listed columns (``drop a,b`` or ``drop :a :b``); a listed column that is
-    not there is ignored, as in Wrangler. Labels: DROP each dropped column."""
+    """Drop the listed columns (``drop a,b`` or ``drop :a, :b``; names separated by spaces
+    only are refused, as Wrangler's grammar refuses them); a listed column that is not
+    there is ignored, as in Wrangler. Labels: DROP each dropped column."""
     names = [c for c in dict.fromkeys(a.columns) if c in df.columns]
     out = df.select([F.col(quote(c)) for c in df.columns if c not in names])
     return Outcome(out, L.drop(*names))
@@ -124,23 +127,52 @@ def keep(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Keep only the listed columns, in their current order (listed columns that are not
     there are ignored, as in Wrangler). Labels: DROP every other column."""
     kept = set(a.columns)
-    out = df.select([F.col(quote(c)) for c in df.columns if c in kept])
-    return Outcome(out, L.drop(*[c for c in df.columns if c not in kept]))
+    out = df.select([F.col(quote(c)) for c in df.columns if c in kept or is_variable(c)])
+    return Outcome(out, L.drop(*[c for c in visible(df.columns) if c not in kept]))
+
+
+def jexl_value(step: StepContext, df: "DataFrame", expression: str) -> tuple["Column", list[str]]:
+    """A set-column expression as a Column and the columns it reads: plain arithmetic
+    gets JEXL's rules (`jexl_arith`), anything else is Spark SQL as written."""
+    arithmetic = translate(expression, {f.name: f.dataType.typeName() for f in df.schema.fields})
+    sql = arithmetic.sql if arithmetic else expression
+    refs = step.references(df, sql)
+    value = F.expr(sql)
+    for operand in (arithmetic.text_operands if arithmetic else ()):
+        # JEXL stops on text that is no number ("Type mismatch"): name the line and value
+        text = F.expr(operand)
+        value = fail_when(step, text.isNotNull() & (text != "") &
+                          text.try_cast("double").isNull(), value,
+                          F.concat(F.lit(f"{operand} holds '"), text,
+                                   F.lit("', which is not a number")))
+    return value, refs
 
 
 @register_directive("set-column <column:column> <expression:expr>")
 def set_column(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Set ``column`` to a Spark SQL expression (Wrangler uses JEXL; we use Spark SQL).
 
-    So JEXL's ``c ? a : b`` is ``if(c, a, b)``, namespaces such as ``string:upperCase``
-    are Spark functions (``upper``), and text in arithmetic needs ``cast(c AS double)``:
-    JEXL reads ``'11.79' * 40`` as a double where Spark casts the text to a whole number
-    and stops the run. Labels: READ every column the expression reads (found by Spark's analyzer),
-    the target MODIFY if the expression reads it, else ADD (new or replaced).
+    So JEXL's ``c ? a : b`` is ``if(c, a, b)`` and namespaces such as
+    ``string:upperCase`` are Spark functions (``upper``). An expression of plain
+    arithmetic (names, numbers, quoted text, ``+ - * / %``, parentheses) follows JEXL's
+    rules instead of Spark's (`jexl_arith`): ``+`` with text concatenates, text is read
+    as a number (``'11.79' * 40`` is 471.6), whole numbers divide to a whole number and
+    ``%`` never gives a negative; text that is no number stops the run naming the line.
+    Where JEXL's type depends on each value, the column is a double; a null operand gives
+    null where JEXL's strict arithmetic stops; whole-number overflow follows Spark (int
+    stays int) where JEXL widens to long; ``%`` by a negative whole number gives a value
+    where JEXL stops. Labels: READ every column the expression reads (found by Spark's
+    analyzer), the target MODIFY if the expression reads it, else ADD (new or replaced).
+    A variable of set-variable is read by its name; the step then reads the variable's
+    columns.
     """
-    refs = step.references(df, a.expression)
-    out = _replace(df, a.column, F.expr(a.expression))
-    reads = [c for c in refs if c != a.column]
+    exposed, shown = expose(step, df)
+    if a.column.lower() in {v.lower() for v in shown}:
+        raise step.error(f"column {a.column!r} would have the name of a variable; rename "
+                         f"one of them, an expression could not tell which it reads")
+    value, refs = jexl_value(step, exposed, a.expression)
+    out = conceal(_replace(exposed, a.column, value), shown)
+    reads = [c for c in reads_through(refs, shown, df.columns) if c != a.column]
     target = L.modify(a.column) if a.column in refs else L.add(a.column)
     return Outcome(out, L.read(*reads) + target)
 
@@ -684,8 +716,10 @@ def _condition(step: StepContext, df: "DataFrame", condition: str) -> tuple["Col
 
 
 def _filter(step, df, condition: str, remove_when: bool) -> Outcome:
-    cond, refs = _condition(step, df, condition)
-    return Outcome(df.where(~cond if remove_when else cond), L.read(*refs))
+    exposed, shown = expose(step, df)      # set-variable's variables, read by name
+    cond, refs = _condition(step, exposed, condition)
+    return Outcome(conceal(exposed.where(~cond if remove_when else cond), shown),
+                   L.read(*reads_through(refs, shown, df.columns)))
 
 
 @register_directive("filter-row-if-true <condition:expr>")
@@ -770,15 +804,17 @@ ERROR_MESSAGE, ERROR_CODE = "errMsg", "errCode"
 
 
 def _to_error(step, df, a, suffix: str) -> Outcome:
-    cond, refs = _condition(step, df, a.condition)
+    exposed, shown = expose(step, df)
+    cond, refs = _condition(step, exposed, a.condition)
     for c in (ERROR_MESSAGE, ERROR_CODE):
         if c in df.columns:
             raise step.error(f"column {c!r} is reserved for the error output")
     message = (a.message if a.message is not None else a.condition) + suffix
-    errors = df.where(cond).select(*[F.col(quote(c)) for c in df.columns],
-                                   F.lit(message).alias(ERROR_MESSAGE),
-                                   F.lit(1).alias(ERROR_CODE))
-    return Outcome(df.where(~cond), L.read(*refs), errors=errors,
+    errors = exposed.where(cond).select(*[F.col(quote(c)) for c in visible(df.columns)],
+                                        F.lit(message).alias(ERROR_MESSAGE),
+                                        F.lit(1).alias(ERROR_CODE))
+    return Outcome(conceal(exposed.where(~cond), shown),
+                   L.read(*reads_through(refs, shown, df.columns)), errors=errors,
                    note=f"rows where {a.condition} go to the error output")
 
 
@@ -809,7 +845,8 @@ def fail(step, df, a):
     """Stop the run when a Spark SQL condition is true for any row. The check runs with
     the job that reads the result (it stays lazy); the error names the recipe line and
     the first failing row's values. Labels: READ each column the condition reads."""
-    cond, refs = _condition(step, df, a.condition)
+    exposed, shown = expose(step, df)
+    cond, refs = _condition(step, exposed, a.condition)
     # The check inside the job names only the columns the condition reads: a filter
     # that referenced every column could not be pushed below the projections, and would
     # keep alive columns the recipe later drops (the cost that put the benchmark at 1.5).
@@ -818,8 +855,10 @@ def fail(step, df, a):
            else F.lit("{}"))
     marker = F.concat(F.lit(f"{FAIL_MARKER}line {step.line}: fail: condition "
                             f"'{a.condition}'{FAIL_ROW}"), row, F.lit(FAIL_MARKER))
-    checked = df.where(F.when(cond, F.raise_error(marker)).otherwise(F.lit(True)))
-    return Outcome(checked, L.read(*refs), probe=df.where(cond))
+    checked = conceal(exposed.where(F.when(cond, F.raise_error(marker))
+                                    .otherwise(F.lit(True))), shown)
+    probe = exposed.where(cond).select([F.col(quote(c)) for c in visible(df.columns)])
+    return Outcome(checked, L.read(*reads_through(refs, shown, df.columns)), probe=probe)
 
 
 #: Brackets the message `fail` raises inside Spark, so `run_errors` can find it again.
@@ -1120,7 +1159,7 @@ def columns_replace(step, df, a):
     replacement rules (``\\1``, ``$1`` and ``&`` as sed has them), run by the session's
     JVM as Wrangler's sed does. Two columns ending with one name, or an empty name, are
     refused (a DataFrame cannot hold them). Labels: RENAME each changed column."""
-    mapping = _java_rename(step, a.sed, list(df.columns))
+    mapping = _java_rename(step, a.sed, visible(df.columns))
     if mapping is not None:
         return _renamed(step, df, mapping)
     flags = re.IGNORECASE if a.sed.ignore_case else 0
@@ -1130,7 +1169,7 @@ def columns_replace(step, df, a):
         raise step.error(f"bad regex {a.sed.pattern!r} for column names: {exc}") from None
     repl = re.sub(r"\$(\d+)", r"\\g<\1>", a.sed.replacement)
     mapping = {}
-    for c in df.columns:
+    for c in visible(df.columns):
         try:
             mapping[c] = rx.sub(repl, c, count=0 if a.sed.global_ else 1)
         except (re.error, IndexError) as exc:
@@ -1152,7 +1191,7 @@ def change_column_case(step, df, a):
     means lower. Labels: RENAME each changed name.
     """
     f = str.upper if (a.case or "").lower() in ("upper", "uppercase") else str.lower
-    return _renamed(step, df, {c: f(c) for c in df.columns})
+    return _renamed(step, df, {c: f(c) for c in visible(df.columns)})
 
 
 def cleanse_name(name: str) -> str:
@@ -1164,7 +1203,7 @@ def cleanse_name(name: str) -> str:
 @register_directive("cleanse-column-names")
 def cleanse_column_names(step, df, a):
     """Sanitize every column name with `cleanse_name`. Labels: RENAME each changed name."""
-    return _renamed(step, df, {c: cleanse_name(c) for c in df.columns})
+    return _renamed(step, df, {c: cleanse_name(c) for c in visible(df.columns)})
 
 
 @register_directive("set-headers <columns:columns>")
@@ -1175,7 +1214,7 @@ def set_headers(step, df, a):
     Labels: RENAME each changed name.
     """
     names = [n.strip() for n in a.columns]
-    return _renamed(step, df, dict(zip(df.columns, names, strict=False)))
+    return _renamed(step, df, dict(zip(visible(df.columns), names, strict=False)))
 
 
 # -- parsing and generating (READ + ADD) -------------------------------------
@@ -1258,15 +1297,38 @@ def format_date(step, df, a):
     return _modify(step, df, a.column, F.date_format(step.col(a.column), a.format))
 
 
+#: What parse-as-date reads besides ISO-like text (Spark's own timestamp syntax), tried in
+#: turn: natty's US month-first numeric dates and written-out month names.
+_NATURAL_PATTERNS = ("M/d/yyyy h:mm a", "M/d/yyyy h:mm:ss a", "M/d/yyyy H:mm", "M/d/yyyy H:mm:ss",
+                     "M/d/yyyy", "M/d/yy", "MMMM d yyyy", "MMMM d, yyyy", "MMM d yyyy",
+                     "MMM d, yyyy", "d MMMM yyyy", "d MMM yyyy", "MMMM d yyyy h:mm a")
+
+
 @register_directive("parse-as-date <column:column> [<timezone:text>]")
 def parse_as_date(step, df, a):
-    """Parse text into a timestamp. Wrangler reads natural-language dates (natty) in the
-    given time zone (default UTC); Spark has no such parser: ISO-like text is read, as
-    local time in the zone (default UTC, as Wrangler). A bad zone fails at compile time.
-    fll also takes a Spark datetime pattern instead of a zone (``'dd/MM/yyyy'``).
-    Unparseable values give null. Labels: MODIFY column."""
+    """Parse the date in ``column`` into a new timestamp column ``column_1``, as Wrangler
+    names natty's first date group (the source stays). Wrangler reads natural language
+    with natty; Spark has none, so fll reads a fixed set of forms: Spark's ISO-like
+    timestamps (``2016-12-10``, ``2016-12-10 06:45:11``, ``…T06:45:11.111Z``), natty's
+    US numeric dates (``12/10/2016``, ``12/10/2016 06:45 AM``, ``12/10/16``), month names
+    (``september 7th 2016``, ``Sep 7, 2016``, ``7 September 2016``, any case, ordinal
+    suffixes dropped) and ``now``/``today`` (the query's clock); relative phrases
+    (``the day before next thursday``), alternatives and dates inside longer text are
+    not found (null), a date without a time is midnight where natty takes the current
+    time of day, and fll never makes ``column_2``. The text is local time in the zone
+    (default UTC, as Wrangler); a bad zone fails at compile time. fll also takes a Spark
+    datetime pattern instead of a zone (``'dd/MM/yyyy'``). As in Wrangler a null value
+    gives no date (null) and a timestamp column is left alone (no column added); a
+    column of another type is refused up front (Wrangler sends each row to its error
+    collector). Labels: READ column, ADD column_1."""
     step.require(df, [a.column])
-    c = step.col(a.column).cast("string")
+    kind = df.schema[a.column].dataType.typeName()
+    if kind in ("timestamp", "timestamp_ntz"):
+        return Outcome(df, note=f"column {a.column!r} already holds dates: nothing added")
+    if kind != "string":
+        raise step.error(f"column {a.column!r} has type {kind}; it should be text")
+    target = f"{a.column}_1"
+    c = F.trim(step.col(a.column))
     zone, pattern = "UTC", None
     if a.timezone:
         try:
@@ -1278,7 +1340,14 @@ def parse_as_date(step, df, a):
                 raise
             pattern = a.timezone   # fll's extension: a datetime pattern instead of a zone
             step.check_datetime_pattern(pattern, parsing=True)
-    local = F.try_to_timestamp(c, F.lit(pattern)) if pattern else F.try_to_timestamp(c)
+    if pattern:
+        local = F.try_to_timestamp(c, F.lit(pattern))
+    else:
+        plain = F.regexp_replace(c, r"(?i)(\d)(st|nd|rd|th)\b", "$1")
+        local = F.coalesce(F.try_to_timestamp(plain),
+                           *[F.try_to_timestamp(plain, F.lit(p)) for p in _NATURAL_PATTERNS])
     session_zone = step.spark.conf.get("spark.sql.session.timeZone") or "UTC"
     value = F.from_utc_timestamp(F.to_utc_timestamp(local, zone), session_zone)
-    return _modify(step, df, a.column, value)
+    if not pattern:
+        value = F.when(F.lower(c).isin("now", "today"), F.current_timestamp()).otherwise(value)
+    return Outcome(_replace(df, target, value), L.read(a.column) + L.add(target))

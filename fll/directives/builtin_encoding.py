@@ -1,11 +1,11 @@
 """Directives that encode, cut and write values: cut-character, encode, decode,
 url-encode, url-decode, split-url, write-as-csv, write-as-json-map, write-as-json-object,
-create-record and flatten-record.
+create-record, flatten-record, set-record-delim and set-charset.
 
 Each follows CDAP Wrangler's implementation (io.cdap.directives.transformation,
 .writer and .column); where Spark makes fll differ, the directive's docstring says so.
-Everything is a lazy Spark SQL expression except base32, which Spark has no
-built-in for. This module must never run a Spark action.
+Everything is a lazy Spark SQL expression except base32 and set-charset's
+decoding, which Spark has no built-in for. This module must never run a Spark action.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from .builtin_support import fail_when, parse_check, put, put_all, string_of
 from .context import StepContext
 from .parser import Args
 from .registry import Outcome, register_directive
+from .variables import is_variable, visible
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -256,6 +257,8 @@ def _flat(df: "DataFrame", step: StepContext) -> list["Column"]:
     """Every column, complex ones as JSON text (CSV has no nesting)."""
     out = []
     for f in df.schema.fields:
+        if is_variable(f.name):     # set-variable's hidden values are not fields
+            continue
         c = step.col(f.name)
         if f.dataType.typeName() in ("struct", "array", "map"):
             c = F.to_json(c)
@@ -295,7 +298,7 @@ def write_as_json_map(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """
     if not df.columns:
         raise step.error("there is no column to write")
-    value = F.to_json(F.struct(*[step.col(c).alias(c) for c in df.columns]))
+    value = F.to_json(F.struct(*[step.col(c).alias(c) for c in visible(df.columns)]))
     return Outcome(put(df, a.column, value), _writer_labels(df, a.column))
 
 
@@ -350,3 +353,82 @@ def flatten_record(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         labels += L.read(column) + [d for n in names
                                     for d in (L.modify(n) if n in df.columns else L.add(n))]
     return Outcome(put_all(df, new), labels)
+
+
+# -- set-record-delim, set-charset -----------------------------------------------
+
+@register_directive("set-record-delim <column:column> <delimiter:regex> [<limit:int>]")
+def set_record_delim(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Cut the text of ``column`` into records at a regex (Java's ``String.split``: trailing
+    empty pieces dropped), one row per piece, as Wrangler does: each new row holds only
+    ``column`` (every other column is gone), a row whose value is null or not text gives
+    no record, and with ``limit`` at most limit + 1 pieces are kept (Wrangler stops after
+    piece number limit, counting from 0). An absent column gives no rows, as Wrangler.
+    Labels: MODIFY column, DROP every other column.
+    """
+    others = [c for c in visible(df.columns) if c != a.column]
+    # set-variable's hidden values stay with the new rows (Wrangler's store outlives them)
+    hidden = [step.col(c) for c in df.columns if is_variable(c)]
+    if a.column not in df.columns:
+        return Outcome(df.where(F.lit(False)).select(hidden), L.drop(*others))
+    if df.schema[a.column].dataType.typeName() != "string":
+        empty = df.where(F.lit(False)).select(F.lit(None).cast("string").alias(a.column))
+        return Outcome(empty, L.modify(a.column) + L.drop(*others))
+    src = step.col(a.column)
+    pieces = F.split(F.regexp_replace(src, "(?:" + a.delimiter + ")+$", ""), a.delimiter)
+    if a.limit is not None:
+        if a.limit < 0:
+            raise step.error(f"limit {a.limit} is negative")
+        pieces = F.slice(pieces, 1, min(a.limit + 1, _INT_MAX))
+    out = df.select(F.explode(pieces).alias(a.column), *hidden)
+    return Outcome(out, L.modify(a.column) + L.drop(*others))
+
+
+def _python_codec(charset: str) -> str | None:
+    import codecs
+    try:
+        return codecs.lookup(charset).name
+    except LookupError:
+        return None
+
+
+def _decode(data: bytes | bytearray | None, codec: str) -> str | None:
+    """Java's Charset.decode: malformed input becomes U+FFFD; UTF-16/32 without a byte
+    order mark are big-endian, as Java reads them."""
+    if data is None:
+        return None
+    raw = bytes(data)
+    if codec in ("utf-16", "utf-32"):
+        boms = {"utf-16": (b"\xfe\xff", b"\xff\xfe"), "utf-32": (b"\x00\x00\xfe\xff",
+                                                            b"\xff\xfe\x00\x00")}
+        if not raw.startswith(boms[codec]):
+            codec += "-be"
+    return raw.decode(codec, "replace")
+
+
+@register_directive("set-charset <column:column> <charset:text>")
+def set_charset(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Decode the bytes of ``column`` from ``charset`` into text, as Wrangler's
+    ``Charset.forName(charset).decode``: malformed bytes become U+FFFD, a null stays
+    null, an absent column is left alone; a column that is not bytes is refused up front
+    (Wrangler fails on each row). The charset is checked when the recipe compiles, by the
+    JVM's Charset and by Python's codecs, which do the decoding in a Python UDF (Spark's
+    decode knows seven charsets and stops on malformed bytes). Labels: MODIFY column.
+    """
+    if a.column not in df.columns:
+        return Outcome(df, note=f"column {a.column!r} is not there: nothing decoded")
+    kind = df.schema[a.column].dataType.typeName()
+    if kind != "binary":
+        raise step.error(f"column {a.column!r} has type {kind}; it should hold bytes")
+    name = a.charset
+    jvm = getattr(step.spark, "_jvm", None)
+    if jvm is not None:
+        try:
+            name = str(jvm.java.nio.charset.Charset.forName(a.charset).name())
+        except Exception:
+            raise step.error(f"unknown charset {a.charset!r}") from None
+    codec = _python_codec(name) or _python_codec(a.charset)
+    if codec is None:
+        raise step.error(f"charset {a.charset!r} has no Python codec to decode it with")
+    decode = F.udf(lambda data: _decode(data, codec), StringType(), useArrow=False)
+    return Outcome(put(df, a.column, decode(step.col(a.column))), L.modify(a.column))

@@ -3,21 +3,23 @@
 Each follows CDAP Wrangler's implementation (io.cdap.directives.transformation);
 where Spark makes fll differ the directive's docstring says so. Everything is a
 lazy Spark SQL expression except mask-shuffle, whose Java random sequence has no
-Spark built-in. This module must never run a Spark action.
+Spark built-in, and the SimMetrics methods Spark has no built-in for (one Python
+UDF over `textmetrics`). This module must never run a Spark action.
 """
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType
+from pyspark.sql.types import FloatType, StringType
 
 from . import labels as L
 from .builtin_support import fail_when, parse_check, put, string_of
 from .context import StepContext
 from .parser import Args
 from .registry import Outcome, register_directive
+from .textmetrics import METHODS, distance, similarity
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -151,82 +153,119 @@ def mask_shuffle(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 
 # -- text-distance / text-metric -----------------------------------------------
 
-_SUPPORTED = ("levenshtein", "identity", "jaccard", "dice", "overlap-cofficient")
-_WRANGLER_ONLY = ("cosine", "euclidean", "block", "block-distance", "block-metric",
-                  "longest-common-subsequence", "longest-common-substring",
-                  "damerau-levenshtein", "generalized-jaccard", "jaro", "simon-white")
+def _method_check(directive: str):
+    known = METHODS[directive]
+
+    def check(value: str) -> str | None:
+        method = value.lower()
+        if method in known:
+            return None
+        hint = ""
+        if method in ("block-distance", "block-metric"):
+            hint = (f" ({directive} calls it {'block-metric' if directive == 'text-metric' else 'block-distance'}"
+                    f" or block; Wrangler would silently use cosine)")
+        return (f"unknown method {value!r}{hint}; Wrangler's code silently uses cosine "
+                f"for a name it does not know, fll refuses it; known: {', '.join(sorted(known))}")
+    return check
 
 
-def _method_check(value: str) -> str | None:
-    method = value.lower()
-    if method in _SUPPORTED:
-        return None
-    if method in _WRANGLER_ONLY:
-        return (f"method {value!r} (a SimMetrics algorithm) is not available in fll; "
-                f"available: {', '.join(_SUPPORTED)}")
-    return f"unknown method {value!r}; available: {', '.join(_SUPPORTED)}"
+def _udf(directive: str) -> "Callable[..., Column]":
+    """One Python UDF per directive computing every SimMetrics method (textmetrics)."""
+    fn = similarity if directive == "text-metric" else distance
+    return F.udf(lambda method, x, y: fn(method, x, y), FloatType(), useArrow=False)
 
 
-def _similarity(method: str, x: "Column", y: "Column") -> "Column":
-    """SimMetrics' similarity (0..1) for the methods fll computes with Spark built-ins."""
+_UDFS: dict[str, "Callable[..., Column]"] = {}
+
+
+def _float(value: "Column") -> "Column":
+    return value.cast("float")
+
+
+def _token_set(x: "Column") -> "Column":
+    # SimMetrics' whitespace(): Java's \s+ (ASCII white space), no empty token
+    return F.array_distinct(F.array_remove(F.split(x, r"\s+"), ""))
+
+
+def _native(method: str, x: "Column", y: "Column", is_distance: bool) -> "Column | None":
+    """The methods Spark has built-ins for, with Java's float arithmetic (Spark's float
+    subtraction is Java's; a quotient of two small integers rounds alike through double)."""
+    one = F.lit(1.0).cast("float")
     if method == "levenshtein":
-        longest = F.greatest(F.length(x), F.length(y))
-        return F.lit(1.0) - F.levenshtein(x, y) / longest
+        edits = F.levenshtein(x, y)
+        if is_distance:
+            return _float(edits)
+        return one - _float(edits / F.greatest(F.length(x), F.length(y)))
     if method == "identity":
-        return F.when(x == y, F.lit(1.0)).otherwise(F.lit(0.0))
-    # the set metrics compare whitespace-separated tokens, as SimMetrics' whitespace()
-    tx = F.array_distinct(F.split(F.trim(x), r"\s+"))
-    ty = F.array_distinct(F.split(F.trim(y), r"\s+"))
-    common = F.size(F.array_intersect(tx, ty)).cast("double")
+        same = x == y
+        return F.when(same, one if not is_distance else F.lit(0.0).cast("float")) \
+            .otherwise(F.lit(0.0).cast("float") if not is_distance else one)
+    if method not in ("jaccard", "dice", "overlap-cofficient"):
+        return None
+    tx, ty = _token_set(x), _token_set(y)
+    nx, ny = F.size(tx), F.size(ty)
+    common = F.size(F.array_intersect(tx, ty))
     if method == "jaccard":
-        return common / F.size(F.array_union(tx, ty))
-    if method == "dice":
-        return F.lit(2.0) * common / (F.size(tx) + F.size(ty))
-    return common / F.least(F.size(tx), F.size(ty))          # overlap-cofficient
-
-
-def _text_measure(step: StepContext, df: "DataFrame", a: Args, distance: bool) -> Outcome:
-    step.require(df, [a.column1, a.column2])
-    x, y = step.col(a.column1), step.col(a.column2)
-    string = [df.schema[c].dataType.typeName() == "string" for c in (a.column1, a.column2)]
-    if not all(string):
-        value: "Column" = F.lit(0.0).cast("float")
+        sim = _float(common / (nx + ny - common))
+    elif method == "dice":
+        sim = _float(2 * common / (nx + ny))
     else:
-        method = a.method.lower()
-        sim = _similarity(method, x, y)
-        measure = (F.lit(1.0) - sim) if distance else sim
-        if distance and method == "levenshtein":     # SimMetrics' distance: the edit count
-            measure = F.levenshtein(x, y).cast("double")
+        sim = _float(common / F.least(nx, ny))
+    sim = F.when((nx == 0) & (ny == 0), one).when((nx == 0) | (ny == 0),
+                                                   F.lit(0.0).cast("float")).otherwise(sim)
+    return one - sim if is_distance else sim
+
+
+def _text_measure(step: StepContext, df: "DataFrame", a: Args, directive: str) -> Outcome:
+    method = METHODS[directive][a.method.lower()]
+    present = [c for c in dict.fromkeys([a.column1, a.column2]) if c in df.columns]
+    zero = F.lit(0.0).cast("float")
+    string = len(present) == len({a.column1, a.column2}) and all(
+        df.schema[c].dataType.typeName() == "string" for c in present)
+    if not string:      # an absent or non-text column gives 0.0 on every row, as Wrangler
+        value: "Column" = zero
+    else:
+        x, y = step.col(a.column1), step.col(a.column2)
+        measure = _native(method, x, y, directive == "text-distance")
+        if measure is None:
+            if directive not in _UDFS:
+                _UDFS[directive] = _udf(directive)
+            measure = _UDFS[directive](F.lit(method), x, y)
         empty = x.isNull() | y.isNull() | (x == "") | (y == "")
-        value = F.when(empty, F.lit(0.0)).otherwise(measure).cast("float")
-    reads = [c for c in dict.fromkeys([a.column1, a.column2]) if c != a.destination]
-    target = (L.modify(a.destination) if a.destination in (a.column1, a.column2)
-              else L.add(a.destination))
+        value = F.when(empty, zero).otherwise(measure)
+    reads = [c for c in present if c != a.destination]
+    target = (L.modify(a.destination) if a.destination in present else L.add(a.destination))
     return Outcome(put(df, a.destination, value), L.read(*reads) + target)
 
 
 @register_directive("text-distance <method:text> <column1:column> <column2:column> "
-                    "<destination:column>", checks={"method": _method_check})
+                    "<destination:column>", checks={"method": _method_check("text-distance")})
 def text_distance(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Distance (1 − similarity, a float; levenshtein: the edit count) between two text
-    columns into ``destination``.
+    """SimMetrics' distance (a float) between two text columns into ``destination``:
+    1 − similarity, except the edit counts of levenshtein and damerau-levenshtein, the
+    token count difference of block (also block-distance), the euclidean distance of
+    token counts, and len(a) + len(b) − 2·lcs for the longest-common-* methods.
 
-    Methods: levenshtein, identity, jaccard, dice, overlap-cofficient (Wrangler's
-    spelling), computed as SimMetrics does with Spark built-ins. Wrangler's other
-    SimMetrics methods are refused (Spark has no built-in for them), and an unknown
-    method is refused where Wrangler silently uses cosine. As in Wrangler a null,
-    empty or non-text value gives 0.0.
-    Labels: READ column1, READ column2, ADD destination.
+    Methods, as Wrangler's code names them: cosine, euclidean, block, identity, dice,
+    jaccard, overlap-cofficient (Wrangler's spelling), generalized-jaccard, simon-white,
+    jaro, levenshtein, damerau-levenshtein, longest-common-subsequence,
+    longest-common-substring. Values are SimMetrics 4.1.1's to the last bit of their
+    32-bit float (tokens split on ASCII white space; simon-white on each token's
+    2-grams): levenshtein, identity, jaccard, dice and overlap-cofficient are Spark
+    expressions, the others one Python UDF (every row crosses to a Python worker, some
+    ten times the cost of an expression). A name Wrangler does not know (it silently
+    uses cosine) is refused. As in Wrangler a null, empty or non-text value, or an absent
+    column, gives 0.0. Labels: READ column1, READ column2, ADD destination (MODIFY when
+    it is one of them).
     """
-    return _text_measure(step, df, a, distance=True)
+    return _text_measure(step, df, a, "text-distance")
 
 
 @register_directive("text-metric <method:text> <column1:column> <column2:column> "
-                    "<destination:column>", checks={"method": _method_check})
+                    "<destination:column>", checks={"method": _method_check("text-metric")})
 def text_metric(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Similarity (0 to 1, a float) between two text columns into ``destination``.
-
-    Same methods and refusals as text-distance; a null, empty or non-text value gives
-    0.0 as in Wrangler. Labels: READ column1, READ column2, ADD destination.
+    """SimMetrics' similarity (0 to 1, a float) between two text columns into
+    ``destination``; block is also block-metric. Same methods, cost, 0.0 rule and labels
+    as text-distance. Labels: READ column1, READ column2, ADD destination.
     """
-    return _text_measure(step, df, a, distance=False)
+    return _text_measure(step, df, a, "text-metric")

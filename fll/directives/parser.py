@@ -1,7 +1,9 @@
 """The recipe language: tokens, statements and directive signatures.
 
-A recipe is text: one directive per line (``;`` also ends a directive), ``#``
-starts a comment when it begins a token, column names are bare (``body``) or
+A recipe is text: one directive per line (``;`` also ends a directive), ``#``,
+``//`` and ``--`` start a comment to the end of the line and ``/* … */`` one that may
+span lines, when they begin a token (Wrangler's grammar has all but ``#``, which its
+older syntax skips); column names are bare (``body``) or
 carry Wrangler's ``:`` prefix (``:body``), and quoted strings (``'…'`` or
 ``"…"``) may contain spaces, ``;`` and ``#``. Inside quotes a backslash only
 escapes the quote character; every other backslash is kept, so regexes are
@@ -74,9 +76,15 @@ def split_statements(text: str) -> list[Statement]:
                           f"accepted (split it into several stages)",
                           expected=f"at most {MAX_RECIPE_LINES} lines")
     statements: list[Statement] = []
+    in_block = 0            # the line a /* … */ comment still open began on (0: none)
     for lineno, line in enumerate(text.splitlines(), start=1):
         tokens: list[tuple[str, str, str, int]] = []   # kind, value, raw, start
         i, n = 0, len(line)
+        if in_block:
+            end = line.find("*/")
+            if end < 0:
+                continue
+            in_block, i = 0, end + 2
 
         while i < n:
             ch = line[i]
@@ -87,8 +95,19 @@ def split_statements(text: str) -> list[Statement]:
                 _flush(statements, tokens, line, lineno, i)
                 i += 1
                 continue
-            if ch == "#" or line.startswith("//", i):
+            if ch == "#" or line.startswith("//", i) or line.startswith("--", i):
                 break                                   # comment to end of line
+            if line.startswith("/*", i):                # Wrangler's block comment
+                end = line.find("*/", i + 2)
+                if end < 0:
+                    in_block = lineno
+                    break
+                i = end + 2
+                continue
+            if line.startswith("${", i):
+                raise RecipeError("a macro ${…} is CDAP's: substitute it before the recipe "
+                                  "is parsed", line=lineno, column=i + 1,
+                                  expected="a value in place of the macro")
             if ch in "'\"":
                 value, j = _read_quoted(line, i, lineno)
                 tokens.append(("string", value, line[i:j], i))
@@ -116,6 +135,8 @@ def split_statements(text: str) -> list[Statement]:
                 tokens.append(("word", raw, raw, i))
             i = j
         _flush(statements, tokens, line, lineno, min(i, n))
+    if in_block:
+        raise RecipeError("unterminated /* comment", line=in_block, expected="a closing */")
     return statements
 
 
@@ -497,7 +518,14 @@ def bind(stmt: Statement, sig: Signature) -> Args:
             # last argument: every remaining token; otherwise one comma-separated token
             last = p is sig.params[-1]
             names: list[str] = []
-            for t in (toks[ti:] if last else toks[ti:ti + 1]):
+            group = toks[ti:] if last else toks[ti:ti + 1]
+            for before, after in zip(group[:-1], group[1:], strict=True):
+                # Wrangler's grammar lists columns with commas (``:a, :b``); two names
+                # with only space between are two arguments, which it refuses
+                if not (before.raw.endswith(",") or after.raw.startswith(",")):
+                    raise _err(stmt, f"<{p.name}>: separate column names with commas "
+                               f"({before.raw},{after.raw}), not spaces", after.column, sig)
+            for t in group:
                 pieces = [t.value] if t.kind == "string" else t.value.split(",")
                 for piece in pieces:
                     piece = piece.strip()
@@ -540,7 +568,7 @@ def _fits(p: Param, tok: Token) -> bool:
     if p.kind == "number":
         return tok.kind == "word" and re.fullmatch(r"[+-]?\d+(\.\d*)?", v) is not None
     if p.kind == "bool":
-        return v.lower() in ("true", "false")
+        return v in ("true", "false")
     if p.kind == "choice":
         return v.lower() in (c.lower() for c in p.choices)
     return True
@@ -605,11 +633,12 @@ def _convert(stmt: Statement, sig: Signature, p: Param, tok: Token) -> Any:
             raise _err(stmt, f"<{p.name}> must be an integer, got {tok.raw!r}", tok.column, sig)
         return int(v)
     if p.kind == "bool":
-        low = v.lower()
-        if low not in ("true", "false"):
-            raise _err(stmt, f"<{p.name}> must be true or false, got {tok.raw!r}",
+        if v not in ("true", "false"):
+            # Wrangler's grammar has only lowercase true/false; it reads True as a name
+            hint = " (lowercase, as Wrangler's grammar)" if v.lower() in ("true", "false") else ""
+            raise _err(stmt, f"<{p.name}> must be true or false{hint}, got {tok.raw!r}",
                        tok.column, sig)
-        return low == "true"
+        return v == "true"
     if p.kind == "choice":
         for c in p.choices:
             if c.lower() == v.lower():

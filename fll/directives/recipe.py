@@ -26,6 +26,7 @@ from .context import StepContext, quote
 from .labels import ADD, DROP, MODIFY, READ, resolve
 from .parser import Args, Statement, bind, split_statements
 from .registry import DEFAULT_REGISTRY, DirectiveSpec, Outcome, Registry
+from .variables import visible, without_variables
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -316,7 +317,8 @@ class Recipe:
         probes: dict[int, "DataFrame"] = {}
         for step in self.steps:
             ctx = StepContext(step.statement, spark, step.spec.usage)
-            before = list(df.columns)
+            # set-variable's hidden columns are no fields: never labelled, never output
+            before = visible(df.columns)
             try:
                 outcome = step.spec.fn(ctx, df, step.args)
             except RecipeError as exc:
@@ -331,11 +333,11 @@ class Recipe:
             df = outcome.df
             if outcome.probe is not None:
                 probes[step.statement.line] = outcome.probe
-            after = list(df.columns)
+            after = visible(df.columns)
             resolved = resolve(outcome.labels, before, after, ctx.where())
             error_columns: tuple[str, ...] = ()
             if outcome.errors is not None:
-                error_columns = tuple(outcome.errors.columns)
+                error_columns = tuple(visible(outcome.errors.columns))
                 errors = outcome.errors if errors is None else _union_errors(errors,
                                                                            outcome.errors)
             out.append(StepLabels(
@@ -343,7 +345,9 @@ class Recipe:
                 resolved.labels, resolved.renames, tuple(str(d) for d in outcome.labels),
                 tuple(after), outcome.identity, outcome.masking, ctx.actions, outcome.note,
                 error_columns))
-        return CompiledRecipe(df, out, input_columns, errors, probes)
+        if errors is not None:
+            errors = without_variables(errors)
+        return CompiledRecipe(without_variables(df), out, input_columns, errors, probes)
 
     def apply(self, df: "DataFrame") -> "DataFrame":
         """The recipe as one lazy DataFrame (see `compile` for labels)."""

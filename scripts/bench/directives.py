@@ -53,6 +53,8 @@ set-type amount double
 set-column total amount * n
 format-date ts 'yyyy-MM-dd'
 parse-as-date dstr
+drop dstr
+rename dstr_1 dstr
 generate-uuid id
 encode base64 city
 decode base64 city_encode_base64
@@ -73,6 +75,11 @@ keep name,mail,len,n,total,ts,dstr,city,card,card4,mail_account,mail_domain,name
 write-as-json-map js
 write-as-csv line
 """
+
+# the forms parse-as-date reads besides Spark's ISO-like text (natty's common ones)
+DATE_FORMS = ("M/d/yyyy h:mm a", "M/d/yyyy h:mm:ss a", "M/d/yyyy H:mm", "M/d/yyyy H:mm:ss",
+              "M/d/yyyy", "M/d/yy", "MMMM d yyyy", "MMMM d, yyyy", "MMM d yyyy",
+              "MMM d, yyyy", "d MMMM yyyy", "d MMM yyyy", "MMMM d yyyy h:mm a")
 
 # Wrangler's white space set (the trim directives)
 WS = ("\\t\\n\\x0B\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{180E}\\x{2000}-\\x{200A}"
@@ -153,8 +160,14 @@ def hand_written(df):
     df = df.withColumn("amount", F.expr("try_cast(amount AS double)"))
     df = df.withColumn("total", F.expr("amount * n"))
     df = df.withColumn("ts", F.date_format(c("ts"), "yyyy-MM-dd"))
-    df = df.withColumn("dstr", F.from_utc_timestamp(F.to_utc_timestamp(
-        F.try_to_timestamp(c("dstr")), "UTC"), "UTC"))
+    plain = F.regexp_replace(F.trim(c("dstr")), r"(?i)(\d)(st|nd|rd|th)\b", "$1")
+    parsed = F.coalesce(F.try_to_timestamp(plain),
+                        *[F.try_to_timestamp(plain, F.lit(p)) for p in DATE_FORMS])
+    df = df.withColumn("dstr_1", F.when(F.lower(F.trim(c("dstr"))).isin("now", "today"),
+                                        F.current_timestamp())
+                       .otherwise(F.from_utc_timestamp(F.to_utc_timestamp(parsed, "UTC"),
+                                                       "UTC")))
+    df = df.drop("dstr").withColumnRenamed("dstr_1", "dstr")
     df = df.withColumn("id", F.expr("uuid()"))
     df = df.withColumn("city_encode_base64", F.regexp_replace(F.base64(c("city").cast("binary")),
                                                               "\r\n", ""))
@@ -245,6 +258,8 @@ def same_plan(a, b) -> bool:
         plan = df._jdf.queryExecution().optimizedPlan().toString()
         plan = re.sub(r"#\d+L?", "", plan)                       # expression ids
         plan = re.sub(r"uuid\(Some\(-?\d+\)\)", "uuid()", plan)    # random seeds
+        # the clock (parse-as-date's now), folded into a literal when each plan is optimized
+        plan = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+", "<now>", plan)
         plan = re.sub(r"\b([a-z])_\d+\b", r"\1", plan)              # lambda variables
         return _without_messages(plan)
     return text(a) == text(b)

@@ -135,7 +135,7 @@ def test_applying_lazily_definable_directives_runs_no_spark_job(spark):
         set-type n int; fill-null-or-empty mail 'none'
         filter-row-if-true len > 100; filter-row-if-matched name '^zz'
         rename n2 name2; swap name mail; drop m; generate-uuid id
-        split-to-rows mail ','; parse-as-date n; format-date n 'yyyy'
+        split-to-rows mail ','; parse-as-date mail; format-date mail_1 'yyyy'
         cleanse-column-names; change-column-case upper; columns-replace 's/X/Y/'
         set-headers a,b; keep a,b,ID
     """)

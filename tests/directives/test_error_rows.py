@@ -135,12 +135,13 @@ def test_fail_stops_the_pipeline_naming_the_line_and_the_row(spark, tmp_path):
 
 def test_a_failing_expression_names_its_recipe_line(spark):
     df = spark.createDataFrame([("1",), ("x",)], "a string")
-    compiled = Recipe.parse("uppercase a\nset-column n a + 1").compile(df)
+    # text * 1 is JEXL's type mismatch ("x" + 1 would be "x1": JEXL concatenates)
+    compiled = Recipe.parse("uppercase a\nset-column n a * 1").compile(df)
     with pytest.raises(Exception) as info:
         compiled.dataframe.collect()
     err = compiled.run_error(info.value)
     assert isinstance(err, RecipeError)
-    assert err.line == 2 and err.directive == "set-column n a + 1"
+    assert err.line == 2 and err.directive == "set-column n a * 1"
     assert "'X'" in str(err) and "\n" not in str(err) and "SQLSTATE" not in str(err)
 
 
