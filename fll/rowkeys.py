@@ -1,23 +1,27 @@
 """Row keys of the wide-row layout.
 
-| key | one per |
-|---|---|
-| ``d|<checksum>`` | distinct operation set: its operations, compressed (see `fll.store.lineage`) |
-| ``b|<ns>|<name>|<inv start>|<run>`` | run × destination endpoint (backward lineage): ``c`` |
-| ``f|<ns>|<name>|<inv start>|<run>`` | run × source endpoint (forward lineage): ``c`` |
-| ``r|<run>`` | run: start time, program, checksum (idempotence and lookup) |
-| ``s|<ns>|<name>|<inv start>|<run>`` | run × dataset whose schema the run reported |
-| ``g|<ns>|<name>|<level>|<inv bucket>|<raw checksum>`` | operation set × time bucket of one |
-| ``h|<ns>|<name>|<level>|<inv bucket>|<raw checksum>`` | of the levels (see `cover`): sets by time |
-| ``v|<name>`` | store metadata: the format version, an upgrade's cursor |
-| ``a|<ns>|<name>`` | alias (a logical dataset name) → the dataset it stands for |
-| ``A|<ns>|<name>|<alias ns>|<alias name>`` | the reverse: a dataset's aliases |
+Format 4 (wide rows: a column per run or per set):
 
-Format 2 also had ``B|``/``F|`` rows (``<kind>|<ns>|<name>|<checksum>|<inv
-start>|<run>``: the run index grouped by set) and bucket keys ending in the
-checksum's 32 hex digits; format 3 has neither (a bucket key ends in the 16
-raw bytes of the checksum), `decode` reads both so `fll admin upgrade` and
-fsck can.
+| key | one per | columns |
+|---|---|---|
+| ``d|<checksum>`` | distinct operation set | its operations, compressed (see `fll.store.lineage`) |
+| ``b|<ns>|<name>|<inv ms>`` | destination × millisecond with a run | ``<run>`` → raw checksum |
+| ``f|<ns>|<name>|<inv ms>`` | source × millisecond with a run | ``<run>`` → raw checksum |
+| ``g|<ns>|<name>|<level><inv bucket>`` | destination × time bucket (see `cover`) | ``<checksum>`` → b"" |
+| ``h|<ns>|<name>|<level><inv bucket>`` | source × time bucket | ``<checksum>`` → b"" |
+| ``g|<ns>|<name>|*`` / ``h|…|*`` | endpoint: the top-level buckets it has | ``<bucket ms>`` → b"" |
+| ``r|<run>`` | run | start time, program, checksum (idempotence and lookup) |
+| ``s|<ns>|<name>|<inv start>|<run>`` | run × dataset whose schema the run reported | ``f`` |
+| ``v|<name>`` | store metadata: the format version, an upgrade's cursor | |
+| ``a|<ns>|<name>`` | alias (a logical dataset name) | ``t``: the dataset it stands for |
+| ``A|<ns>|<name>|<alias ns>|<alias name>`` | the reverse: a dataset's aliases | |
+
+Formats 1-3 had one narrow row per run and endpoint
+(``b|<ns>|<name>|<inv start>|<run>`` with ``c``); format 2 also had ``B|``/``F|``
+rows (``<kind>|<ns>|<name>|<checksum>|<inv start>|<run>``) and bucket keys
+ending in the checksum's 32 hex digits, format 3 narrow bucket rows
+``g|<ns>|<name>|<level>|<inv bucket>|<raw checksum>`` at 4 s ×16 levels.
+`decode` reads every shape so `fll admin upgrade` and fsck can.
 
 Every variable part is escaped so it never contains the separator ``|``:
 ``%`` becomes ``%25`` and ``|`` becomes ``%7C`` (and bytes below 0x20 are
@@ -254,6 +258,64 @@ def cover(start_ms: int, end_ms: int) -> tuple[list[tuple[int, int, int]], list[
     return spans, edges
 
 
+# -- format 4: wide rows, enumerated cover ---------------------------------------
+#
+# Level 0 is the run index itself: one row per endpoint and millisecond
+# (``b|``/``f|``), a column per run. Level k >= 1 is a bucket row of
+# ``LEVELS4[k]`` ms (``g|``/``h|``), a column per operation set with a run in
+# it: blind idempotent puts. Sizes grow x64 (1 ms, 64 ms, 4 s, 4.4 min, 4.7 h,
+# 12.4 d, 2.2 y), so the canonical cover of ``[start, end)`` is at most 63
+# rows per side per level: an explicit list of row keys, read with one
+# multi-get. The top level is not bounded by the alignment of a coarser one;
+# when a range spans more than `TOP_ENUM` top buckets, the endpoint's
+# directory row (``…|*``, a column per top bucket it has) says which to read.
+LEVELS4 = tuple(1 << b for b in range(0, 37, 6))
+TOP = len(LEVELS4) - 1
+TOP_ENUM = 64
+DIRECTORY = b"*"
+
+
+def run_row(kind: bytes, namespace: str, name: str, ms: int) -> bytes:
+    """The level-0 row of an endpoint: its runs that started at ``ms``."""
+    return dataset_prefix(kind, namespace, name) + invert(ms)
+
+
+def bucket4(kind: bytes, namespace: str, name: str, level: int, first_ms: int) -> bytes:
+    """The format-4 bucket row of level ``level`` >= 1 starting at ``first_ms``."""
+    return dataset_prefix(kind, namespace, name) + bytes([0x30 + level]) + invert(first_ms)
+
+
+def directory(kind: bytes, namespace: str, name: str) -> bytes:
+    """The row listing the top-level buckets an endpoint has (columns: bucket ms)."""
+    return dataset_prefix(kind, namespace, name) + DIRECTORY
+
+
+def cover4(start_ms: int, end_ms: int) -> tuple[list[tuple[int, int]], tuple[int, int] | None]:
+    """The canonical cover of ``[start, end)``: ``(level, first ms)`` of every
+    row to read (level 0: a run row), and the top-level span ``(first, stop)``
+    when it holds more than `TOP_ENUM` top buckets (read through the directory
+    row instead of enumerated), else None."""
+    start, end = max(start_ms, 0), min(end_ms, MAX_TIME + 1)
+    out: list[tuple[int, int]] = []
+    if end <= start:
+        return out, None
+    lo, hi = start, end
+    for k in range(TOP):
+        size, z = LEVELS4[k], LEVELS4[k + 1]
+        lo_n, hi_n = -(-lo // z) * z, hi // z * z
+        if lo_n >= hi_n:
+            out.extend((k, t) for t in range(lo, hi, size))
+            return out, None
+        out.extend((k, t) for t in range(lo, lo_n, size))
+        out.extend((k, t) for t in range(hi_n, hi, size))
+        lo, hi = lo_n, hi_n
+    size = LEVELS4[TOP]
+    if (hi - lo) // size > TOP_ENUM:
+        return out, (lo, hi)
+    out.extend((TOP, t) for t in range(lo, hi, size))
+    return out, None
+
+
 def meta(name: str) -> bytes:
     return META + SEP + name.encode("ascii")
 
@@ -280,8 +342,23 @@ class Key(NamedTuple):
     run_id: str | None = None
     #: the alias of an ``A|`` row (namespace, name)
     alias: tuple[str, str] | None = None
-    #: the level of a bucket row (its start_ms is the bucket's start)
+    #: the level of a bucket row (its start_ms is the bucket's start); 0 for a
+    #: format-4 run row (no run id: its runs are its columns); TOP + 1 for a
+    #: directory row
     level: int | None = None
+
+
+def is_wide(key: bytes) -> bool:
+    """Whether an index or bucket key has the format-4 shape (a wide row)."""
+    try:
+        k = decode(key)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    if k.kind in ("backward", "forward"):
+        return k.level == 0
+    if k.kind in ("backward-buckets", "forward-buckets"):
+        return k.checksum is None
+    return False
 
 
 def decode(key: bytes) -> Key:
@@ -296,7 +373,17 @@ def decode(key: bytes) -> Key:
     if kind == META:
         return Key("meta", name=rest.decode("ascii"))
     if kind in (BACKWARD_BUCKET, FORWARD_BUCKET):
-        ns, name, level, rest = rest.split(SEP, 3)
+        ns, name, rest = rest.split(SEP, 2)
+        if rest == DIRECTORY:
+            return Key(KINDS[kind], unescape(ns), unescape(name), level=TOP + 1)
+        if len(rest) == 9:  # format 4: <level><inv bucket>, no checksum in the key
+            if not 0x31 <= rest[0] <= 0x30 + TOP:
+                raise ValueError(f"malformed bucket row key: {key!r}")
+            return Key(KINDS[kind], unescape(ns), unescape(name), None, uninvert(rest[1:]),
+                       level=rest[0] - 0x30)
+        level, sep3, rest = rest.partition(SEP)
+        if not sep3:
+            raise ValueError(f"malformed bucket row key: {key!r}")
         if len(level) != 1 or len(rest) < 9 or rest[8:9] != SEP:
             raise ValueError(f"malformed bucket row key: {key!r}")
         return Key(KINDS[kind], unescape(ns), unescape(name), checksum_of(rest[9:]),
@@ -314,6 +401,9 @@ def decode(key: bytes) -> Key:
                    alias=(unescape(parts[2]), unescape(parts[3])))
     ns, name, rest = rest.split(SEP, 2)
     checksum = None
+    if kind in (BACKWARD, FORWARD) and len(rest) == 8:  # format 4: a run row of one ms
+        return Key(KINDS[kind], unescape(ns), unescape(name), None, uninvert(rest), None,
+                   level=0)
     if kind in (BACKWARD_BY_SET, FORWARD_BY_SET):
         c, rest = rest.split(SEP, 1)
         checksum = unescape(c)

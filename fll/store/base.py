@@ -49,6 +49,10 @@ class Table(Protocol):
     def delete(self, rows: list[bytes]) -> None:
         """Remove these rows entirely."""
 
+    def delete_columns(self, cells: Mapping[bytes, list[str]]) -> None:
+        """Remove these columns of these rows (a wide row's cell: one run, one
+        set); other columns stay, and a row left without columns is gone."""
+
     def check_and_put(self, row: bytes, column: str, expected: bytes | None,
                       values: Row) -> bool:
         """Atomically: if ``row``'s ``column`` holds exactly ``expected`` (None: the
