@@ -180,6 +180,8 @@ def decode_column(kind: str, column: str, value: bytes) -> Any:
                     "s": _jsonable(msgpack.unpackb(summaries, raw=False, strict_map_key=False))}
         if kind == "run" and column == "t":
             return _T.unpack(value)[0]
+        if kind in ("backward", "forward") and len(value) == 16:  # a run cell: its set
+            return rk.checksum_of(value)
         return value.decode("utf-8")
     except Exception:  # a corrupt cell is shown, not fatal: this is a repair tool
         return {"hex": value.hex()}
@@ -203,6 +205,8 @@ def describe_row(key: bytes, columns: dict[str, bytes]) -> dict:
         out["start_ms"], out["start"] = k.start_ms, iso_ms(k.start_ms)
     if k.run_id is not None:
         out["run_id"] = k.run_id
+    elif k.level == 0:  # a format-4 run row: its runs are its columns
+        out["runs"] = sorted(columns)
     out["columns"] = {c: decode_column(k.kind, c, v) for c, v in sorted(columns.items())}
     if k.kind == "run" and isinstance(out["columns"].get("t"), int):
         out["start_ms"] = out["columns"]["t"]
@@ -590,17 +594,17 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
                 continue
             if kind in _BUCKETS:
                 continue  # an older store's narrow buckets: checked after its upgrade
-            checksum = _row_checksum(key, cols)
+            named = _row_checksum(key, cols)
         except (ValueError, UnicodeDecodeError, struct.error):
             (report.corrupt if kind in rk.KINDS and key[1:2] == rk.SEP
              else report.unknown).append(key)
             continue
-        if checksum is None or checksum not in data:
+        if named is None or named not in data:
             report.dangling.append(key)
             continue
-        referenced.add(checksum)
+        referenced.add(named)
         if kind in (rk.BACKWARD, rk.FORWARD):
-            pending.setdefault(k.run_id or "", (checksum, k.start_ms or 0, cols.get("p", b"")))
+            pending.setdefault(k.run_id or "", (named, k.start_ms or 0, cols.get("p", b"")))
             if len(pending) >= _BATCH:
                 check_runs()
     check_runs()

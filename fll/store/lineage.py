@@ -231,8 +231,8 @@ class LineageStore:
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
-        self._buckets: dict[tuple[str, int], list[bytes]] = {}
-        self._level_keys: dict[tuple[str, int, int], list[bytes]] = {}
+        self._buckets: dict[tuple[str, int], list[tuple[bytes, dict[str, bytes]]]] = {}
+        self._level_keys: dict[tuple[str, int, int], list[tuple[bytes, dict[str, bytes]]]] = {}
         self._cols: dict[str, dict[str, bytes]] = {}
         self._eps: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {}
         self._writer_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -879,6 +879,7 @@ class LineageStore:
         seen: set[str] = set()
         for key, cols in self.table.scan(lo, hi, limit=limit):
             k = _decode_key(self.url, key)
+            runs: list[tuple[str, str, bytes | None]]
             try:
                 if k.level == 0:
                     runs = [(r, rk.checksum_of(cols[r]), None) for r in sorted(cols)]

@@ -584,9 +584,9 @@ class SQLiteTable:
         def drop(conn: sqlite3.Connection) -> None:
             conn.executemany("DELETE FROM wide WHERE row = ? AND col = ?",
                              [(r, _col_in(c)) for r, cols in todo.items() for c in cols])
+            # a row may be packed whatever the prefixes (written before they
+            # were declared, or by a raw copy): look there too
             for r, cols in todo.items():
-                if self._is_wide(r):
-                    continue
                 found = conn.execute("SELECT val FROM rows WHERE row = ?", (r,)).fetchone()
                 if not found:
                     continue

@@ -34,8 +34,8 @@ def broken_store(lineage_store):
                                               [InputField("r", "x")])])
     table.put({rk.data(lonely.checksum): {"o": canonical_bytes(lonely.operations),
                                           "s": summaries_to_bytes(lonely)}})
-    dangling = rk.backward("ns", "ghost", T0, "ghost-run")
-    table.put({dangling: {"c": b"0" * 32, "p": b""}})
+    dangling = rk.run_row(rk.BACKWARD, "ns", "ghost", T0)
+    table.put({dangling: {"ghost-run": b"\x00" * 16}})
     table.delete([rk.run("r-ab")])  # as if a crash hit between index rows and run row
     table.close()
     return lineage_store, rk.data(lonely.checksum), dangling
@@ -48,7 +48,8 @@ def test_fsck_finds_then_repairs_then_reports_clean(run_cli, broken_store):
     report = json.loads(found.stdout)
     assert report["clean"] is False and report["repaired"] is False
     assert report["orphaned_data_rows"] == [admin.printable_key(orphan_key)]
-    assert report["dangling_index_rows"] == [admin.printable_key(dangling_key)]
+    assert report["dangling_index_rows"] == [admin.printable_key(dangling_key) +
+                                             " column ghost-run"]
     assert report["missing_run_rows"] == ["r|r-ab"]
     text = run_cli("admin", "fsck", store=url).stdout
     assert "found 3 problem(s)" in text and "--repair" in text
