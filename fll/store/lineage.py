@@ -380,15 +380,21 @@ class LineageStore:
         finest bucket fixes the bucket at every level: a run of a set re-run
         often costs one lookup of (set, finest bucket), and a new finest bucket
         builds only the levels whose bucket is new too."""
-        first = start - start % rk.LEVELS4[1]
+        # level 1 (64 ms) is new for nearly every run of a set re-run every
+        # second or slower: built directly; levels 2 and up memoized together
+        cols = self._set_columns(checksum)
+        first1 = start - start % rk.LEVELS4[1]
+        dsts, srcs = self._endpoints(info)
+        out = [(rk.bucket4(rk.BACKWARD_BUCKET, ns, name, 1, first1), cols) for ns, name in dsts]
+        out += [(rk.bucket4(rk.FORWARD_BUCKET, ns, name, 1, first1), cols) for ns, name in srcs]
+        first = start - start % rk.LEVELS4[2]
         memo = self._buckets
         hit = memo.get((checksum, first))
         if hit is None:
             if len(memo) > 65536:
                 memo.clear()
             hit = []
-            cols = self._set_columns(checksum)
-            for k in range(1, len(rk.LEVELS4)):
+            for k in range(2, len(rk.LEVELS4)):
                 first_k = start - start % rk.LEVELS4[k]
                 level = self._level_keys.get((checksum, k, first_k))
                 if level is None:
@@ -406,7 +412,7 @@ class LineageStore:
                     self._level_keys[(checksum, k, first_k)] = level
                 hit.extend(level)
             memo[(checksum, first)] = hit
-        return hit
+        return out + hit
 
     def _old_index(self, table: Table, checksum: str, run_id: str, start: int
                    ) -> tuple[list[bytes], dict[bytes, set[str]]]:

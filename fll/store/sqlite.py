@@ -145,15 +145,29 @@ def unpack(val: bytes) -> dict[str, bytes]:
     return cols
 
 
+_HEX_STR = re.compile(r"[0-9a-f]{32}").fullmatch
+
+
 def _col_in(col: str) -> str | bytes:
     """A column name as the wide table stores it: a checksum as 16 raw bytes."""
-    if len(col) == 32 and _HEX(col.encode("ascii", "replace")):
+    if len(col) == 32 and _HEX_STR(col):
         return binascii.unhexlify(col)
     return col
 
 
 def _col_out(col: str | bytes) -> str:
     return binascii.hexlify(col).decode("ascii") if type(col) is bytes else str(col)
+
+
+def _after(prefix: bytes) -> bytes:
+    """The smallest key above every key starting with ``prefix``."""
+    p = bytearray(prefix)
+    while p and p[-1] == 0xFF:
+        p.pop()
+    if not p:
+        return b"\xff" * 9
+    p[-1] += 1
+    return bytes(p)
 
 
 def _merge(old: bytes, new: bytes) -> bytes:
@@ -208,6 +222,7 @@ class SQLiteTable:
             raise StoreError(f"cannot create the store directory {parent}: {e.strerror}") from None
         self._identity: tuple[int, int] | None = None  # no file yet: nothing to check
         self._wide: tuple[bytes, ...] = ()
+        self._packed_wide = True
         self._open_layout()
         self._identity = self._file_identity()
 
@@ -370,6 +385,13 @@ class SQLiteTable:
         """Keep rows whose key starts with one of ``prefixes`` a SQLite row per
         cell (see the module docstring). Only where writes go: reads see both."""
         self._wide = tuple(bytes(p) for p in prefixes if p)
+        # rows under these prefixes written packed (before they were declared,
+        # or by an older format) are read from both tables; else wide keys are
+        # read from the cell table alone
+        def packed(conn: sqlite3.Connection) -> bool:
+            return any(conn.execute("SELECT 1 FROM rows WHERE row >= ? AND row < ? LIMIT 1",
+                                    (p, _after(p))).fetchone() for p in self._wide)
+        self._packed_wide = bool(self._wide) and self._retry(packed, write=False)
 
     def _is_wide(self, key: bytes) -> bool:
         return bool(self._wide) and key.startswith(self._wide)
@@ -408,7 +430,10 @@ class SQLiteTable:
                 continue
             key = r if type(r) is bytes else bytes(r)
             if self._is_wide(key):
-                cells.extend((key, _col_in(c), bytes(v)) for c, v in cols.items())
+                # _col_in inlined: this loop runs for every cell of a batch
+                cells.extend((key, binascii.unhexlify(c) if len(c) == 32 and _HEX_STR(c)
+                              else c, v if type(v) is bytes else bytes(v))
+                             for c, v in cols.items())
                 continue
             hit = seen.get(id(cols))
             if hit is None:
@@ -445,12 +470,16 @@ class SQLiteTable:
         if not keys:
             return {}
 
+        cells_only = not self._packed_wide and all(self._is_wide(k) for k in keys)
+
         def read(conn: sqlite3.Connection) -> dict[bytes, dict[str, bytes]]:
             out: dict[bytes, dict[str, bytes]] = {}
             for i in range(0, len(keys), 500):
                 chunk = keys[i:i + 500]
                 marks = ",".join("?" * len(chunk))
                 found = conn.execute(
+                    f"SELECT row, col, val FROM wide WHERE row IN ({marks}) ORDER BY 1, 2",
+                    chunk).fetchall() if cells_only else conn.execute(
                     f"SELECT row, NULL, val FROM rows WHERE row IN ({marks}) UNION ALL "
                     f"SELECT row, col, val FROM wide WHERE row IN ({marks}) ORDER BY 1, 2",
                     chunk + chunk).fetchall()
