@@ -5,8 +5,8 @@ Format 4 (wide rows: a column per run or per set):
 | key | one per | columns |
 |---|---|---|
 | ``d|<checksum>`` | distinct operation set | its operations, compressed (see `fll.store.lineage`) |
-| ``b|<ns>|<name>|<inv ms>`` | destination × millisecond with a run | ``<run>`` → raw checksum |
-| ``f|<ns>|<name>|<inv ms>`` | source × millisecond with a run | ``<run>`` → raw checksum |
+| ``b|<ns>|<name>|<inv 64 ms>`` | destination × 64 ms with a run | ``<run>`` → ms offset, raw checksum |
+| ``f|<ns>|<name>|<inv 64 ms>`` | source × 64 ms with a run | ``<run>`` → ms offset, raw checksum |
 | ``g|<ns>|<name>|<level><inv bucket>`` | destination × time bucket (see `cover`) | ``<checksum>`` → b"" |
 | ``h|<ns>|<name>|<level><inv bucket>`` | source × time bucket | ``<checksum>`` → b"" |
 | ``g|<ns>|<name>|*`` / ``h|…|*`` | endpoint: the top-level buckets it has | ``<bucket ms>`` → b"" |
@@ -260,24 +260,42 @@ def cover(start_ms: int, end_ms: int) -> tuple[list[tuple[int, int, int]], list[
 
 # -- format 4: wide rows, enumerated cover ---------------------------------------
 #
-# Level 0 is the run index itself: one row per endpoint and millisecond
-# (``b|``/``f|``), a column per run. Level k >= 1 is a bucket row of
+# Level 0 is the run index itself: one row per endpoint and 64 ms
+# (``b|``/``f|``), a column per run whose value is the run's millisecond
+# within the row (1 byte) and its set's raw checksum, so the two rows at the
+# edges of a range are filtered exactly. Level k >= 1 is a bucket row of
 # ``LEVELS4[k]`` ms (``g|``/``h|``), a column per operation set with a run in
-# it: blind idempotent puts. Sizes grow x64 (1 ms, 64 ms, 4 s, 4.4 min, 4.7 h,
+# it: blind idempotent puts. Sizes grow x64 (64 ms, 4 s, 4.4 min, 4.7 h,
 # 12.4 d, 2.2 y), so the canonical cover of ``[start, end)`` is at most 63
-# rows per side per level: an explicit list of row keys, read with one
-# multi-get. The top level is not bounded by the alignment of a coarser one;
+# rows per side per level (64 at level 0 with the edge rows): an explicit
+# list of row keys, read with one multi-get. The top level is not bounded by the alignment of a coarser one;
 # when a range spans more than `TOP_ENUM` top buckets, the endpoint's
 # directory row (``…|*``, a column per top bucket it has) says which to read.
-LEVELS4 = tuple(1 << b for b in range(0, 37, 6))
+LEVELS4 = tuple(1 << b for b in range(6, 37, 6))
 TOP = len(LEVELS4) - 1
 TOP_ENUM = 64
 DIRECTORY = b"*"
+#: `Key.level` of a directory row (no level of any format has it)
+DIRECTORY_LEVEL = 99
 
 
 def run_row(kind: bytes, namespace: str, name: str, ms: int) -> bytes:
-    """The level-0 row of an endpoint: its runs that started at ``ms``."""
-    return dataset_prefix(kind, namespace, name) + invert(ms)
+    """The level-0 row of an endpoint holding its runs that started in the
+    64 ms around ``ms``."""
+    return dataset_prefix(kind, namespace, name) + invert(ms - ms % LEVELS4[0])
+
+
+def run_value(ms: int, raw_checksum: bytes) -> bytes:
+    """A run cell: the run's millisecond within its row, then its set."""
+    return bytes([ms % LEVELS4[0]]) + raw_checksum
+
+
+def run_of(row_ms: int, value: bytes) -> tuple[int, str]:
+    """(start ms, checksum) of a run cell of the row starting at ``row_ms``;
+    ValueError when the value is not one."""
+    if len(value) < 2 or value[0] >= LEVELS4[0]:
+        raise ValueError("not a run cell")
+    return row_ms + value[0], checksum_of(value[1:])
 
 
 def bucket4(kind: bytes, namespace: str, name: str, level: int, first_ms: int) -> bytes:
@@ -292,15 +310,24 @@ def directory(kind: bytes, namespace: str, name: str) -> bytes:
 
 def cover4(start_ms: int, end_ms: int) -> tuple[list[tuple[int, int]], tuple[int, int] | None]:
     """The canonical cover of ``[start, end)``: ``(level, first ms)`` of every
-    row to read (level 0: a run row), and the top-level span ``(first, stop)``
-    when it holds more than `TOP_ENUM` top buckets (read through the directory
-    row instead of enumerated), else None."""
+    row to read (level 0: a run row, whose runs the reader filters by their
+    exact time: the edge rows hold runs outside the range), and the top-level
+    span ``(first, stop)`` when it holds more than `TOP_ENUM` top buckets
+    (read through the directory row instead of enumerated), else None."""
     start, end = max(start_ms, 0), min(end_ms, MAX_TIME + 1)
     out: list[tuple[int, int]] = []
     if end <= start:
         return out, None
-    lo, hi = start, end
-    for k in range(TOP):
+    z0, z1 = LEVELS4[0], LEVELS4[1]
+    lo_n, hi_n = -(-start // z1) * z1, end // z1 * z1
+    first, stop = start // z0 * z0, -(-end // z0) * z0
+    if lo_n >= hi_n:
+        out.extend((0, t) for t in range(first, stop, z0))
+        return out, None
+    out.extend((0, t) for t in range(first, lo_n, z0))
+    out.extend((0, t) for t in range(hi_n, stop, z0))
+    lo, hi = lo_n, hi_n
+    for k in range(1, TOP):
         size, z = LEVELS4[k], LEVELS4[k + 1]
         lo_n, hi_n = -(-lo // z) * z, hi // z * z
         if lo_n >= hi_n:
@@ -343,8 +370,8 @@ class Key(NamedTuple):
     #: the alias of an ``A|`` row (namespace, name)
     alias: tuple[str, str] | None = None
     #: the level of a bucket row (its start_ms is the bucket's start); 0 for a
-    #: format-4 run row (no run id: its runs are its columns); TOP + 1 for a
-    #: directory row
+    #: format-4 run row (no run id: its runs are its columns); DIRECTORY_LEVEL
+    #: for a directory row
     level: int | None = None
 
 
@@ -375,7 +402,7 @@ def decode(key: bytes) -> Key:
     if kind in (BACKWARD_BUCKET, FORWARD_BUCKET):
         ns, name, rest = rest.split(SEP, 2)
         if rest == DIRECTORY:
-            return Key(KINDS[kind], unescape(ns), unescape(name), level=TOP + 1)
+            return Key(KINDS[kind], unescape(ns), unescape(name), level=DIRECTORY_LEVEL)
         if len(rest) == 9:  # format 4: <level><inv bucket>, no checksum in the key
             if not 0x31 <= rest[0] <= 0x30 + TOP:
                 raise ValueError(f"malformed bucket row key: {key!r}")

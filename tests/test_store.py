@@ -222,7 +222,7 @@ def test_a_writer_killed_mid_stream_leaves_no_dangling_index_row(tmp_path):
     for prefix in (b"b|", b"f|", b"r|"):
         for key, cols in s.table.scan(prefix, rk.prefix_end(prefix)):
             sets = [cols["c"].decode()] if prefix == b"r|" else \
-                [c for _, c in row_sets(key, cols)]
+                [c for _, c, _ in row_sets(key, cols)]
             assert sets and all(rk.data(c) in data for c in sets), \
                 f"{key!r} points at a missing data row"
     for run_id in returned:

@@ -180,8 +180,8 @@ def decode_column(kind: str, column: str, value: bytes) -> Any:
                     "s": _jsonable(msgpack.unpackb(summaries, raw=False, strict_map_key=False))}
         if kind == "run" and column == "t":
             return _T.unpack(value)[0]
-        if kind in ("backward", "forward") and len(value) == 16:  # a run cell: its set
-            return rk.checksum_of(value)
+        if kind in ("backward", "forward") and len(value) == 17:  # a run cell
+            return {"ms_in_row": value[0], "checksum": rk.checksum_of(value[1:])}
         return value.decode("utf-8")
     except Exception:  # a corrupt cell is shown, not fatal: this is a repair tool
         return {"hex": value.hex()}
@@ -423,11 +423,12 @@ def _bucket_kept_since(table: Table, cell: Cell, since_ms: int) -> bool:
     k = rk.decode(key)
     first = k.start_ms or 0
     end = min(first + rk.LEVELS4[k.level or 0], rk.MAX_TIME + 1)
+    since = max(first, since_ms)
     lo, hi = rk.time_range(rk.dataset_prefix(RUN_OF_BUCKET[key[:1]], k.namespace or "",
-                                             k.name or ""), max(first, since_ms), end)
+                                             k.name or ""), since - since % rk.LEVELS4[0], end)
     for row, cols in table.scan(lo, hi):
         try:
-            if any(c == checksum for _, c in row_sets(row, cols)):
+            if any(c == checksum and t >= since for _, c, t in row_sets(row, cols)):
                 return True
         except (ValueError, UnicodeDecodeError):
             continue
@@ -566,24 +567,24 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
                 if cols.get("w") == b"0":
                     report.unfinished.append(key)  # a writer stopped between its puts
             if kind in _BUCKETS and k.checksum is None:
-                if k.level == rk.TOP + 1:  # the directory row: columns are bucket starts
+                if k.level == rk.DIRECTORY_LEVEL:  # the directory row: columns are bucket starts
                     if not all(c.isdigit() for c in cols):
                         raise ValueError("a directory column that is no bucket start")
                     continue
                 _bucket_cells(table, key, cols, data, referenced, report, stale, current)
                 continue
             if kind in (rk.BACKWARD, rk.FORWARD) and k.level == 0:
-                for run_id, checksum in list(row_sets(key, cols)):
+                for run_id, checksum, t in list(row_sets(key, cols)):
                     if checksum not in data:
                         report.dangling_cells.append((key, run_id))
                         continue
                     referenced.add(checksum)
                     if current:
-                        for twin, want in run_cells(kind, k.namespace or "", k.name or "",
-                                                    k.start_ms or 0, run_id, checksum).items():
+                        for twin, want in run_cells(kind, k.namespace or "", k.name or "", t,
+                                                    run_id, checksum).items():
                             if twin != key:
                                 twins.setdefault(twin, {}).update(want)
-                    pending.setdefault(run_id, (checksum, k.start_ms or 0, b""))
+                    pending.setdefault(run_id, (checksum, t, b""))
                 if len(twins) >= _BATCH:
                     check_twins()
                 if len(pending) >= _BATCH:
@@ -654,7 +655,8 @@ def _repair(table: Table, report: FsckReport) -> None:
             if col not in cols:
                 continue
             try:
-                named[(key, col)] = rk.checksum_of(cols[col]) if key[:1] in _BUCKET_OF else col
+                named[(key, col)] = rk.run_of(0, cols[col])[1] if key[:1] in _BUCKET_OF \
+                    else col
             except (ValueError, UnicodeDecodeError):
                 continue
         present = t.get_many([rk.data(c) for c in set(named.values())])
@@ -689,7 +691,7 @@ def _repair(table: Table, report: FsckReport) -> None:
                     continue
                 k = rk.decode(key)
                 # a bucket cell: only while a run of its set in the bucket is there
-                if k.level == rk.TOP + 1 or _bucket_kept_since(t, (key, col), 0):
+                if k.level == rk.DIRECTORY_LEVEL or _bucket_kept_since(t, (key, col), 0):
                     keep.setdefault(key, {})[col] = value
         if keep:
             t.put(keep)
@@ -1033,7 +1035,7 @@ def _older_rows(table: Table) -> Iterator[bytes]:
                 k = rk.decode(key)
             except (ValueError, UnicodeDecodeError):
                 continue  # of no known shape: fsck reports it
-            if not rk.is_wide(key) and k.level != rk.TOP + 1:
+            if not rk.is_wide(key) and k.level != rk.DIRECTORY_LEVEL:
                 yield key
 
 

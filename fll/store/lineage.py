@@ -342,7 +342,7 @@ class LineageStore:
             if len(self._raw) > 65536:
                 self._raw.clear()
             raw = self._raw[checksum] = rk.checksum_bytes(checksum)
-        cell = {run_id: raw}
+        cell = {run_id: rk.run_value(start, raw)}
         for ns, name in dsts:
             _merge_into(rows, rk.run_row(rk.BACKWARD, ns, name, start), cell)
         for ns, name in srcs:
@@ -380,8 +380,8 @@ class LineageStore:
         finest bucket fixes the bucket at every level: a run of a set re-run
         often costs one lookup of (set, finest bucket), and a new finest bucket
         builds only the levels whose bucket is new too."""
-        # level 1 (64 ms) is new for nearly every run of a set re-run every
-        # second or slower: built directly; levels 2 and up memoized together
+        # level 1 (4 s) is new for most runs of a set re-run every second or
+        # slower: built directly; levels 2 and up memoized together
         cols = self._set_columns(checksum)
         first1 = start - start % rk.LEVELS4[1]
         dsts, srcs = self._endpoints(info)
@@ -803,9 +803,9 @@ class LineageStore:
                 rows.update(self.table.get_many(tops))
         found: set[str] = set()
         for key, cols in rows.items():
-            if key[:1] == run_kind:
+            if key[:1] == run_kind:  # a run row: its runs filtered by their exact time
                 try:
-                    found.update(rk.checksum_of(v) for v in cols.values())
+                    found.update(c for _, c, t in row_sets(key, cols) if start <= t < end)
                 except (ValueError, UnicodeDecodeError):
                     raise _corrupt(self.url, key) from None
             else:
@@ -879,24 +879,28 @@ class LineageStore:
         millisecond: by run id): one scan, its cost the answer's size, then one
         multi-get of the answer's run rows for their programs. Reads the narrow
         rows of an older format too (a store being upgraded)."""
+        # from the run row holding ``start``: its runs are filtered by their time
         lo, hi = rk.time_range(rk.dataset_prefix(kind, endpoint.namespace, endpoint.name),
-                               start, end)
+                               start - start % rk.LEVELS4[0] if start > 0 else start, end)
         found: list[tuple[bytes, str, int, str, bytes | None]] = []
         seen: set[str] = set()
-        for key, cols in self.table.scan(lo, hi, limit=limit):
+        for key, cols in self.table.scan(lo, hi):
+            if limit is not None and len(found) >= limit:
+                break  # rows hold several runs, the edge rows some outside the range
             k = _decode_key(self.url, key)
-            runs: list[tuple[str, str, bytes | None]]
+            runs: list[tuple[int, str, str, bytes | None]]
             try:
                 if k.level == 0:
-                    runs = [(r, rk.checksum_of(cols[r]), None) for r in sorted(cols)]
+                    runs = sorted(((t, r, c, None) for r, c, t in row_sets(key, cols)
+                                   if start <= t < end), key=lambda x: (-x[0], x[1]))
                 else:
-                    runs = [(k.run_id or "", cols["c"].decode(), cols.get("p"))]
+                    runs = [(k.start_ms or 0, k.run_id or "", cols["c"].decode(), cols.get("p"))]
             except (KeyError, ValueError, UnicodeDecodeError):
                 raise _corrupt(self.url, key) from None
-            for run_id, checksum, prog in runs:
+            for t, run_id, checksum, prog in runs:
                 if run_id not in seen:
                     seen.add(run_id)
-                    found.append((key, run_id, k.start_ms or 0, checksum, prog))
+                    found.append((key, run_id, t, checksum, prog))
         if limit is not None:
             found = found[:limit]
         # the program is in the run row only (format 2 also kept it in the
@@ -1018,17 +1022,18 @@ def _not_put(cells: dict[bytes, set[str]], puts: dict[bytes, dict[str, bytes]]
 
 
 def row_sets(key: bytes, cols: dict[str, bytes], ignore: Set[str] = frozenset()
-             ) -> Iterator[tuple[str, str]]:
-    """(run, checksum) of every run a ``b|``/``f|`` row holds: a format-4 row a
-    column per run, an older narrow row one run (its ``c``). ValueError when
-    the row does not decode."""
+             ) -> Iterator[tuple[str, str, int]]:
+    """(run, checksum, start ms) of every run a ``b|``/``f|`` row holds: a
+    format-4 row a column per run, an older narrow row one run (its ``c``).
+    ValueError when the row does not decode."""
     k = rk.decode(key)
     if k.level == 0:
-        for run_id, raw in cols.items():
+        for run_id, value in cols.items():
             if run_id not in ignore:
-                yield run_id, rk.checksum_of(raw)
+                t, checksum = rk.run_of(k.start_ms or 0, value)
+                yield run_id, checksum, t
     elif k.run_id not in ignore and "c" in cols:
-        yield k.run_id or "", cols["c"].decode("utf-8", "replace")
+        yield k.run_id or "", cols["c"].decode("utf-8", "replace"), k.start_ms or 0
 
 
 Bucket = tuple[bytes, str, str, str, int]  # (bucket kind, namespace, name, checksum, start ms)
@@ -1040,7 +1045,7 @@ def unused_buckets(table: Table, wanted: Iterable[Bucket], *, ignore: Set[str] =
     endpoint, set, start) that no run keeps once the runs in ``ignore`` (and
     any whose run cells are already deleted) are gone.
 
-    Level 1 (64 ms): the run rows of the bucket's span, filtered by checksum.
+    Level 1 (4 s): the run rows of the bucket's span, filtered by checksum.
     Level k: a bucket is kept when one of its 64 children at level k - 1 is
     (present, and not found unused here): one multi-get per level. Levels are
     done in order for all of ``wanted`` at once, and a kept bucket stops its
@@ -1060,7 +1065,7 @@ def unused_buckets(table: Table, wanted: Iterable[Bucket], *, ignore: Set[str] =
             users: set[str] = set()
             for key, cols in table.scan(lo, hi):
                 try:
-                    users.update(c for _, c in row_sets(key, cols, ignore))
+                    users.update(c for _, c, _ in row_sets(key, cols, ignore))
                 except (ValueError, UnicodeDecodeError):
                     continue  # a corrupt row keeps nothing: fsck reports it
             spans[span] = users
@@ -1095,7 +1100,9 @@ def set_used_since(table: Table, checksum: str, endpoints: Iterable[tuple[bytes,
     the fewest runs."""
     scans = []
     for kind, ns, name in endpoints:
-        lo, hi = rk.time_range(rk.dataset_prefix(kind, ns, name), since_ms, rk.MAX_TIME + 1)
+        # from the run row holding ``since_ms``: its runs are filtered by time
+        lo, hi = rk.time_range(rk.dataset_prefix(kind, ns, name),
+                               since_ms - since_ms % rk.LEVELS4[0], rk.MAX_TIME + 1)
         scans.append(iter(table.scan(lo, hi)))
     if not scans:
         return False
@@ -1106,7 +1113,8 @@ def set_used_since(table: Table, checksum: str, endpoints: Iterable[tuple[bytes,
                 if row is None:
                     return False
                 try:
-                    if any(c == checksum for _, c in row_sets(row[0], row[1])):
+                    if any(c == checksum and t >= since_ms
+                           for _, c, t in row_sets(row[0], row[1])):
                         return True
                 except (ValueError, UnicodeDecodeError):
                     continue
@@ -1120,7 +1128,8 @@ def run_cells(kind: bytes, namespace: str, name: str, start: int, run_id: str, c
     cells with memos (`LineageStore._index_rows`)."""
     bucket_kind = _BUCKET_OF_RUN[kind]
     rows: dict[bytes, dict[str, bytes]] = {
-        rk.run_row(kind, namespace, name, start): {run_id: rk.checksum_bytes(checksum)}}
+        rk.run_row(kind, namespace, name, start): {
+            run_id: rk.run_value(start, rk.checksum_bytes(checksum))}}
     for k in range(1, len(rk.LEVELS4)):
         rows[rk.bucket4(bucket_kind, namespace, name, k, start - start % rk.LEVELS4[k])] = \
             {checksum: b""}

@@ -100,7 +100,7 @@ def test_get_accepts_the_human_printable_and_hex_forms_of_a_key(run_cli, lineage
     row = json.loads(result.stdout)
     assert bytes.fromhex(row["key_hex"]) == key
     # a column per run of that millisecond, its set's checksum (the program: in r| only)
-    assert set(row["columns"]) == {"r-ab"} and len(row["columns"]["r-ab"]) == 32
+    assert set(row["columns"]) == {"r-ab"} and len(row["columns"]["r-ab"]["checksum"]) == 32
 
 
 def test_get_of_a_missing_row_exits_1_with_one_line(run_cli, lineage_store):

@@ -13,7 +13,7 @@ from fll import EndPoint, EndPointField, StoreError, open_store
 from fll import rowkeys as rk
 from fll.store import LineageStore, admin
 from fll.codec import canonical_bytes, summaries_to_bytes
-from fll.store.lineage import BY_SET_OF_RUN, FORMAT, decode_data
+from fll.store.lineage import BY_SET_OF_RUN, FORMAT, decode_data, row_sets
 from tests.lineage_examples import chain
 
 from .conftest import open_url
@@ -61,21 +61,20 @@ def to_older_format(table, fmt: int) -> None:
         if kind in (rk.BACKWARD, rk.FORWARD):
             k = rk.decode(key)
             gone.append(key)
-            for run_id, raw in cols.items():
-                checksum = rk.checksum_of(raw)
+            for run_id, checksum, start in row_sets(key, cols):
                 program = (table.get(rk.run(run_id)) or {}).get("p", b"")
                 narrow = rk.dataset_prefix(kind, k.namespace, k.name) + \
-                    rk.run_suffix(k.start_ms, run_id)
+                    rk.run_suffix(start, run_id)
                 puts[narrow] = {"c": checksum.encode()} if fmt == 3 else \
                     {"c": checksum.encode(), "p": program}
                 if fmt < 3:
                     puts[rk.by_set(BY_SET_OF_RUN[kind], k.namespace, k.name, checksum,
-                                   k.start_ms, run_id)] = {"p": program}
+                                   start, run_id)] = {"p": program}
                 bucket_kind = {rk.BACKWARD: rk.BACKWARD_BUCKET,
                                rk.FORWARD: rk.FORWARD_BUCKET}[kind]
                 for level in range(len(rk.LEVELS)) if fmt >= 2 else ():
                     shape = rk.bucket if fmt == 3 else rk.bucket_v2
-                    puts[shape(k.namespace, k.name, bucket_kind, level, k.start_ms,
+                    puts[shape(k.namespace, k.name, bucket_kind, level, start,
                                checksum)] = {"x": b""}
         elif kind in (rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET):
             gone.append(key)

@@ -353,7 +353,7 @@ def test_a_fault_mid_record_never_leaves_an_index_row_without_its_data_row(serve
     data = {k for k, _ in t.scan(b"d|", b"d}")}
     for kind in (b"b|", b"f|"):
         for key, cols in t.scan(kind, kind[:1] + b"}"):
-            assert all(data_key(c) in data for _, c in row_sets(key, cols))
+            assert all(data_key(c) in data for _, c, _ in row_sets(key, cols))
     server.handler.mutateRowsTs = original
     assert LineageStore(t).record(cdap_example(), "run-x", 1_000, "p") is True
 

@@ -291,21 +291,28 @@ def test_sets_in_a_range_are_exactly_those_with_a_run_in_it(open_table_for):
     sets = [chain(SRC, DST, [f"c{i}"]) for i in range(6)]
     runs = []
     base = 1_650_000_000_000
-    for i in range(120):
-        t = base + rng.choice([rng.randrange(0, 1 << 13), rng.randrange(0, 1 << 21),
-                               rng.randrange(0, 1 << 31)])
+    for i in range(160):
+        # clustered within a run row (64 ms, same millisecond too) and spread
+        # over every bucket level
+        t = base + rng.choice([rng.randrange(0, 200), rng.randrange(0, 1 << 13),
+                               rng.randrange(0, 1 << 21), rng.randrange(0, 1 << 31)])
         info = rng.choice(sets)
         runs.append((info, f"x{i}", t, None))
-    store.record_many(runs)
+    for i in range(0, len(runs), 40):
+        store.record_many(runs[i:i + 40])
     times = sorted(t for _, _, t, _ in runs)
-    probes = [(base, base + 1), (0, 10**15)]
-    for _ in range(150):
+    probes = [(base, base + 1), (0, 10**15), (0, rk.MAX_TIME), (base + 64, base + 128)]
+    for _ in range(200):
         a, b = rng.choice(times), rng.choice(times)
-        probes.append((min(a, b) + rng.choice([-1, 0, 1]), max(a, b) + rng.choice([0, 1, 4096])))
+        probes.append((min(a, b) + rng.choice([-64, -1, 0, 1, 63]),
+                       max(a, b) + rng.choice([0, 1, 64, 4096])))
     for start, end in probes:
-        want = sorted({info.checksum for info, _, t, _ in runs if start <= t < end})
+        inside = [(info, r, t) for info, r, t, _ in runs if start <= t < end]
+        want = sorted({info.checksum for info, _, _ in inside})
         assert store.checksums(DST, start, end) == want, (start, end)
         assert store.checksums(SRC, start, end, "outgoing") == want, (start, end)
+        assert [(r.run_id, r.start_ms) for r in store.runs(DST, start, end)] == \
+            sorted(((r, t) for _, r, t in inside), key=lambda x: (-x[1], x[0])), (start, end)
 
 
 # -- admin commands beside writers ---------------------------------------------------
