@@ -5,31 +5,31 @@ rows, a column per run or per set.
 
 Write path (`record`): the ``d|<checksum>`` row once per distinct operation
 set (its canonical operations and summaries, deflated with a preset dictionary; see
-`data_row`); per run and endpoint one cell in the endpoint's row of that
-millisecond (``b|``/``f|``: run → checksum, level 0) and one cell per bucket
-level (``g|``/``h|``: 64 ms ×64 up to 2.2 years, checksum → b"", blind and
-idempotent: a set re-run in a bucket writes nothing new) plus the top
-bucket's column in the endpoint's directory row; last the ``r|<run>`` row,
-whose first stored start time is the run's for good, and the only row
-holding the run's program. Write amplification: 1 + 6 + 1 cells per run and
-endpoint, of which a set re-run often adds only the level-0 cell. On SQLite the
-checks and the writes are one transaction (`SQLiteTable.atomic`); on
-Bigtable/HBase the run row is claimed by check-and-put before its index
-rows, after the data row (a blind put: it is content-addressed).
+`data_row`); per run and endpoint one cell in the endpoint's run row of those
+64 ms (``b|``/``f|``: run → its millisecond in the row and its checksum,
+level 0), one cell per bucket level (``g|``/``h|``: 4 s ×64 up to 2.2 years,
+checksum → b"", blind and idempotent: a set re-run in a bucket writes nothing
+new) and the top bucket's column in the endpoint's directory row; last the
+``r|<run>`` row, whose first stored start time is the run's for good, and the
+only row holding the run's program. Write amplification: 1 + 5 + 1 cells per
+run and endpoint, of which a set re-run often adds only its run cell. On
+SQLite the checks and the writes are one transaction (`SQLiteTable.atomic`);
+on Bigtable/HBase the run row is claimed by check-and-put before its index
+cells, after the data row (a blind put: it is content-addressed).
 
 Read path: a field question over ``[start, end)`` reads the canonical cover
-(`fll.rowkeys.cover4`: at most 63 rows per side per level, level 0 being the
-runs' own rows, so the edges are exact) as ONE multi-get of explicit row keys
-(HBase ``getRows``, one Bigtable ``ReadRows``, one SQLite statement), then
-each set once (one multi-get of those not cached) and its stored summaries:
-two round trips, a third only when the range spans more than 64 top buckets
-(140 years: the directory row says which exist). Worst case: about 800 keys
-asked, most absent. Cost follows the sets in the range, never the history.
-This module must never recompute a summary per query, nor cache a row that
-did not decode.
+(`fll.rowkeys.cover4`: at most 63 rows per side per level, the edges being
+run rows whose runs are filtered by their exact time) as ONE multi-get of
+explicit row keys (HBase ``getRows``, one Bigtable ``ReadRows``, one SQLite
+statement), then each set once (one multi-get of those not cached) and its
+stored summaries: two round trips, a third only when the range spans more
+than 64 top buckets (140 years: the directory row says which exist). Worst
+case: about 700 keys asked, most absent. Cost follows the sets in the range,
+never the history. This module must never recompute a summary per query, nor
+cache a row that did not decode.
 
 Whether a bucket cell is still used (purge, supersede, fsck) is decided
-without any by-set index: level 1 by the run rows of its 64 ms, each coarser
+without any by-set index: level 1 by the run rows of its 4 s, each coarser
 level by its 64 children one level down (`unused_buckets`).
 """
 from __future__ import annotations
