@@ -996,15 +996,24 @@ class LineageStore:
         return False
 
 
+class _Merged(dict):
+    """A column map a batch built by merging: its own, so it may grow in place."""
+
+
 def _merge_into(rows: dict[bytes, dict[str, bytes]], key: bytes, cols: dict[str, bytes]
                 ) -> None:
     """Add a row's columns to a batch: two runs of a batch share wide rows.
-    Column maps are shared between rows and runs, so they are never mutated."""
+    Column maps are shared between rows and runs, so they are never mutated,
+    except the batch's own merged copies (a coarse bucket gathering thousands
+    of new sets in one batch grows one map, not a copy per set)."""
     cur = rows.get(key)
     if cur is None:
         rows[key] = cols
+    elif type(cur) is _Merged:
+        cur.update(cols)
     elif cur is not cols and not cols.items() <= cur.items():
-        rows[key] = {**cur, **cols}
+        merged = rows[key] = _Merged(cur)
+        merged.update(cols)
 
 
 def _not_put(cells: dict[bytes, set[str]], puts: dict[bytes, dict[str, bytes]]
