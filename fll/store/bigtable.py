@@ -55,6 +55,8 @@ class BigtableTable:
     """A `Table` in one Bigtable table, one column family ``c``."""
 
     atomic_batches = False
+    #: `scan_ranges` is one ReadRows call whatever the ranges
+    one_call_ranges = True
 
     def __init__(self, project: str, instance: str, table: str, *, emulator: str | None = None,
                  app_profile: str = "", timeout: float = 30.0, deadline: float = 60.0,

@@ -55,7 +55,7 @@ from urllib.parse import parse_qs
 import msgpack
 
 from ..errors import StoreError
-from .base import Row, redact, register_backend, scan_bounds
+from .base import Row, in_ranges, redact, register_backend, scan_bounds
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rows (
@@ -470,7 +470,9 @@ class SQLiteTable:
         if not keys:
             return {}
 
-        cells_only = not self._packed_wide and all(self._is_wide(k) for k in keys)
+        wide = self._wide
+        cells_only = not self._packed_wide and bool(wide) and \
+            all(k.startswith(wide) for k in keys)
 
         def read(conn: sqlite3.Connection) -> dict[bytes, dict[str, bytes]]:
             out: dict[bytes, dict[str, bytes]] = {}
@@ -487,6 +489,8 @@ class SQLiteTable:
                     if cols:
                         out[r] = cols
             return out
+        if len(keys) <= 500:  # one statement: one snapshot without a transaction
+            return self._retry(read, write=False)
         return self._read_txn(read)
 
     def scan(self, start: bytes = b"", stop: bytes = b"", *, limit: int | None = None,
@@ -577,23 +581,41 @@ class SQLiteTable:
                 self._local.txn = False
         return self._retry(body, write=True)
 
+    #: `scan_ranges` is one statement (a read transaction past 100 ranges)
+    one_call_ranges = True
+
     def scan_ranges(self, ranges: list[tuple[bytes, bytes]]
                     ) -> list[tuple[bytes, dict[str, bytes]]]:
         wanted = [b for b in (scan_bounds(lo, hi, None) for lo, hi in ranges) if b is not None]
         if not wanted:
             return []
+        wide = self._wide
+        # ranges that lie within one declared prefix read the cell table alone
+        cells_only = not self._packed_wide and bool(wide) and all(
+            hi and any(lo.startswith(p) and hi.startswith(p) for p in wide) for lo, hi in wanted)
 
         def read(conn: sqlite3.Connection) -> list[tuple[bytes, dict[str, bytes]]]:
             out: list[tuple[bytes, dict[str, bytes]]] = []
-            for lo, hi in wanted:
-                cond = "row >= ? AND row < ?" if hi else "row >= ?"
-                args = [lo, hi] if hi else [lo]
-                out.extend(self._group(conn.execute(
-                    f"SELECT row, NULL, val FROM rows WHERE {cond} UNION ALL "
-                    f"SELECT row, col, val FROM wide WHERE {cond} ORDER BY 1, 2",
-                    args + args).fetchall()))
+            for i in range(0, len(wanted), 100):
+                part = wanted[i:i + 100]
+                # one OR of ranges: SQLite reads each as a primary-key range
+                # ("MULTI-INDEX OR"); an ORDER BY would make it scan the table,
+                # so the cells are put in order here (a packed row before cells)
+                cond = " OR ".join("(row >= ? AND row < ?)" if hi else "(row >= ?)"
+                                   for _, hi in part)
+                args = [b for lo, hi in part for b in ((lo, hi) if hi else (lo,))]
+                sql = f"SELECT row, col, val FROM wide WHERE {cond}" if cells_only else \
+                    (f"SELECT row, NULL, val FROM rows WHERE {cond} UNION ALL "
+                     f"SELECT row, col, val FROM wide WHERE {cond}")
+                found = conn.execute(sql, args if cells_only else args + args).fetchall()
+                found.sort(key=lambda c: (c[0], c[1] is not None))
+                out.extend(self._group(found))
             return out
-        return self._read_txn(read)
+        found = self._retry(read, write=False) if len(wanted) <= 100 else self._read_txn(read)
+        if len(wanted) == 1:
+            return found
+        found.sort(key=lambda r: r[0])
+        return in_ranges(found, wanted)
 
     def delete(self, rows: list[bytes]) -> None:
         keys = [(bytes(r),) for r in rows]
