@@ -895,13 +895,7 @@ class LineageStore:
                                start - start % rk.LEVELS4[0] if start > 0 else start, end)
         found: list[tuple[bytes, str, int, str, bytes | None]] = []
         seen: set[str] = set()
-        # a row holds one run or more, but the first (the end's edge row) may
-        # hold none in the range: limit + 1 rows hold ``limit`` runs if any do
-        # (a store being upgraded may hold a run twice, in both shapes: no limit)
-        rows_limit = None if limit is None or self.format < 4 else limit + 1
-        for key, cols in self.table.scan(lo, hi, limit=rows_limit):
-            if limit is not None and len(found) >= limit:
-                break
+        for key, cols in self._run_rows(lo, hi, limit, found):
             k = _decode_key(self.url, key)
             runs: list[tuple[int, str, str, bytes | None]]
             try:
@@ -929,6 +923,30 @@ class LineageStore:
                 yield RunInfo(run_id, t, prog.decode() or None, checksum)
             except UnicodeDecodeError:
                 raise _corrupt(self.url, key) from None
+
+    def _run_rows(self, lo: bytes, hi: bytes, limit: int | None, found: list
+                  ) -> Iterator[tuple[bytes, dict[str, bytes]]]:
+        """The run rows of ``[lo, hi)`` until ``found`` (filled by the caller)
+        holds ``limit`` runs. A row holds one run or 64 (one a millisecond), so
+        with a limit the rows are read in pages sized by the runs per row seen
+        so far: one call for a dense history, a few for a sparse one, never
+        the whole range (a backend may read a page whole)."""
+        if limit is None:
+            yield from self.table.scan(lo, hi)
+            return
+        cursor, want, seen = lo, min(limit + 1, 16), 0
+        while len(found) < limit:
+            page = list(self.table.scan(cursor, hi, limit=want))
+            for row in page:
+                if len(found) >= limit:
+                    return
+                yield row
+            seen += len(page)
+            if len(page) < want:
+                return
+            cursor = page[-1][0] + b"\x00"
+            per_row = max(len(found), 1) / seen
+            want = max(16, int((limit - len(found)) / per_row * 1.25) + 2)
 
     def field_map(self, endpoint: EndPoint, start: int, end: int,
                   direction: str = "incoming") -> dict[EndPointField, set[EndPointField]]:

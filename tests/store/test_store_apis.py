@@ -311,8 +311,11 @@ def test_sets_in_a_range_are_exactly_those_with_a_run_in_it(open_table_for):
         want = sorted({info.checksum for info, _, _ in inside})
         assert store.checksums(DST, start, end) == want, (start, end)
         assert store.checksums(SRC, start, end, "outgoing") == want, (start, end)
-        assert [(r.run_id, r.start_ms) for r in store.runs(DST, start, end)] == \
-            sorted(((r, t) for _, r, t in inside), key=lambda x: (-x[1], x[0])), (start, end)
+        newest = sorted(((r, t) for _, r, t in inside), key=lambda x: (-x[1], x[0]))
+        assert [(r.run_id, r.start_ms) for r in store.runs(DST, start, end)] == newest
+        limit = rng.choice([1, 3, 17, 40])
+        assert [(r.run_id, r.start_ms) for r in store.runs(DST, start, end, "incoming",
+                                                           limit)] == newest[:limit]
 
 
 # -- admin commands beside writers ---------------------------------------------------
