@@ -7,7 +7,7 @@ Format 4 (wide rows: a column per run or per set):
 | ``d|<checksum>`` | distinct operation set | its operations, compressed (see `fll.store.lineage`) |
 | ``b|<ns>|<name>|<inv 64 ms>`` | destination × 64 ms with a run | ``<run>`` → ms offset, raw checksum |
 | ``f|<ns>|<name>|<inv 64 ms>`` | source × 64 ms with a run | ``<run>`` → ms offset, raw checksum |
-| ``g|<ns>|<name>|<level><inv bucket>`` | destination × time bucket (see `cover`) | ``<checksum>`` → b"" |
+| ``g|<ns>|<name>|<level><inv bucket>`` | destination × time bucket (see `cover4`) | ``<checksum>`` → b"" |
 | ``h|<ns>|<name>|<level><inv bucket>`` | source × time bucket | ``<checksum>`` → b"" |
 | ``g|<ns>|<name>|*`` / ``h|…|*`` | endpoint: the top-level buckets it has | ``<bucket ms>`` → b"" |
 | ``r|<run>`` | run | start time, program, checksum (idempotence and lookup) |
@@ -165,18 +165,11 @@ def time_range(prefix: bytes, start_ms: int, end_ms: int) -> tuple[bytes, bytes]
     return lo, hi
 
 
-# -- time buckets -------------------------------------------------------------
+# -- format 2 and 3 time buckets (to read and upgrade older stores) ------------
 #
-# A run of operation set C that wrote dataset D at time t puts, at every level
-# k, the row ``g|D|k|inv(bucket_k(t))|C``: a blind, idempotent put (the row is
-# the same for every run of C in that bucket). The sets with a run in
-# ``[start, end)`` are then read from the fewest aligned buckets covering the
-# range (at most two contiguous key ranges per level, see `cover`), and the two
-# partial edges narrower than one finest bucket are read exactly from the
-# per-run ``b|``/``f|`` rows. Bucket sizes are powers of two so alignment is a
-# mask: 2**12 ms (4 s) up to 2**36 ms (2.2 years), a factor 16 apart; the top
-# level has no upper bound on the buckets a span covers (all of history since
-# 1970 is about 26 top buckets).
+# A run of operation set C that wrote dataset D at time t put, at every level
+# k, the narrow row ``g|D|k|inv(bucket_k(t))|C``: 2**12 ms (4 s) up to 2**36 ms
+# (2.2 years), a factor 16 apart.
 LEVELS = tuple(1 << b for b in range(12, 37, 4))
 
 
@@ -217,45 +210,6 @@ def bucket_v2(namespace: str, name: str, kind: bytes, level: int, start_ms: int,
 @lru_cache(maxsize=16384)
 def bucket_prefix(kind: bytes, namespace: str, name: str, level: int) -> bytes:
     return dataset_prefix(kind, namespace, name) + bytes([0x30 + level]) + SEP
-
-
-def bucket_range(prefix: bytes, first: int, stop: int) -> tuple[bytes, bytes]:
-    """Keys of the buckets starting in ``[first, stop)`` (aligned) under a level prefix."""
-    return prefix + invert(stop - 1), prefix + invert(first) + b"\xff"
-
-
-def cover(start_ms: int, end_ms: int) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]]]:
-    """How to read ``[start, end)``: ``(level, first, stop)`` spans of whole
-    aligned buckets, and the ``(start, end)`` edges to read run by run.
-
-    Per level at most two spans (left and right of the next level's aligned
-    part), so a query is at most ``2 * len(LEVELS)`` bucket ranges plus two
-    edges, each edge narrower than one finest bucket.
-    """
-    start, end = max(start_ms, 0), min(end_ms, MAX_TIME + 1)
-    if end <= start:
-        return [], []
-    z0 = LEVELS[0]
-    lo, hi = -(-start // z0) * z0, end // z0 * z0
-    if lo >= hi:
-        return [], [(start, end)]
-    edges = [e for e in ((start, lo), (hi, end)) if e[0] < e[1]]
-    spans: list[tuple[int, int, int]] = []
-    for k in range(len(LEVELS)):
-        if k + 1 == len(LEVELS):
-            spans.append((k, lo, hi))
-            break
-        z = LEVELS[k + 1]
-        lo_n, hi_n = -(-lo // z) * z, hi // z * z
-        if lo_n >= hi_n:
-            spans.append((k, lo, hi))
-            break
-        if lo < lo_n:
-            spans.append((k, lo, lo_n))
-        if hi_n < hi:
-            spans.append((k, hi_n, hi))
-        lo, hi = lo_n, hi_n
-    return spans, edges
 
 
 # -- format 4: wide rows, enumerated cover ---------------------------------------
