@@ -877,6 +877,17 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
         stale = [(k, c) for k, c in stale if c in present.get(k, {})]
         table.delete_columns(_by_row(stale))
         table.delete([k for k in unused if k in present])
+        # a top bucket row left without columns leaves its dataset's directory
+        tops = sorted({k for k, _ in stale if rk.decode(k).level == rk.TOP})
+        if tops:
+            still = table.get_many(tops)
+            listed: dict[bytes, list[str]] = {}
+            for k in tops:
+                if k not in still:
+                    d = rk.decode(k)
+                    listed.setdefault(rk.directory(k[:1], d.namespace or "", d.name or ""),
+                                      []).append(str(d.start_ms))
+            table.delete_columns(listed)
         report.bucket_rows += len(stale)
         report.data_rows += sum(1 for k in unused if k in present)
     else:
