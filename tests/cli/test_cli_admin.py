@@ -107,7 +107,9 @@ def test_purge_removes_exactly_the_old_runs_and_their_unused_sets(run_cli, linea
     assert {k: v for k, v in report.items() if k != "dry_run"} == \
         {k: v for k, v in dry.items() if k != "dry_run"}
     after = full_scan(lineage_store)
-    removed = {k for k, _ in before} - {k for k, _ in after}
+    # (a dataset's directory row of top buckets, emptied too, is not counted)
+    removed = {k for k, _ in before} - {k for k, _ in after} - \
+        {k for k, _ in before if k.endswith(b"|*")}
     assert len(removed) == report["runs"] + report["index_rows"] + report["bucket_rows"] + \
         report["data_rows"]
     survivors = {admin.describe_row(k, c).get("run_id") for k, c in after} - {None}
