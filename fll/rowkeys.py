@@ -1,23 +1,27 @@
 """Row keys of the wide-row layout.
 
-| key | one per |
-|---|---|
-| ``d|<checksum>`` | distinct operation set: its operations, compressed (see `fll.store.lineage`) |
-| ``b|<ns>|<name>|<inv start>|<run>`` | run × destination endpoint (backward lineage): ``c`` |
-| ``f|<ns>|<name>|<inv start>|<run>`` | run × source endpoint (forward lineage): ``c`` |
-| ``r|<run>`` | run: start time, program, checksum (idempotence and lookup) |
-| ``s|<ns>|<name>|<inv start>|<run>`` | run × dataset whose schema the run reported |
-| ``g|<ns>|<name>|<level>|<inv bucket>|<raw checksum>`` | operation set × time bucket of one |
-| ``h|<ns>|<name>|<level>|<inv bucket>|<raw checksum>`` | of the levels (see `cover`): sets by time |
-| ``v|<name>`` | store metadata: the format version, an upgrade's cursor |
-| ``a|<ns>|<name>`` | alias (a logical dataset name) → the dataset it stands for |
-| ``A|<ns>|<name>|<alias ns>|<alias name>`` | the reverse: a dataset's aliases |
+Format 4 (wide rows: a column per run or per set):
 
-Format 2 also had ``B|``/``F|`` rows (``<kind>|<ns>|<name>|<checksum>|<inv
-start>|<run>``: the run index grouped by set) and bucket keys ending in the
-checksum's 32 hex digits; format 3 has neither (a bucket key ends in the 16
-raw bytes of the checksum), `decode` reads both so `fll admin upgrade` and
-fsck can.
+| key | one per | columns |
+|---|---|---|
+| ``d|<checksum>`` | distinct operation set | its operations, compressed (see `fll.store.lineage`) |
+| ``b|<ns>|<name>|<inv 64 ms>`` | destination × 64 ms with a run | ``<run>`` → ms offset, raw checksum |
+| ``f|<ns>|<name>|<inv 64 ms>`` | source × 64 ms with a run | ``<run>`` → ms offset, raw checksum |
+| ``g|<ns>|<name>|<level><inv bucket>`` | destination × time bucket (see `cover4`) | ``<checksum>`` → b"" |
+| ``h|<ns>|<name>|<level><inv bucket>`` | source × time bucket | ``<checksum>`` → b"" |
+| ``g|<ns>|<name>|*`` / ``h|…|*`` | endpoint: the top-level buckets it has | ``<bucket ms>`` → b"" |
+| ``r|<run>`` | run | start time, program, checksum (idempotence and lookup) |
+| ``s|<ns>|<name>|<inv start>|<run>`` | run × dataset whose schema the run reported | ``f`` |
+| ``v|<name>`` | store metadata: the format version, an upgrade's cursor | |
+| ``a|<ns>|<name>`` | alias (a logical dataset name) | ``t``: the dataset it stands for |
+| ``A|<ns>|<name>|<alias ns>|<alias name>`` | the reverse: a dataset's aliases | |
+
+Formats 1-3 had one narrow row per run and endpoint
+(``b|<ns>|<name>|<inv start>|<run>`` with ``c``); format 2 also had ``B|``/``F|``
+rows (``<kind>|<ns>|<name>|<checksum>|<inv start>|<run>``) and bucket keys
+ending in the checksum's 32 hex digits, format 3 narrow bucket rows
+``g|<ns>|<name>|<level>|<inv bucket>|<raw checksum>`` at 4 s ×16 levels.
+`decode` reads every shape so `fll admin upgrade` and fsck can.
 
 Every variable part is escaped so it never contains the separator ``|``:
 ``%`` becomes ``%25`` and ``|`` becomes ``%7C`` (and bytes below 0x20 are
@@ -161,18 +165,11 @@ def time_range(prefix: bytes, start_ms: int, end_ms: int) -> tuple[bytes, bytes]
     return lo, hi
 
 
-# -- time buckets -------------------------------------------------------------
+# -- format 2 and 3 time buckets (to read and upgrade older stores) ------------
 #
-# A run of operation set C that wrote dataset D at time t puts, at every level
-# k, the row ``g|D|k|inv(bucket_k(t))|C``: a blind, idempotent put (the row is
-# the same for every run of C in that bucket). The sets with a run in
-# ``[start, end)`` are then read from the fewest aligned buckets covering the
-# range (at most two contiguous key ranges per level, see `cover`), and the two
-# partial edges narrower than one finest bucket are read exactly from the
-# per-run ``b|``/``f|`` rows. Bucket sizes are powers of two so alignment is a
-# mask: 2**12 ms (4 s) up to 2**36 ms (2.2 years), a factor 16 apart; the top
-# level has no upper bound on the buckets a span covers (all of history since
-# 1970 is about 26 top buckets).
+# A run of operation set C that wrote dataset D at time t put, at every level
+# k, the narrow row ``g|D|k|inv(bucket_k(t))|C``: 2**12 ms (4 s) up to 2**36 ms
+# (2.2 years), a factor 16 apart.
 LEVELS = tuple(1 << b for b in range(12, 37, 4))
 
 
@@ -215,43 +212,89 @@ def bucket_prefix(kind: bytes, namespace: str, name: str, level: int) -> bytes:
     return dataset_prefix(kind, namespace, name) + bytes([0x30 + level]) + SEP
 
 
-def bucket_range(prefix: bytes, first: int, stop: int) -> tuple[bytes, bytes]:
-    """Keys of the buckets starting in ``[first, stop)`` (aligned) under a level prefix."""
-    return prefix + invert(stop - 1), prefix + invert(first) + b"\xff"
+# -- format 4: wide rows, enumerated cover ---------------------------------------
+#
+# Level 0 is the run index itself: one row per endpoint and 64 ms
+# (``b|``/``f|``), a column per run whose value is the run's millisecond
+# within the row (1 byte) and its set's raw checksum, so the two rows at the
+# edges of a range are filtered exactly. Level k >= 1 is a bucket row of
+# ``LEVELS4[k]`` ms (``g|``/``h|``), a column per operation set with a run in
+# it: blind idempotent puts. Sizes grow x64 (64 ms, 4 s, 4.4 min, 4.7 h,
+# 12.4 d, 2.2 y), so the canonical cover of ``[start, end)`` is at most 63
+# rows per side per level (64 at level 0 with the edge rows): an explicit
+# list of row keys, read with one multi-get. The top level is not bounded by the alignment of a coarser one;
+# when a range spans more than `TOP_ENUM` top buckets, the endpoint's
+# directory row (``…|*``, a column per top bucket it has) says which to read.
+LEVELS4 = tuple(1 << b for b in range(6, 37, 6))
+TOP = len(LEVELS4) - 1
+TOP_ENUM = 64
+DIRECTORY = b"*"
+#: `Key.level` of a directory row (no level of any format has it)
+DIRECTORY_LEVEL = 99
 
 
-def cover(start_ms: int, end_ms: int) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]]]:
-    """How to read ``[start, end)``: ``(level, first, stop)`` spans of whole
-    aligned buckets, and the ``(start, end)`` edges to read run by run.
+def run_row(kind: bytes, namespace: str, name: str, ms: int) -> bytes:
+    """The level-0 row of an endpoint holding its runs that started in the
+    64 ms around ``ms``."""
+    return dataset_prefix(kind, namespace, name) + invert(ms - ms % LEVELS4[0])
 
-    Per level at most two spans (left and right of the next level's aligned
-    part), so a query is at most ``2 * len(LEVELS)`` bucket ranges plus two
-    edges, each edge narrower than one finest bucket.
-    """
+
+def run_value(ms: int, raw_checksum: bytes) -> bytes:
+    """A run cell: the run's millisecond within its row, then its set."""
+    return bytes([ms % LEVELS4[0]]) + raw_checksum
+
+
+def run_of(row_ms: int, value: bytes) -> tuple[int, str]:
+    """(start ms, checksum) of a run cell of the row starting at ``row_ms``;
+    ValueError when the value is not one."""
+    if len(value) < 2 or value[0] >= LEVELS4[0]:
+        raise ValueError("not a run cell")
+    return row_ms + value[0], checksum_of(value[1:])
+
+
+def bucket4(kind: bytes, namespace: str, name: str, level: int, first_ms: int) -> bytes:
+    """The format-4 bucket row of level ``level`` >= 1 starting at ``first_ms``."""
+    return dataset_prefix(kind, namespace, name) + bytes([0x30 + level]) + invert(first_ms)
+
+
+def directory(kind: bytes, namespace: str, name: str) -> bytes:
+    """The row listing the top-level buckets an endpoint has (columns: bucket ms)."""
+    return dataset_prefix(kind, namespace, name) + DIRECTORY
+
+
+def cover4(start_ms: int, end_ms: int) -> tuple[list[tuple[int, int]], tuple[int, int] | None]:
+    """The canonical cover of ``[start, end)``: ``(level, first ms)`` of every
+    row to read (level 0: a run row, whose runs the reader filters by their
+    exact time: the edge rows hold runs outside the range), and the top-level
+    span ``(first, stop)`` when it holds more than `TOP_ENUM` top buckets
+    (read through the directory row instead of enumerated), else None."""
     start, end = max(start_ms, 0), min(end_ms, MAX_TIME + 1)
+    out: list[tuple[int, int]] = []
     if end <= start:
-        return [], []
-    z0 = LEVELS[0]
-    lo, hi = -(-start // z0) * z0, end // z0 * z0
-    if lo >= hi:
-        return [], [(start, end)]
-    edges = [e for e in ((start, lo), (hi, end)) if e[0] < e[1]]
-    spans: list[tuple[int, int, int]] = []
-    for k in range(len(LEVELS)):
-        if k + 1 == len(LEVELS):
-            spans.append((k, lo, hi))
-            break
-        z = LEVELS[k + 1]
+        return out, None
+    z0, z1 = LEVELS4[0], LEVELS4[1]
+    lo_n, hi_n = -(-start // z1) * z1, end // z1 * z1
+    first, stop = start // z0 * z0, -(-end // z0) * z0
+    if lo_n >= hi_n:
+        out.extend((0, t) for t in range(first, stop, z0))
+        return out, None
+    out.extend((0, t) for t in range(first, lo_n, z0))
+    out.extend((0, t) for t in range(hi_n, stop, z0))
+    lo, hi = lo_n, hi_n
+    for k in range(1, TOP):
+        size, z = LEVELS4[k], LEVELS4[k + 1]
         lo_n, hi_n = -(-lo // z) * z, hi // z * z
         if lo_n >= hi_n:
-            spans.append((k, lo, hi))
-            break
-        if lo < lo_n:
-            spans.append((k, lo, lo_n))
-        if hi_n < hi:
-            spans.append((k, hi_n, hi))
+            out.extend((k, t) for t in range(lo, hi, size))
+            return out, None
+        out.extend((k, t) for t in range(lo, lo_n, size))
+        out.extend((k, t) for t in range(hi_n, hi, size))
         lo, hi = lo_n, hi_n
-    return spans, edges
+    size = LEVELS4[TOP]
+    if (hi - lo) // size > TOP_ENUM:
+        return out, (lo, hi)
+    out.extend((TOP, t) for t in range(lo, hi, size))
+    return out, None
 
 
 def meta(name: str) -> bytes:
@@ -280,8 +323,23 @@ class Key(NamedTuple):
     run_id: str | None = None
     #: the alias of an ``A|`` row (namespace, name)
     alias: tuple[str, str] | None = None
-    #: the level of a bucket row (its start_ms is the bucket's start)
+    #: the level of a bucket row (its start_ms is the bucket's start); 0 for a
+    #: format-4 run row (no run id: its runs are its columns); DIRECTORY_LEVEL
+    #: for a directory row
     level: int | None = None
+
+
+def is_wide(key: bytes) -> bool:
+    """Whether an index or bucket key has the format-4 shape (a wide row)."""
+    try:
+        k = decode(key)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    if k.kind in ("backward", "forward"):
+        return k.level == 0
+    if k.kind in ("backward-buckets", "forward-buckets"):
+        return k.checksum is None
+    return False
 
 
 def decode(key: bytes) -> Key:
@@ -296,7 +354,17 @@ def decode(key: bytes) -> Key:
     if kind == META:
         return Key("meta", name=rest.decode("ascii"))
     if kind in (BACKWARD_BUCKET, FORWARD_BUCKET):
-        ns, name, level, rest = rest.split(SEP, 3)
+        ns, name, rest = rest.split(SEP, 2)
+        if rest == DIRECTORY:
+            return Key(KINDS[kind], unescape(ns), unescape(name), level=DIRECTORY_LEVEL)
+        if len(rest) == 9:  # format 4: <level><inv bucket>, no checksum in the key
+            if not 0x31 <= rest[0] <= 0x30 + TOP:
+                raise ValueError(f"malformed bucket row key: {key!r}")
+            return Key(KINDS[kind], unescape(ns), unescape(name), None, uninvert(rest[1:]),
+                       level=rest[0] - 0x30)
+        level, sep3, rest = rest.partition(SEP)
+        if not sep3:
+            raise ValueError(f"malformed bucket row key: {key!r}")
         if len(level) != 1 or len(rest) < 9 or rest[8:9] != SEP:
             raise ValueError(f"malformed bucket row key: {key!r}")
         return Key(KINDS[kind], unescape(ns), unescape(name), checksum_of(rest[9:]),
@@ -314,6 +382,9 @@ def decode(key: bytes) -> Key:
                    alias=(unescape(parts[2]), unescape(parts[3])))
     ns, name, rest = rest.split(SEP, 2)
     checksum = None
+    if kind in (BACKWARD, FORWARD) and len(rest) == 8:  # format 4: a run row of one ms
+        return Key(KINDS[kind], unescape(ns), unescape(name), None, uninvert(rest), None,
+                   level=0)
     if kind in (BACKWARD_BY_SET, FORWARD_BY_SET):
         c, rest = rest.split(SEP, 1)
         checksum = unescape(c)

@@ -67,6 +67,41 @@ def test_bucket_keys_of_both_formats_decode_to_the_same_parts(ns, name, level, t
         k = rk.decode(key)
         assert (k.namespace, k.name, k.level, k.start_ms, k.checksum) == \
             (ns, name, level, bucket_start, checksum)
-    lo, hi = rk.bucket_range(rk.bucket_prefix(rk.BACKWARD_BUCKET, ns, name, level),
-                             bucket_start, bucket_start + rk.LEVELS[level])
-    assert lo <= new < hi and lo <= old < hi  # one scan reads both shapes
+    assert not rk.is_wide(new) and not rk.is_wide(old)  # what an upgrade removes
+
+
+@given(names, names, st.integers(1, rk.TOP), st.integers(0, 2**45), st.integers(0, 2**45))
+@settings(max_examples=300, deadline=None)
+def test_format_4_keys_decode_to_their_endpoint_level_and_time(ns, name, level, t, u):
+    run = rk.run_row(rk.FORWARD, ns, name, t)
+    k = rk.decode(run)
+    assert (k.kind, k.namespace, k.name, k.level, k.start_ms) == \
+        ("forward", ns, name, 0, t - t % rk.LEVELS4[0])
+    assert rk.run_of(k.start_ms, rk.run_value(t, bytes(16))) == (t, "00" * 16)
+    bucket = rk.bucket4(rk.BACKWARD_BUCKET, ns, name, level, u - u % rk.LEVELS4[level])
+    k = rk.decode(bucket)
+    assert (k.namespace, k.name, k.level, k.start_ms, k.checksum) == \
+        (ns, name, level, u - u % rk.LEVELS4[level], None)
+    assert rk.is_wide(run) and rk.is_wide(bucket)
+    assert rk.decode(rk.directory(rk.FORWARD_BUCKET, ns, name)).level == rk.DIRECTORY_LEVEL
+    # newest first at every level
+    assert rk.run_row(rk.FORWARD, ns, name, t + 64) < run
+
+
+@given(st.integers(0, 2**44), st.integers(1, 2**43))
+@settings(max_examples=1000, deadline=None)
+def test_the_cover_tiles_the_range_with_whole_buckets_inside_and_run_rows_at_the_edges(
+        start, length):
+    end = start + length
+    cover, top = rk.cover4(start, end)
+    spans = sorted([(t, t + rk.LEVELS4[k]) for k, t in cover] + ([top] if top else []))
+    assert spans[0][0] == start - start % rk.LEVELS4[0]
+    assert 0 <= spans[-1][1] - end < rk.LEVELS4[0]
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))  # no gap, no overlap
+    for k, t in cover:
+        assert t % rk.LEVELS4[k] == 0
+        if k:  # a bucket is read whole: it must lie inside the range
+            assert start <= t and t + rk.LEVELS4[k] <= end
+    for k in range(rk.TOP + 1):  # at most 63 per side per level (64 with an edge row)
+        assert sum(1 for level, _ in cover if level == k) <= 128 + (rk.TOP_ENUM if k == rk.TOP
+                                                                    else 0)

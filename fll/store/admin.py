@@ -30,8 +30,8 @@ from .. import rowkeys as rk
 from ..codec import Summaries, decode_canonical
 from ..errors import BadRequest, FllError
 from .base import Table
-from .lineage import (BY_SET_OF_RUN, RUN_OF_BUCKET, LineageStore, data_parts, decode_data,
-                      set_used_since, unused_buckets)
+from .lineage import (BY_SET_OF_RUN, RUN_OF_BUCKET, WIDE_PREFIXES, LineageStore, data_parts,
+                      decode_data, row_sets, run_cells, set_used_since, unused_buckets)
 
 Progress = Callable[[int], None]
 _T = struct.Struct(">q")
@@ -108,8 +108,11 @@ def human_key(key: bytes) -> str:
         k = rk.decode(key)
     except ValueError:
         return printable_key(key)
-    if k.start_ms is None:
+    if k.start_ms is None or k.kind in ("backward-buckets", "forward-buckets"):
         return printable_key(key)
+    if k.level == 0:  # a format-4 run row: no run in the key
+        head = len(key) - 8
+        return f"{key[:head].decode('utf-8')}{iso_ms(k.start_ms)}"
     parts = key.split(rk.SEP)
     # kind | ns | name | [checksum |] <8 bytes, may hold '|'> | run
     head = len(parts[0]) + len(parts[1]) + len(parts[2]) + 3
@@ -122,6 +125,12 @@ def human_key(key: bytes) -> str:
 def parse_human_key(text: str) -> bytes | None:
     """Key bytes of a `human_key` string, or None when ``text`` is not one."""
     parts = text.split("|")
+    if parts[0] in ("b", "f") and len(parts) == 4:  # a format-4 run row
+        try:
+            inv = rk.invert(parse_iso_ms(parts[-1]))
+        except (ValueError, OverflowError):
+            return None
+        return "|".join(parts[:-1]).encode("utf-8") + rk.SEP + inv
     want = {"b": 5, "f": 5, "B": 6, "F": 6}.get(parts[0])
     if want is None or len(parts) != want:
         return None
@@ -171,6 +180,8 @@ def decode_column(kind: str, column: str, value: bytes) -> Any:
                     "s": _jsonable(msgpack.unpackb(summaries, raw=False, strict_map_key=False))}
         if kind == "run" and column == "t":
             return _T.unpack(value)[0]
+        if kind in ("backward", "forward") and len(value) == 17:  # a run cell
+            return {"ms_in_row": value[0], "checksum": rk.checksum_of(value[1:])}
         return value.decode("utf-8")
     except Exception:  # a corrupt cell is shown, not fatal: this is a repair tool
         return {"hex": value.hex()}
@@ -194,6 +205,8 @@ def describe_row(key: bytes, columns: dict[str, bytes]) -> dict:
         out["start_ms"], out["start"] = k.start_ms, iso_ms(k.start_ms)
     if k.run_id is not None:
         out["run_id"] = k.run_id
+    elif k.level == 0:  # a format-4 run row: its runs are its columns
+        out["runs"] = sorted(columns)
     out["columns"] = {c: decode_column(k.kind, c, v) for c, v in sorted(columns.items())}
     if k.kind == "run" and isinstance(out["columns"].get("t"), int):
         out["start_ms"] = out["columns"]["t"]
@@ -312,14 +325,16 @@ class FsckReport:
     rows: int = 0
     format: int = 0
     dangling: list[bytes] = field(default_factory=list)   # index/run rows, data row missing
+    #: cells of wide rows naming a set whose data row is missing (row, column)
+    dangling_cells: list[tuple[bytes, str]] = field(default_factory=list)
     orphans: list[bytes] = field(default_factory=list)    # d| rows nothing references
     missing_runs: dict[bytes, dict[str, bytes]] = field(default_factory=dict)  # r| to rebuild
     missing_twins: dict[bytes, dict[str, bytes]] = field(default_factory=dict)  # index rows
-    stale_buckets: list[bytes] = field(default_factory=list)  # g|/h| rows no run keeps
+    stale_buckets: list[tuple[bytes, str]] = field(default_factory=list)  # g|/h| cells no run keeps
     unfinished: list[bytes] = field(default_factory=list)  # r| rows still pending (w=0)
     corrupt: list[bytes] = field(default_factory=list)    # rows that do not decode
     unknown: list[bytes] = field(default_factory=list)    # keys of no fll shape
-    #: rows of an older format left in an upgraded store (format 2's B|/F| rows)
+    #: rows of an older format left in an upgraded store (narrow run and bucket rows, B|/F|)
     legacy: list[bytes] = field(default_factory=list)
     repaired: bool = False
     #: problems a repair left (corrupt and unknown rows are reported, never changed)
@@ -327,7 +342,8 @@ class FsckReport:
 
     @property
     def problems(self) -> int:
-        return (len(self.dangling) + len(self.orphans) + len(self.missing_runs)
+        return (len(self.dangling) + len(self.dangling_cells) + len(self.orphans)
+                + len(self.missing_runs)
                 + len(self.missing_twins) + len(self.stale_buckets) + len(self.unfinished)
                 + len(self.legacy) + len(self.corrupt)
                 + len(self.unknown))
@@ -346,14 +362,17 @@ class FsckReport:
     def to_dict(self) -> dict:
         def keys(items) -> list[str]:
             return [printable_key(k) for k in items]
+
+        def cells(items) -> list[str]:
+            return [f"{printable_key(k)} column {c}" for k, c in items]
         return {"rows": self.rows, "format": self.format, "clean": self.clean,
                 "repaired": self.repaired, "unrepaired": self.unrepaired,
                 "exit_code": self.exit_code,
-                "dangling_index_rows": keys(self.dangling),
+                "dangling_index_rows": keys(self.dangling) + cells(self.dangling_cells),
                 "orphaned_data_rows": keys(self.orphans),
                 "missing_run_rows": keys(self.missing_runs),
                 "missing_index_twins": keys(self.missing_twins),
-                "stale_bucket_rows": keys(self.stale_buckets),
+                "stale_bucket_rows": cells(self.stale_buckets),
                 "unfinished_runs": keys(self.unfinished),
                 "older_format_rows": keys(self.legacy),
                 "corrupt_rows": keys(self.corrupt),
@@ -366,49 +385,61 @@ _BUCKET_OF = {rk.BACKWARD: rk.BACKWARD_BUCKET, rk.FORWARD: rk.FORWARD_BUCKET}
 
 
 def _row_checksum(key: bytes, cols: dict[str, bytes]) -> str | None:
+    """The set a narrow row (of any format) or a run row names."""
     if key[:1] in _BY_SET or key[:1] in _BUCKETS:
         return rk.decode(key).checksum
     c = cols.get("c")
     return c.decode("utf-8") if c is not None else None
 
 
-def _twins(key: bytes, k: rk.Key, checksum: str) -> dict[bytes, dict[str, bytes]]:
-    """The rows a ``b|``/``f|`` row implies: its set's bucket rows at each level."""
-    kind, ns, name, start = key[:1], k.namespace or "", k.name or "", k.start_ms or 0
-    return {rk.bucket(ns, name, _BUCKET_OF[kind], level, start, checksum): {"x": b""}
-            for level in range(len(rk.LEVELS))}
+Cell = tuple[bytes, str]
 
 
 def _bucket_children(key: bytes, k: rk.Key) -> list[bytes]:
     level, first = k.level or 0, k.start_ms or 0
-    size = rk.LEVELS[level - 1]
-    return [rk.bucket(k.namespace or "", k.name or "", key[:1], level - 1, first + i * size,
-                      k.checksum or "")
-            for i in range(rk.LEVELS[level] // size) if first + i * size <= rk.MAX_TIME]
+    size = rk.LEVELS4[level - 1]
+    return [rk.bucket4(key[:1], k.namespace or "", k.name or "", level - 1, first + i * size)
+            for i in range(rk.LEVELS4[level] // size) if first + i * size <= rk.MAX_TIME]
 
 
-def _bucket_kept(table: Table, key: bytes, gone: "set[bytes] | frozenset[bytes]" = frozenset()
+def _bucket_kept(table: Table, cell: Cell, gone: "set[Cell] | frozenset[Cell]" = frozenset()
                  ) -> bool:
-    """Whether a bucket row is kept: at level 0 by a run of its set in its span
-    (the run index, filtered by checksum); above, by one of its children one
-    level down that is present and not in ``gone`` (found unused already)."""
+    """Whether a bucket cell is kept: at level 1 by a run of its set in its
+    span (the run rows, filtered by checksum); above, by its column in one of
+    its children one level down that is present and not in ``gone``."""
+    key, checksum = cell
     k = rk.decode(key)
-    if not k.level:
-        return _bucket_kept_since(table, key, 0)
-    present = table.get_many([c for c in _bucket_children(key, k) if c not in gone])
-    return bool(present)
+    if (k.level or 0) <= 1:
+        return _bucket_kept_since(table, cell, 0)
+    present = table.get_many(_bucket_children(key, k))
+    return any(checksum in cols and (child, checksum) not in gone
+               for child, cols in present.items())
 
 
-def _bucket_kept_since(table: Table, key: bytes, since_ms: int) -> bool:
-    """Whether a run of the bucket row's set started in the bucket's span, at
-    or after ``since_ms``: the run index of the span, read until one is found."""
+def _bucket_kept_since(table: Table, cell: Cell, since_ms: int) -> bool:
+    """Whether a run of the bucket cell's set started in the bucket's span, at
+    or after ``since_ms``: the run rows of the span, read until one is found."""
+    key, checksum = cell
     k = rk.decode(key)
     first = k.start_ms or 0
-    end = min(first + rk.LEVELS[k.level or 0], rk.MAX_TIME + 1)
+    end = min(first + rk.LEVELS4[k.level or 0], rk.MAX_TIME + 1)
+    since = max(first, since_ms)
     lo, hi = rk.time_range(rk.dataset_prefix(RUN_OF_BUCKET[key[:1]], k.namespace or "",
-                                             k.name or ""), max(first, since_ms), end)
-    want = (k.checksum or "").encode()
-    return any(cols.get("c") == want for _, cols in table.scan(lo, hi))
+                                             k.name or ""), since - since % rk.LEVELS4[0], end)
+    for row, cols in table.scan(lo, hi):
+        try:
+            if any(c == checksum and t >= since for _, c, t in row_sets(row, cols)):
+                return True
+        except (ValueError, UnicodeDecodeError):
+            continue
+    return False
+
+
+def _by_row(cells: "list[Cell] | set[Cell]") -> dict[bytes, list[str]]:
+    out: dict[bytes, list[str]] = {}
+    for key, col in sorted(cells):
+        out.setdefault(key, []).append(col)
+    return out
 
 
 def _set_endpoints(info) -> list[tuple[bytes, str, str]]:
@@ -467,13 +498,13 @@ def atomically(table: Table, fn: Callable[[Table], Any]) -> Any:
 
 
 def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None) -> FsckReport:
-    """Check that every index and run row points at a data row, every data row
-    is referenced, every index row has its twins (``b|``↔``B|``, ``f|``↔``F|``,
-    and the time-bucket rows) and every bucket row is kept by a run; with
-    ``repair``, fix what can be fixed. A store of format 1 or 2 (not upgraded
-    yet, or being upgraded: it may hold rows of both formats) is checked for
-    what both formats share: data, run and index rows; its bucket rows are
-    checked once `fll admin upgrade` has run.
+    """Check that every run cell and run row points at a data row, every data
+    row is referenced, every run cell has its twins (its set's bucket cells at
+    each level and its directory cell), every bucket cell is kept by a run, and
+    no row of an older format is left; with ``repair``, fix what can be fixed.
+    A store of an older format (not upgraded yet, or being upgraded: it holds
+    rows of both shapes) is checked for what the formats share: data, run and
+    run-index rows; its bucket rows are checked once `fll admin upgrade` has run.
 
     Two scans without a lock: the ``d|`` rows, then every row. Writers may run
     meanwhile, so every repair re-checks its row inside the transaction that
@@ -497,8 +528,8 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
     # memory stays flat whatever the number of runs
     pending: dict[str, tuple[str, int, bytes]] = {}
     twins: dict[bytes, dict[str, bytes]] = {}
-    stale: set[bytes] = set()
-    current = report.format >= 3
+    stale: set[Cell] = set()
+    current = report.format >= 4
 
     def check_runs() -> None:
         found = table.get_many([rk.run(r) for r in pending])
@@ -511,8 +542,10 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
     def check_twins() -> None:
         found = table.get_many(list(twins))
         for key, cols in twins.items():
-            if key not in found:
-                report.missing_twins[key] = cols
+            have = found.get(key, {})
+            missing = {c: v for c, v in cols.items() if c not in have}
+            if missing:
+                report.missing_twins.setdefault(key, {}).update(missing)
         twins.clear()
 
     for key, cols in table.scan():
@@ -533,31 +566,46 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
                     continue  # a start claimed before the run's lineage arrived
                 if cols.get("w") == b"0":
                     report.unfinished.append(key)  # a writer stopped between its puts
-            checksum = _row_checksum(key, cols)
+            if kind in _BUCKETS and k.checksum is None:
+                if k.level == rk.DIRECTORY_LEVEL:  # the directory row: columns are bucket starts
+                    if not all(c.isdigit() for c in cols):
+                        raise ValueError("a directory column that is no bucket start")
+                    continue
+                _bucket_cells(table, key, cols, data, referenced, report, stale, current)
+                continue
+            if kind in (rk.BACKWARD, rk.FORWARD) and k.level == 0:
+                for run_id, checksum, t in list(row_sets(key, cols)):
+                    if checksum not in data:
+                        report.dangling_cells.append((key, run_id))
+                        continue
+                    referenced.add(checksum)
+                    if current:
+                        for twin, want in run_cells(kind, k.namespace or "", k.name or "", t,
+                                                    run_id, checksum).items():
+                            if twin != key:
+                                twins.setdefault(twin, {}).update(want)
+                    pending.setdefault(run_id, (checksum, t, b""))
+                if len(twins) >= _BATCH:
+                    check_twins()
+                if len(pending) >= _BATCH:
+                    check_runs()
+                continue
+            if current and kind in _INDEX_KINDS + _BUCKETS:
+                report.legacy.append(key)  # narrow rows an interrupted upgrade left
+                continue
+            if kind in _BUCKETS:
+                continue  # an older store's narrow buckets: checked after its upgrade
+            named = _row_checksum(key, cols)
         except (ValueError, UnicodeDecodeError, struct.error):
             (report.corrupt if kind in rk.KINDS and key[1:2] == rk.SEP
              else report.unknown).append(key)
             continue
-        if checksum is None or checksum not in data:
+        if named is None or named not in data:
             report.dangling.append(key)
             continue
-        referenced.add(checksum)
-        if kind in _BY_SET:
-            if current:  # format 2's by-set index, left by an interrupted upgrade
-                report.legacy.append(key)
-            continue
-        if kind in _BUCKETS:
-            # scanned in key order: a bucket's children (one level down) came first
-            if current and not _bucket_kept(table, key, stale):
-                report.stale_buckets.append(key)
-                stale.add(key)
-            continue
-        if kind in _BUCKET_OF and current:
-            twins.update(_twins(key, k, checksum))
-            if len(twins) >= _BATCH:
-                check_twins()
+        referenced.add(named)
         if kind in (rk.BACKWARD, rk.FORWARD):
-            pending.setdefault(k.run_id or "", (checksum, k.start_ms or 0, cols.get("p", b"")))
+            pending.setdefault(k.run_id or "", (named, k.start_ms or 0, cols.get("p", b"")))
             if len(pending) >= _BATCH:
                 check_runs()
     check_runs()
@@ -569,6 +617,22 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
         report.repaired = True
         report.unrepaired = len(report.corrupt) + len(report.unknown)
     return report
+
+
+def _bucket_cells(table: Table, key: bytes, cols: dict[str, bytes], data: set[str],
+                  referenced: set[str], report: FsckReport, stale: set[Cell],
+                  current: bool) -> None:
+    """Check the cells of one format-4 bucket row. Scanned in key order, a
+    bucket's children (one level down) came first, so ``stale`` holds those
+    already found unused."""
+    for checksum in sorted(cols):
+        if checksum not in data:
+            report.dangling_cells.append((key, checksum))
+            continue
+        referenced.add(checksum)
+        if current and not _bucket_kept(table, (key, checksum), stale):
+            report.stale_buckets.append((key, checksum))
+            stale.add((key, checksum))
 
 
 def _repair(table: Table, report: FsckReport) -> None:
@@ -583,6 +647,22 @@ def _repair(table: Table, report: FsckReport) -> None:
         present = t.get_many([rk.data(c) for c in set(checks.values()) if c])
         t.delete([k for k, c in checks.items() if c is None or rk.data(c) not in present])
 
+    def drop_dangling_cells(t: Table, cells: list[Cell]) -> None:
+        rows = t.get_many(sorted({k for k, _ in cells}))
+        named: dict[Cell, str] = {}
+        for key, col in cells:
+            cols = rows.get(key, {})
+            if col not in cols:
+                continue
+            try:
+                named[(key, col)] = rk.run_of(0, cols[col])[1] if key[:1] in _BUCKET_OF \
+                    else col
+            except (ValueError, UnicodeDecodeError):
+                continue
+        present = t.get_many([rk.data(c) for c in set(named.values())])
+        t.delete_columns(_by_row({cell for cell, c in named.items()
+                                  if rk.data(c) not in present}))
+
     def drop_orphans(t: Table, keys: list[bytes]) -> None:
         gone = []
         for key, cols in t.get_many(keys).items():
@@ -595,31 +675,33 @@ def _repair(table: Table, report: FsckReport) -> None:
                 gone.append(key)
         t.delete(gone)
 
-    def add_rows(t: Table, rows: dict[bytes, dict[str, bytes]], guard: Callable) -> None:
-        keep = {k: v for k, v in rows.items() if guard(t, k, v)}
+    def add_runs(t: Table, rows: dict[bytes, dict[str, bytes]]) -> None:
+        # still missing, and the data row of the run's set still there
+        keep = {k: v for k, v in rows.items()
+                if t.get(k) is None and t.get(rk.data(v["c"].decode())) is not None}
         if keep:
             t.put(keep)
 
-    def run_guard(t: Table, key: bytes, cols: dict[str, bytes]) -> bool:
-        # still missing, and an index row of that run still there
-        return t.get(key) is None and t.get(rk.data(cols["c"].decode())) is not None
+    def add_twins(t: Table, rows: dict[bytes, dict[str, bytes]]) -> None:
+        have = t.get_many(list(rows))
+        keep: dict[bytes, dict[str, bytes]] = {}
+        for key, cols in rows.items():
+            for col, value in cols.items():
+                if col in have.get(key, {}):
+                    continue
+                k = rk.decode(key)
+                # a bucket cell: only while a run of its set in the bucket is there
+                if k.level == rk.DIRECTORY_LEVEL or _bucket_kept_since(t, (key, col), 0):
+                    keep.setdefault(key, {})[col] = value
+        if keep:
+            t.put(keep)
 
-    def twin_guard(t: Table, key: bytes, cols: dict[str, bytes]) -> bool:
-        if t.get(key) is not None:
-            return False
-        k = rk.decode(key)
-        if k.run_id is None:  # a bucket row: kept by a run of its set in the bucket
-            return _bucket_kept_since(t, key, 0)
-        run = t.get(rk.run(k.run_id))
-        checksum = k.checksum if k.checksum is not None else cols.get("c", b"").decode()
-        return run is None or run.get("c", b"").decode() == checksum
-
-    def drop_stale(t: Table, keys: list[bytes]) -> None:
-        gone: set[bytes] = set()
-        for k in keys:  # in key order: children before their parents
-            if not _bucket_kept(t, k, gone):
-                gone.add(k)
-        t.delete(sorted(gone))
+    def drop_stale(t: Table, cells: list[Cell]) -> None:
+        gone: set[Cell] = set()
+        for cell in cells:  # in key order: children before their parents
+            if not _bucket_kept(t, cell, gone):
+                gone.add(cell)
+        t.delete_columns(_by_row(gone))
 
     def finish_runs(t: Table, keys: list[bytes]) -> None:
         # what the writer would have done next: the index rows, then w=1
@@ -640,8 +722,9 @@ def _repair(table: Table, report: FsckReport) -> None:
 
     steps: list[tuple[list, Callable[[Table, list], None]]] = [
         (report.dangling, drop_dangling),
-        (list(report.missing_runs.items()), lambda t, b: add_rows(t, dict(b), run_guard)),
-        (list(report.missing_twins.items()), lambda t, b: add_rows(t, dict(b), twin_guard)),
+        (report.dangling_cells, drop_dangling_cells),
+        (list(report.missing_runs.items()), lambda t, b: add_runs(t, dict(b))),
+        (list(report.missing_twins.items()), lambda t, b: add_twins(t, dict(b))),
         (report.stale_buckets, drop_stale),
         (report.unfinished, finish_runs),
         (report.legacy, lambda t, b: t.delete(b)),
@@ -671,7 +754,7 @@ class PurgeReport:
     bucket_rows: int = 0
     data_rows: int = 0
     #: bucket and data rows a dry run already counted (a set spans batches)
-    counted: set[bytes] = field(default_factory=set, repr=False)
+    counted: set = field(default_factory=set, repr=False)
 
     def to_dict(self) -> dict:
         return {"before_ms": self.before_ms, "before": iso_ms(self.before_ms),
@@ -756,8 +839,8 @@ def _purge_in_txn(store: LineageStore, keys: list[bytes], before_ms: int,
 def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms: int,
                  report: PurgeReport, *, dry_run: bool) -> None:
     runs = table.get_many(keys)
-    legacy = store.format < 3  # a store not upgraded yet: format 2's by-set rows go too
-    index: list[bytes] = []
+    rows: list[bytes] = []  # narrow rows of an older format, in a store not upgraded yet
+    cells: dict[bytes, set[str]] = {}
     wanted: list[tuple[bytes, str, str, str, int]] = []
     sets: dict[str, list[tuple[bytes, str, str]]] = {}
     gone_runs = []
@@ -776,33 +859,54 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
             except FllError:
                 sets[checksum] = []  # data row gone: fsck owns that case
         for kind, ns, name in sets[checksum]:
-            index.append(rk.dataset_prefix(kind, ns, name) + rk.run_suffix(start, run_id))
-            if legacy:
-                index.append(rk.by_set(BY_SET_OF_RUN[kind], ns, name, checksum, start, run_id))
+            cells.setdefault(rk.run_row(kind, ns, name, start), set()).add(run_id)
+            if store.format < 4:
+                rows.append(rk.dataset_prefix(kind, ns, name) + rk.run_suffix(start, run_id))
+            if store.format < 3:
+                rows.append(rk.by_set(BY_SET_OF_RUN[kind], ns, name, checksum, start, run_id))
             wanted.append((_BUCKET_OF[kind], ns, name, checksum, start))
     if not dry_run:
-        # the runs' index rows first: the bucket and data rows are then unused
+        # the runs' cells first: the bucket and data rows are then unused
         # exactly when no other run keeps them
-        table.delete(index + gone_runs)
-        stale = unused_buckets(table, wanted, legacy=legacy)
+        table.delete(rows + gone_runs)
+        table.delete_columns({k: sorted(v) for k, v in cells.items()})
+        stale = unused_buckets(table, wanted)
         unused = [rk.data(c) for c, eps in sets.items()
                   if eps and not set_used_since(table, c, eps, 0)]
-        present = table.get_many(stale + unused)
-        table.delete(stale + unused)
+        present = table.get_many(sorted({k for k, _ in stale}) + unused)
+        stale = [(k, c) for k, c in stale if c in present.get(k, {})]
+        table.delete_columns(_by_row(stale))
+        table.delete([k for k in unused if k in present])
+        # a top bucket row left without columns leaves its dataset's directory
+        tops = sorted({k for k, _ in stale if rk.decode(k).level == rk.TOP})
+        if tops:
+            still = table.get_many(tops)
+            listed: dict[bytes, list[str]] = {}
+            for k in tops:
+                if k not in still:
+                    d = rk.decode(k)
+                    listed.setdefault(rk.directory(k[:1], d.namespace or "", d.name or ""),
+                                      []).append(str(d.start_ms))
+            table.delete_columns(listed)
+        report.bucket_rows += len(stale)
+        report.data_rows += sum(1 for k in unused if k in present)
     else:
-        # nothing is deleted: a bucket or set counts when no run from the cut on keeps it
-        buckets = {rk.bucket(ns, name, kind, level, start, c)
-                   for kind, ns, name, c, start in wanted for level in range(len(rk.LEVELS))}
+        # nothing is deleted: a bucket cell or set counts when no run from the
+        # cut on keeps it
+        buckets = {(rk.bucket4(kind, ns, name, level, start - start % rk.LEVELS4[level]), c)
+                   for kind, ns, name, c, start in wanted for level in range(1, rk.TOP + 1)}
+        present = table.get_many(sorted({k for k, _ in buckets}))
         stale = [b for b in sorted(buckets) if b not in report.counted
-                 and not _bucket_kept_since(table, b, before_ms)]
+                 and b[1] in present.get(b[0], {}) and not _bucket_kept_since(table, b, before_ms)]
         unused = [rk.data(c) for c, eps in sets.items() if rk.data(c) not in report.counted
                   and eps and not set_used_since(table, c, eps, before_ms)]
-        present = table.get_many(stale + unused)
-        report.counted.update(present)
+        there = table.get_many(unused)
+        report.counted.update(stale)
+        report.counted.update(there)
+        report.bucket_rows += len(stale)
+        report.data_rows += len(there)
     report.runs += len(gone_runs)
-    report.index_rows += len(index)
-    report.bucket_rows += sum(1 for k in present if k[:1] in _BUCKETS)
-    report.data_rows += sum(1 for k in present if k[:1] == rk.DATA)
+    report.index_rows += len(rows) + sum(len(v) for v in cells.values())
 
 
 # -- migrate -------------------------------------------------------------------
@@ -849,6 +953,9 @@ def migrate(source: Table, destination: Table, *, batch_size: int = 1000,
     if batch_size < 1:
         raise BadRequest(f"batch size must be at least 1, got {batch_size}", "batch-size")
     report = MigrateReport(source.url, destination.url)
+    declare = getattr(destination, "declare_wide", None)
+    if callable(declare):  # the rows the lineage store keeps a cell at a time
+        declare(WIDE_PREFIXES)
     start = resume_point(source, destination, batch_size)
     report.resumed_from = start
     report.total = sum(1 for _ in source.scan()) if total is None else total
@@ -928,46 +1035,39 @@ def count_upgrade_rows(table: Table) -> int:
 
 
 def _older_rows(table: Table) -> Iterator[bytes]:
-    """Rows format 3 has no use for: format 2's by-set index (``B|``/``F|``) and
-    bucket rows keyed by the checksum's hex digits."""
+    """Rows format 4 has no use for: the narrow run rows of formats 1-3,
+    format 2's by-set index (``B|``/``F|``) and every narrow bucket row."""
     for kind in (rk.BACKWARD_BY_SET, rk.FORWARD_BY_SET):
         for key, _ in table.scan(kind + rk.SEP, rk.prefix_end(kind + rk.SEP)):
             yield key
-    for kind in _BUCKETS:
+    for kind in (rk.BACKWARD, rk.FORWARD) + _BUCKETS:
         for key, _ in table.scan(kind + rk.SEP, rk.prefix_end(kind + rk.SEP)):
             try:
-                raw = rk.bucket(*_bucket_parts(key))
-            except ValueError:
+                k = rk.decode(key)
+            except (ValueError, UnicodeDecodeError):
                 continue  # of no known shape: fsck reports it
-            if raw != key:
+            if not rk.is_wide(key) and k.level != rk.DIRECTORY_LEVEL:
                 yield key
-
-
-def _bucket_parts(key: bytes) -> tuple[str, str, bytes, int, int, str]:
-    k = rk.decode(key)
-    return (k.namespace or "", k.name or "", key[:1], k.level or 0, k.start_ms or 0,
-            k.checksum or "")
 
 
 def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
             progress: Progress | None = None) -> UpgradeReport:
-    """Convert a store of format 1 or 2 to format 3 in place.
+    """Convert a store of format 1, 2 or 3 to format 4 in place.
 
-    First pass, over the ``b|``/``f|`` rows in key order: write each run's
-    bucket rows in the format-3 shape (raw checksum), and rewrite the index
-    row without the program where the backend has transactions (SQLite; on
-    HBase and Bigtable a stray ``p`` column is left: readers ignore it).
-    Second pass: remove format 2's by-set rows and hex-keyed bucket rows, which
-    readers of both shapes no longer need once every run has format-3 buckets.
-    Then stamp the format. ``d|`` rows are not rewritten: their format-2
-    encoding reads as well; sets recorded from now on are written compact.
+    First pass, over the narrow ``b|``/``f|`` rows (one per run and endpoint)
+    in key order: write each run's format-4 cells (its run cell, its set's
+    bucket cells at every level, the directory cell). Second pass: remove the
+    rows format 4 has no use for (narrow run rows, ``B|``/``F|``, narrow
+    bucket rows). Then stamp the format. ``d|`` and ``r|`` rows are not
+    rewritten: every format reads them.
 
     Resumable: after each batch of the first pass the last key done is kept in
     ``v|upgrade``; a rerun continues from there (every put is idempotent); the
     second pass only deletes what is of no use, so it simply runs again.
-    Writers of this fll may run meanwhile (they write format 3 rows, and
-    queries read both shapes until the stamp). Writers of an older fll must
-    be stopped first. A newer format than this fll knows is refused."""
+    Writers of this fll may run meanwhile (they write format 4 rows) and
+    readers keep answering: until the stamp, a store of an older format is
+    answered from its run index, which holds both shapes. Writers of an older
+    fll must be stopped first. A newer format than this fll knows is refused."""
     from .lineage import FORMAT
 
     found = store_format(table)
@@ -978,18 +1078,16 @@ def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
                          f"this fll knows; upgrade fll")
     if found in (0, FORMAT):
         return report
+    declare = getattr(table, "declare_wide", None)
+    if callable(declare):
+        declare(WIDE_PREFIXES)
     cursor_row = table.get(rk.meta("upgrade")) or {}
     cursor = cursor_row.get("k")
     report.resumed_from = cursor
-    atomic = callable(getattr(table, "atomic", None))
     batch: dict[bytes, dict[str, bytes]] = {}
-    rewrite: dict[bytes, dict[str, bytes]] = {}
     done = 0
 
     def write(t: Table) -> None:
-        if rewrite:
-            t.delete(sorted(rewrite))  # a put merges columns: drop the row, put it back
-            t.put(rewrite)
         if batch:
             t.put(batch)
 
@@ -998,10 +1096,9 @@ def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
         if not dry_run:
             atomically(table, write)
             table.put({rk.meta("upgrade"): {"k": last}})  # after the rows it vouches for
-        report.bucket_rows += len(batch)
-        report.rewritten_rows += len(rewrite)
+        report.bucket_rows += sum(len(cols) for key, cols in batch.items()
+                                  if key[:1] in _BUCKETS)
         batch.clear()
-        rewrite.clear()
         if progress:
             progress(done)
         done = 0
@@ -1016,15 +1113,18 @@ def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
             if cursor >= prefix:
                 start = cursor + b"\x00"
         for key, cols in table.scan(start, rk.prefix_end(prefix)):
-            k = rk.decode(key)
-            checksum = cols.get("c", b"").decode("utf-8", "replace")
-            for level in range(len(rk.LEVELS)):
-                batch[rk.bucket(k.namespace or "", k.name or "", _BUCKET_OF[kind], level,
-                                k.start_ms or 0, checksum)] = {"x": b""}
-            if "p" in cols and atomic and "c" in cols:
-                rewrite[key] = {"c": cols["c"]}
-            report.index_rows += 1
             done += 1
+            try:
+                k = rk.decode(key)
+            except (ValueError, UnicodeDecodeError):
+                continue  # of no known shape: fsck reports it
+            if k.level == 0 or "c" not in cols:
+                continue  # already a format-4 row (a writer of this fll wrote it)
+            checksum = cols["c"].decode("utf-8", "replace")
+            for row, new in run_cells(kind, k.namespace or "", k.name or "", k.start_ms or 0,
+                                      k.run_id or "", checksum).items():
+                batch.setdefault(row, {}).update(new)
+            report.index_rows += 1
             last = key
             if done >= batch_size:
                 flush(last)

@@ -44,10 +44,17 @@ class Table(Protocol):
                     ) -> list[tuple[bytes, dict[str, bytes]]]:
         """Every row of several ``[start, stop)`` ranges, as one call where the
         backend can (Bigtable: one ReadRows with several row ranges; SQLite:
-        one read transaction). Rows come range by range, each in key order."""
+        one statement). Rows come range by range, each in key order. A backend
+        that reads any number of ranges in one round trip says so with a true
+        ``one_call_ranges`` attribute (HBase's Thrift 1 has no multi-range
+        scan: callers that know their keys use `get_many` there)."""
 
     def delete(self, rows: list[bytes]) -> None:
         """Remove these rows entirely."""
+
+    def delete_columns(self, cells: Mapping[bytes, list[str]]) -> None:
+        """Remove these columns of these rows (a wide row's cell: one run, one
+        set); other columns stay, and a row left without columns is gone."""
 
     def check_and_put(self, row: bytes, column: str, expected: bytes | None,
                       values: Row) -> bool:

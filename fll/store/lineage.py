@@ -1,25 +1,36 @@
 """The lineage store: records runs as wide rows and answers time-ranged questions.
 
+Format 4 (see `fll.rowkeys` and the README, "How runs are stored"): wide
+rows, a column per run or per set.
+
 Write path (`record`): the ``d|<checksum>`` row once per distinct operation
 set (its canonical operations and summaries, deflated with a preset dictionary; see
-`data_row`); per run and dataset the index rows ``b|``/``f|`` (by time, the
-set's checksum only) and one time-bucket row per level (``g|``/``h|``, see
-`fll.rowkeys.cover`); last the ``r|<run>`` row, whose first stored start time
-is the run's for good, and the only row holding the run's program. On
+`data_row`); per run and endpoint one cell in the endpoint's run row of those
+64 ms (``b|``/``f|``: run → its millisecond in the row and its checksum,
+level 0), one cell per bucket level (``g|``/``h|``: 4 s ×64 up to 2.2 years,
+checksum → b"", blind and idempotent: a set re-run in a bucket writes nothing
+new) and the top bucket's column in the endpoint's directory row; last the
+``r|<run>`` row, whose first stored start time is the run's for good, and the
+only row holding the run's program. Write amplification: 1 + 5 + 1 cells per
+run and endpoint, of which a set re-run often adds only its run cell. On
 SQLite the checks and the writes are one transaction (`SQLiteTable.atomic`);
 on Bigtable/HBase the run row is claimed by check-and-put before its index
-rows, after the data row (a blind put: it is content-addressed).
+cells, after the data row (a blind put: it is content-addressed).
 
-Read path: a question over ``[start, end)`` finds the distinct operation sets
-with a run in the range from the fewest aligned time buckets covering it plus
-the two sub-bucket edges run by run, in one multi-range read, then reads each
-set once (one multi-get of those not cached) and its stored summaries. Cost
-follows the sets in the range, never the history. This module must never
-recompute a summary per query, nor cache a row that did not decode.
+Read path: a field question over ``[start, end)`` reads the canonical cover
+(`fll.rowkeys.cover4`: at most 63 rows per side per level, the edges being
+run rows whose runs are filtered by their exact time) as ONE multi-get of
+explicit row keys (HBase ``getRows``, one Bigtable ``ReadRows``, one SQLite
+statement), then each set once (one multi-get of those not cached) and its
+stored summaries: two round trips, a third only when the range spans more
+than 64 top buckets (140 years: the directory row says which exist). Worst
+case: about 700 keys asked, most absent. Cost follows the sets in the range,
+never the history. This module must never recompute a summary per query, nor
+cache a row that did not decode.
 
-Whether a bucket row is still used (purge, supersede, fsck) is decided without
-any by-set index: level 0 by the run index of the bucket's span filtered by
-checksum, each coarser level by its 16 children one level down (`unused_buckets`).
+Whether a bucket cell is still used (purge, supersede, fsck) is decided
+without any by-set index: level 1 by the run rows of its 4 s, each coarser
+level by its 64 children one level down (`unused_buckets`).
 """
 from __future__ import annotations
 
@@ -42,6 +53,7 @@ from ..model import DROPPED, EndPoint, EndPointField, FieldLineageInfo, Operatio
 from .base import Table
 
 _T = struct.Struct(">q")
+_INV = struct.Struct(">Q").pack
 # the ``w`` column of a run row on backends without transactions: its index
 # rows are being written (pending) or are all written; absent means written
 _PENDING = b"0"
@@ -58,8 +70,11 @@ def _now_ms() -> int:
 
 
 #: the row layout this module writes and reads (see the README, "How runs are stored")
-FORMAT = 3
-_BUCKET_ROW = {"x": b""}
+FORMAT = 4
+#: key prefixes of the rows that gather a column per run or per set: a backend
+#: that stores rows packed keeps these a cell at a time (`SQLiteTable.declare_wide`)
+WIDE_PREFIXES = (rk.BACKWARD + rk.SEP, rk.FORWARD + rk.SEP, rk.BACKWARD_BUCKET + rk.SEP,
+                 rk.FORWARD_BUCKET + rk.SEP)
 _BUCKET_KINDS = {"incoming": rk.BACKWARD_BUCKET, "outgoing": rk.FORWARD_BUCKET}
 _RUN_KINDS = {"incoming": rk.BACKWARD, "outgoing": rk.FORWARD}
 #: the run index a bucket kind summarizes, and the by-set index format 2 kept beside it
@@ -217,12 +232,16 @@ class LineageStore:
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
-        self._buckets: dict[tuple[str, int], list[bytes]] = {}
-        self._level_keys: dict[tuple[str, int, int], list[bytes]] = {}
+        self._buckets: dict[tuple[str, int], list[tuple[bytes, dict[str, bytes]]]] = {}
+        self._level_keys: dict[tuple[str, int, int], list[tuple[bytes, dict[str, bytes]]]] = {}
         self._cols: dict[str, dict[str, bytes]] = {}
         self._eps: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {}
         self._writer_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._announced = -WRITER_TTL_MS
+        self._raw: dict[str, bytes] = {}
+        declare = getattr(table, "declare_wide", None)
+        if callable(declare):
+            declare(WIDE_PREFIXES)
         self.format = self._open_format()
 
     def _open_format(self) -> int:
@@ -313,22 +332,24 @@ class LineageStore:
     def _index_rows(self, info: FieldLineageInfo, run_id: str, start: int,
                     program: bytes, into: dict[bytes, dict[str, bytes]] | None = None
                     ) -> dict[bytes, dict[str, bytes]]:
-        """A run's index rows (added to ``into`` when given: a batch's puts)."""
+        """A run's index cells (merged into ``into`` when given: a batch's puts).
+        The program is in the run row only (``program`` is for callers of
+        older formats)."""
         checksum = info.checksum
         dsts, srcs = self._endpoints(info)
         rows: dict[bytes, dict[str, bytes]] = {} if into is None else into
-        # the keys as rk.backward/forward build them, their shared tail made
-        # once; one column map per set for every run, so a backend that
-        # encodes rows (SQLite packs them) encodes each map once. The program
-        # is in the run row only (``program`` is for callers of format 2)
-        tail = rk.run_suffix(start, run_id)
-        run_cols = self._columns(checksum)
+        raw = self._raw.get(checksum)
+        if raw is None:
+            if len(self._raw) > 65536:
+                self._raw.clear()
+            raw = self._raw[checksum] = rk.checksum_bytes(checksum)
+        cell = {run_id: rk.run_value(start, raw)}
         for ns, name in dsts:
-            rows[rk.dataset_prefix(rk.BACKWARD, ns, name) + tail] = run_cols
+            _merge_into(rows, rk.run_row(rk.BACKWARD, ns, name, start), cell)
         for ns, name in srcs:
-            rows[rk.dataset_prefix(rk.FORWARD, ns, name) + tail] = run_cols
-        for key in self._bucket_keys(checksum, info, start):
-            rows[key] = _BUCKET_ROW
+            _merge_into(rows, rk.run_row(rk.FORWARD, ns, name, start), cell)
+        for key, cols in self._bucket_rows(checksum, info, start):
+            _merge_into(rows, key, cols)
         return rows
 
     def _endpoints(self, info: FieldLineageInfo) -> tuple[list[tuple[str, str]],
@@ -343,67 +364,88 @@ class LineageStore:
             self._eps[info.checksum] = hit
         return hit
 
-    def _columns(self, checksum: str) -> dict[str, bytes]:
-        """The column map of a run's ``b|``/``f|`` rows, one per set, shared by
-        every run of it (never mutated)."""
+    def _set_columns(self, checksum: str) -> dict[str, bytes]:
+        """The column map a set puts into a bucket row, shared by every run of
+        it (never mutated)."""
         hit = self._cols.get(checksum)
         if hit is None:
             if len(self._cols) > 4096:
                 self._cols.clear()
-            hit = self._cols[checksum] = {"c": checksum.encode()}
+            hit = self._cols[checksum] = {checksum: b""}
         return hit
 
-    def _bucket_keys(self, checksum: str, info: FieldLineageInfo, start: int) -> list[bytes]:
-        """The bucket rows of a run, at every level. Bucket sizes are powers of
-        two, each a multiple of the finest, so the finest bucket fixes the
-        bucket at every level: a run of a set re-run often costs one lookup of
-        (set, finest bucket), and a new finest bucket builds only the levels
-        whose bucket is new too."""
-        first = start - start % rk.LEVELS[0]
+    def _bucket_rows(self, checksum: str, info: FieldLineageInfo, start: int
+                     ) -> list[tuple[bytes, dict[str, bytes]]]:
+        """The bucket cells of a run, at every level, and its directory cell.
+        Bucket sizes are powers of two, each a multiple of the finest, so the
+        finest bucket fixes the bucket at every level: a run of a set re-run
+        often costs one lookup of (set, finest bucket), and a new finest bucket
+        builds only the levels whose bucket is new too."""
+        # level 1 (4 s) is new for most runs of a set re-run every second or
+        # slower: built directly; levels 2 and up memoized together
+        cols = self._set_columns(checksum)
+        first1 = start - start % rk.LEVELS4[1]
+        dsts, srcs = self._endpoints(info)
+        out = [(rk.bucket4(rk.BACKWARD_BUCKET, ns, name, 1, first1), cols) for ns, name in dsts]
+        out += [(rk.bucket4(rk.FORWARD_BUCKET, ns, name, 1, first1), cols) for ns, name in srcs]
+        first = start - start % rk.LEVELS4[2]
         memo = self._buckets
         hit = memo.get((checksum, first))
         if hit is None:
             if len(memo) > 65536:
                 memo.clear()
             hit = []
-            for k, size in enumerate(rk.LEVELS):
-                first_k = start - start % size
+            for k in range(2, len(rk.LEVELS4)):
+                first_k = start - start % rk.LEVELS4[k]
                 level = self._level_keys.get((checksum, k, first_k))
                 if level is None:
                     if len(self._level_keys) > 65536:
                         self._level_keys.clear()
                     dsts, srcs = self._endpoints(info)
-                    level = [rk.bucket(ns, name, kind, k, first_k, checksum)
-                             for kind, eps in ((rk.BACKWARD_BUCKET, dsts),
-                                               (rk.FORWARD_BUCKET, srcs))
-                             for ns, name in eps]
+                    eps = [(kind, ns, name) for kind, group in ((rk.BACKWARD_BUCKET, dsts),
+                                                                (rk.FORWARD_BUCKET, srcs))
+                           for ns, name in group]
+                    level = [(rk.bucket4(kind, ns, name, k, first_k), cols)
+                             for kind, ns, name in eps]
+                    if k == rk.TOP:
+                        top = {str(first_k): b""}
+                        level += [(rk.directory(kind, ns, name), top) for kind, ns, name in eps]
                     self._level_keys[(checksum, k, first_k)] = level
                 hit.extend(level)
             memo[(checksum, first)] = hit
-        return hit
+        return out + hit
 
-    def _old_index_keys(self, table: Table, checksum: str, run_id: str,
-                        start: int) -> list[bytes]:
-        """The index keys a run recorded with ``checksum`` at ``start`` has (with
-        the by-set rows of format 2 in a store not upgraded yet)."""
+    def _old_index(self, table: Table, checksum: str, run_id: str, start: int
+                   ) -> tuple[list[bytes], dict[bytes, set[str]]]:
+        """What a run recorded with ``checksum`` at ``start`` leaves to delete
+        when it goes: (whole rows: the narrow rows of an older format in a store
+        not upgraded yet; cells: its run cells and the bucket cells no other
+        run keeps)."""
         row = table.get(rk.data(checksum))
         if row is None:
-            return []  # its data row is gone: fsck removes what is left
+            return [], {}  # its data row is gone: fsck removes what is left
         try:
             info = decode_data(row)
         except (FllError, ValueError):
-            return []
-        keys = list(self._index_rows(info, run_id, start, b""))
-        keys = [k for k in keys if k[:1] not in (rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET)]
-        if self.format < 3:
-            keys += [rk.by_set(BY_SET_OF_RUN[k[:1]], *_key_endpoint(k), checksum, start, run_id)
-                     for k in list(keys)]
-        # bucket rows are shared by every run of the set in the bucket: only
+            return [], {}
+        dsts, srcs = self._endpoints(info)
+        rows: list[bytes] = []
+        cells: dict[bytes, set[str]] = {}
+        for kind, eps in ((rk.BACKWARD, dsts), (rk.FORWARD, srcs)):
+            for ns, name in eps:
+                cells.setdefault(rk.run_row(kind, ns, name, start), set()).add(run_id)
+                if self.format < 4:
+                    rows.append(rk.dataset_prefix(kind, ns, name) + rk.run_suffix(start, run_id))
+                if self.format < 3:
+                    rows.append(rk.by_set(BY_SET_OF_RUN[kind], ns, name, checksum, start, run_id))
+        # bucket cells are shared by every run of the set in the bucket: only
         # those no other run keeps go
-        wanted = [(kind, ep.namespace, ep.name, checksum, start)
-                  for kind, eps in ((rk.BACKWARD_BUCKET, info.destinations),
-                                    (rk.FORWARD_BUCKET, info.sources)) for ep in eps]
-        return keys + unused_buckets(table, wanted, ignore={run_id}, legacy=self.format < 3)
+        wanted = [(kind, ns, name, checksum, start)
+                  for kind, eps in ((rk.BACKWARD_BUCKET, dsts), (rk.FORWARD_BUCKET, srcs))
+                  for ns, name in eps]
+        for key, col in unused_buckets(table, wanted, ignore={run_id}):
+            cells.setdefault(key, set()).add(col)
+        return rows, cells
 
     @staticmethod
     def _data_row(info: FieldLineageInfo) -> dict[str, bytes]:
@@ -418,6 +460,7 @@ class LineageStore:
         existing = table.get_many(list(run_keys.values()) + sorted(data_keys.values()))
         puts: dict[bytes, dict[str, bytes]] = {}
         gone: set[bytes] = set()
+        gone_cells: dict[bytes, set[str]] = {}
         new = 0
         for p in items.values():
             checksum = p.info.checksum
@@ -433,16 +476,18 @@ class LineageStore:
             if dkey not in existing and dkey not in puts:
                 puts[dkey] = self._data_row(p.info)
             prog = (p.program or "").encode("utf-8")
-            if prior is None:
-                self._index_rows(p.info, p.run_id, start, prog, into=puts)
-            else:
-                index = self._index_rows(p.info, p.run_id, start, prog)
-                gone.update(k for k in self._old_index_keys(table, prior, p.run_id, start)
-                            if k not in index)
-                puts.update(index)
+            if prior is not None:
+                rows, cells = self._old_index(table, prior, p.run_id, start)
+                gone.update(rows)
+                for key, cols in cells.items():
+                    gone_cells.setdefault(key, set()).update(cols)
+            self._index_rows(p.info, p.run_id, start, prog, into=puts)
             puts[run_keys[p.run_id]] = {"c": checksum.encode(), "t": _T.pack(start), "p": prog}
         if gone:
             table.delete(sorted(gone))
+        cells_gone = _not_put(gone_cells, puts)
+        if cells_gone:
+            table.delete_columns(cells_gone)
         if puts:
             table.put(puts)
         return new
@@ -480,6 +525,7 @@ class LineageStore:
         index: dict[bytes, dict[str, bytes]] = {}
         written: dict[bytes, dict[str, bytes]] = {}
         gone: set[bytes] = set()
+        gone_cells: dict[bytes, set[str]] = {}
         new = 0
         try:
             for p in items.values():
@@ -488,19 +534,23 @@ class LineageStore:
                 if outcome is None:
                     continue  # recorded and written before: nothing to do
                 prog = (p.program or "").encode("utf-8")
-                rows = self._index_rows(p.info, p.run_id, start, prog)
-                index.update(rows)
+                self._index_rows(p.info, p.run_id, start, prog, into=index)
                 written[rk.run(p.run_id)] = {"w": _WRITTEN}
                 new += 1
                 if prior is not None:
-                    gone.update(k for k in self._old_index_keys(table, prior, p.run_id, start)
-                                if k not in rows)
+                    rows, cells = self._old_index(table, prior, p.run_id, start)
+                    gone.update(rows)
+                    for key, cols in cells.items():
+                        gone_cells.setdefault(key, set()).update(cols)
         finally:
             # runs claimed before a conflict found mid-batch still get their index rows
             if index:
                 table.put(index)
         if gone:
             table.delete(sorted(gone - set(index)))
+        cells_gone = _not_put(gone_cells, index)
+        if cells_gone:
+            table.delete_columns(cells_gone)
         if written:
             table.put(written)
         return new
@@ -726,52 +776,52 @@ class LineageStore:
         """Distinct operation sets with a run in ``[start, end)`` that write
         (incoming) or read (outgoing) ``endpoint``, sorted.
 
-        One multi-range read: the aligned time buckets covering the range (a
-        row per set per bucket) and the two edges narrower than a bucket, run
-        by run. Cost follows the sets in the range, never the history."""
-        found: set[str] = set()
-        if self.format < 2:
-            # a store of format 1 not upgraded yet: its runs have no bucket rows,
-            # but those this fll wrote since have no by-set rows
-            found.update(self._checksums_v1(endpoint, start, end, direction))
+        One multi-get of the range's canonical cover (`fll.rowkeys.cover4`):
+        bucket rows of whole aligned buckets, the runs' own millisecond rows at
+        the edges; a second only when the range spans more than 64 top
+        buckets. Cost follows the sets in the range, never the history."""
         bucket_kind, run_kind = _BUCKET_KINDS[direction], _RUN_KINDS[direction]
-        spans, edges = rk.cover(start, end)
-        ranges = [rk.bucket_range(rk.bucket_prefix(bucket_kind, endpoint.namespace,
-                                                   endpoint.name, k), first, stop)
-                  for k, first, stop in spans]
-        ranges += [rk.time_range(rk.dataset_prefix(run_kind, endpoint.namespace, endpoint.name),
-                                 lo, hi) for lo, hi in edges]
-        for key, cols in self.table.scan_ranges(ranges):
+        if self.format < 4:
+            # a store of an older format not upgraded yet: its bucket rows are
+            # of another shape; the run index of the range answers (both shapes)
+            return sorted({r.checksum for r in self._scan_runs(run_kind, endpoint, start, end,
+                                                                programs=False)})
+        ns, name = endpoint.namespace, endpoint.name
+        cover, top = rk.cover4(start, end)
+        # the keys as rk.run_row / rk.bucket4 build them, a prefix per level made once
+        heads = [rk.dataset_prefix(run_kind, ns, name)] + \
+            [rk.dataset_prefix(bucket_kind, ns, name) + bytes([0x30 + k])
+             for k in range(1, len(rk.LEVELS4))]
+        if getattr(self.table, "one_call_ranges", False):
+            # SQLite, Bigtable: the cover is ≤ 2 contiguous key ranges per level,
+            # holding exactly its rows; one read of them asks for no absent key
+            # (on SQLite 10x cheaper than a multi-get of a few hundred keys)
+            rows = dict(self.table.scan_ranges(_cover_ranges(heads, cover, top)))
+            top = None
+        else:
+            keys = [heads[k] + _INV(rk.MAX_TIME - t) for k, t in cover]
+            index = rk.directory(bucket_kind, ns, name)
+            rows = self.table.get_many(keys + [index] if top else keys)
+        if top:
+            listed = rows.pop(index, {})
             try:
-                if key[:1] == run_kind:
-                    found.add(cols["c"].decode())
-                else:
-                    # the tail after the 8 time bytes: raw (format 3) or hex (format 2)
-                    found.add(_bucket_checksum(key))
-            except (KeyError, ValueError):
-                raise _corrupt(self.url, key) from None
+                firsts = [int(c) for c in listed]
+            except ValueError:
+                raise _corrupt(self.url, index) from None
+            tops = [rk.bucket4(bucket_kind, ns, name, rk.TOP, t) for t in sorted(firsts)
+                    if top[0] <= t < top[1]]
+            if tops:
+                rows.update(self.table.get_many(tops))
+        found: set[str] = set()
+        for key, cols in rows.items():
+            if key[:1] == run_kind:  # a run row: its runs filtered by their exact time
+                try:
+                    found.update(c for _, c, t in row_sets(key, cols) if start <= t < end)
+                except (ValueError, UnicodeDecodeError):
+                    raise _corrupt(self.url, key) from None
+            else:
+                found.update(cols)
         return sorted(found)
-
-    def _checksums_v1(self, endpoint: EndPoint, start: int, end: int,
-                      direction: str) -> list[str]:
-        """Format 1 (no bucket rows yet): skip-scan the by-set index, two seeks
-        per set ever recorded. Only until `fll admin upgrade` has run."""
-        kind = {"incoming": rk.BACKWARD_BY_SET, "outgoing": rk.FORWARD_BY_SET}[direction]
-        prefix = rk.dataset_prefix(kind, endpoint.namespace, endpoint.name)
-        stop = rk.prefix_end(prefix)
-        cursor = prefix
-        found: list[str] = []
-        while True:
-            first = next(iter(self.table.scan(cursor, stop, limit=1)), None)
-            if first is None:
-                break
-            checksum = _decode_key(self.url, first[0]).checksum or ""
-            set_prefix = rk.by_set_prefix(kind, endpoint.namespace, endpoint.name, checksum)
-            lo, hi = rk.time_range(set_prefix, start, end)
-            if next(iter(self.table.scan(lo, hi, limit=1)), None) is not None:
-                found.append(checksum)
-            cursor = rk.prefix_end(set_prefix)
-        return found
 
     def _summaries(self, endpoint: EndPoint, start: int, end: int,
                    direction: str) -> Iterator[tuple[str, Summaries]]:
@@ -835,25 +885,68 @@ class LineageStore:
         return groups
 
     def _scan_runs(self, kind: bytes, endpoint: EndPoint, start: int, end: int,
-                   limit: int | None = None) -> Iterator[RunInfo]:
-        """Runs of ``b|``/``f|`` rows in the range, newest first."""
+                   limit: int | None = None, *, programs: bool = True) -> Iterator[RunInfo]:
+        """Runs of the ``b|``/``f|`` rows in the range, newest first (same
+        millisecond: by run id): one scan, its cost the answer's size, then one
+        multi-get of the answer's run rows for their programs. Reads the narrow
+        rows of an older format too (a store being upgraded)."""
+        # from the run row holding ``start``: its runs are filtered by their time
         lo, hi = rk.time_range(rk.dataset_prefix(kind, endpoint.namespace, endpoint.name),
-                               start, end)
-        found: list[tuple[bytes, rk.Key, dict[str, bytes]]] = [
-            (key, _decode_key(self.url, key), cols)
-            for key, cols in self.table.scan(lo, hi, limit=limit)]
-        # the program is in the run row only (format 2 also kept it here): one
-        # multi-get of the run rows of the answer
-        need = [rk.run(k.run_id or "") for _, k, cols in found if "p" not in cols]
-        programs = self.table.get_many(need) if need else {}
-        for key, k, cols in found:
+                               start - start % rk.LEVELS4[0] if start > 0 else start, end)
+        found: list[tuple[bytes, str, int, str, bytes | None]] = []
+        seen: set[str] = set()
+        for key, cols in self._run_rows(lo, hi, limit, found):
+            k = _decode_key(self.url, key)
+            runs: list[tuple[int, str, str, bytes | None]]
             try:
-                prog = cols["p"] if "p" in cols else \
-                    programs.get(rk.run(k.run_id or ""), {}).get("p", b"")
-                yield RunInfo(k.run_id or "", k.start_ms or 0, prog.decode() or None,
-                              cols["c"].decode())
-            except (KeyError, UnicodeDecodeError):
+                if k.level == 0:
+                    runs = sorted(((t, r, c, None) for r, c, t in row_sets(key, cols)
+                                   if start <= t < end), key=lambda x: (-x[0], x[1]))
+                else:
+                    runs = [(k.start_ms or 0, k.run_id or "", cols["c"].decode(), cols.get("p"))]
+            except (KeyError, ValueError, UnicodeDecodeError):
                 raise _corrupt(self.url, key) from None
+            for t, run_id, checksum, prog in runs:
+                if run_id not in seen:
+                    seen.add(run_id)
+                    found.append((key, run_id, t, checksum, prog))
+        if limit is not None:
+            found = found[:limit]
+        # the program is in the run row only (format 2 also kept it in the
+        # index): one multi-get of the run rows of the answer
+        need = [rk.run(r) for _, r, _, _, prog in found if prog is None] if programs else []
+        rows = self.table.get_many(need) if need else {}
+        for key, run_id, t, checksum, prog in found:
+            if prog is None:
+                prog = rows.get(rk.run(run_id), {}).get("p", b"")
+            try:
+                yield RunInfo(run_id, t, prog.decode() or None, checksum)
+            except UnicodeDecodeError:
+                raise _corrupt(self.url, key) from None
+
+    def _run_rows(self, lo: bytes, hi: bytes, limit: int | None, found: list
+                  ) -> Iterator[tuple[bytes, dict[str, bytes]]]:
+        """The run rows of ``[lo, hi)`` until ``found`` (filled by the caller)
+        holds ``limit`` runs. A row holds one run or 64 (one a millisecond), so
+        with a limit the rows are read in pages sized by the runs per row seen
+        so far: one call for a dense history, a few for a sparse one, never
+        the whole range (a backend may read a page whole)."""
+        if limit is None:
+            yield from self.table.scan(lo, hi)
+            return
+        cursor, want, seen = lo, min(limit + 1, 16), 0
+        while len(found) < limit:
+            page = list(self.table.scan(cursor, hi, limit=want))
+            for row in page:
+                if len(found) >= limit:
+                    return
+                yield row
+            seen += len(page)
+            if len(page) < want:
+                return
+            cursor = page[-1][0] + b"\x00"
+            per_row = max(len(found), 1) / seen
+            want = max(16, int((limit - len(found)) / per_row * 1.25) + 2)
 
     def field_map(self, endpoint: EndPoint, start: int, end: int,
                   direction: str = "incoming") -> dict[EndPointField, set[EndPointField]]:
@@ -936,81 +1029,124 @@ class LineageStore:
         return False
 
 
-def _bucket_checksum(key: bytes) -> str:
-    """The checksum at the end of a bucket key (after ``<kind>|<ns>|<name>|<level>|<inv 8>|``)."""
-    head = key.split(rk.SEP, 4)
-    if len(head) < 5:
-        raise ValueError("not a bucket key")
-    at = len(head[0]) + len(head[1]) + len(head[2]) + len(head[3]) + 4 + 9
-    if key[at - 1:at] != rk.SEP:
-        raise ValueError("not a bucket key")
-    return rk.checksum_of(key[at:])
+def _cover_ranges(heads: list[bytes], cover: list[tuple[int, int]],
+                  top: tuple[int, int] | None) -> list[tuple[bytes, bytes]]:
+    """The cover's rows as key ranges: consecutive buckets of one level are
+    consecutive keys (newest first), and no other row lies between them."""
+    out: list[tuple[bytes, bytes]] = []
+    spans = [(rk.TOP, top[0], top[1] - rk.LEVELS4[rk.TOP])] if top else []
+    for k, t in cover:
+        last = spans[-1] if spans else None
+        if last is not None and last[0] == k and last[2] + rk.LEVELS4[k] == t:
+            spans[-1] = (k, last[1], t)
+        else:
+            spans.append((k, t, t))
+    for k, first, newest in spans:
+        out.append((heads[k] + _INV(rk.MAX_TIME - newest),
+                    heads[k] + _INV(rk.MAX_TIME - first) + b"\x00"))
+    return out
 
 
-def _key_endpoint(key: bytes) -> tuple[str, str]:
+class _Merged(dict):
+    """A column map a batch built by merging: its own, so it may grow in place."""
+
+
+def _merge_into(rows: dict[bytes, dict[str, bytes]], key: bytes, cols: dict[str, bytes]
+                ) -> None:
+    """Add a row's columns to a batch: two runs of a batch share wide rows.
+    Column maps are shared between rows and runs, so they are never mutated,
+    except the batch's own merged copies (a coarse bucket gathering thousands
+    of new sets in one batch grows one map, not a copy per set)."""
+    cur = rows.get(key)
+    if cur is None:
+        rows[key] = cols
+    elif type(cur) is _Merged:
+        cur.update(cols)
+    elif cur is not cols and not cols.items() <= cur.items():
+        merged = rows[key] = _Merged(cur)
+        merged.update(cols)
+
+
+def _not_put(cells: dict[bytes, set[str]], puts: dict[bytes, dict[str, bytes]]
+             ) -> dict[bytes, list[str]]:
+    """The cells to delete that the same batch does not write again (a
+    superseded run keeps its run cell, with its new set; another run of the
+    batch may keep a bucket cell)."""
+    out: dict[bytes, list[str]] = {}
+    for key, cols in cells.items():
+        again = puts.get(key, {})
+        left = sorted(c for c in cols if c not in again)
+        if left:
+            out[key] = left
+    return out
+
+
+def row_sets(key: bytes, cols: dict[str, bytes], ignore: Set[str] = frozenset()
+             ) -> Iterator[tuple[str, str, int]]:
+    """(run, checksum, start ms) of every run a ``b|``/``f|`` row holds: a
+    format-4 row a column per run, an older narrow row one run (its ``c``).
+    ValueError when the row does not decode."""
     k = rk.decode(key)
-    return k.namespace or "", k.name or ""
+    if k.level == 0:
+        for run_id, value in cols.items():
+            if run_id not in ignore:
+                t, checksum = rk.run_of(k.start_ms or 0, value)
+                yield run_id, checksum, t
+    elif k.run_id not in ignore and "c" in cols:
+        yield k.run_id or "", cols["c"].decode("utf-8", "replace"), k.start_ms or 0
 
 
 Bucket = tuple[bytes, str, str, str, int]  # (bucket kind, namespace, name, checksum, start ms)
 
 
-def _bucket_shapes(kind: bytes, ns: str, name: str, level: int, start: int, checksum: str,
-                   legacy: bool) -> list[bytes]:
-    key = rk.bucket(ns, name, kind, level, start, checksum)
-    if not legacy:
-        return [key]
-    old = rk.bucket_v2(ns, name, kind, level, start, checksum)
-    return [key] if old == key else [key, old]
+def unused_buckets(table: Table, wanted: Iterable[Bucket], *, ignore: Set[str] = frozenset()
+                   ) -> list[tuple[bytes, str]]:
+    """The bucket cells ``(row, checksum)``, at every level, of these (kind,
+    endpoint, set, start) that no run keeps once the runs in ``ignore`` (and
+    any whose run cells are already deleted) are gone.
 
-
-def unused_buckets(table: Table, wanted: Iterable[Bucket], *, ignore: Set[str] = frozenset(),
-                   legacy: bool = False) -> list[bytes]:
-    """The bucket rows, at every level, of these (kind, endpoint, set, start)
-    that no run keeps once the runs in ``ignore`` (and any whose ``b|``/``f|``
-    rows are already deleted) are gone.
-
-    Level 0: the run index of the bucket's span (4 s), filtered by checksum.
-    Level k: a bucket is kept when one of its 16 children at level k - 1 is
+    Level 1 (4 s): the run rows of the bucket's span, filtered by checksum.
+    Level k: a bucket is kept when one of its 64 children at level k - 1 is
     (present, and not found unused here): one multi-get per level. Levels are
     done in order for all of ``wanted`` at once, and a kept bucket stops its
-    way up (every coarser bucket holds it). ``legacy``: a store not upgraded
-    yet may hold format-2 bucket keys too; both shapes count and both go.
+    way up (every coarser bucket holds it). Directory cells stay (one per
+    endpoint and 2.2 years: an absent top bucket costs a key in a multi-get).
     """
     spans: dict[tuple[bytes, str, str, int], set[str]] = {}
     level: set[Bucket] = set()
-    out: list[bytes] = []
-    size0 = rk.LEVELS[0]
+    out: list[tuple[bytes, str]] = []
+    size1 = rk.LEVELS4[1]
     for kind, ns, name, checksum, start in wanted:
-        first = start - start % size0
+        first = start - start % size1
         span = (kind, ns, name, first)
         if span not in spans:
             lo, hi = rk.time_range(rk.dataset_prefix(RUN_OF_BUCKET[kind], ns, name), first,
-                                   min(first + size0, rk.MAX_TIME + 1))
+                                   min(first + size1, rk.MAX_TIME + 1))
             users: set[str] = set()
             for key, cols in table.scan(lo, hi):
-                if rk.decode(key).run_id not in ignore and "c" in cols:
-                    users.add(cols["c"].decode("utf-8", "replace"))
+                try:
+                    users.update(c for _, c, _ in row_sets(key, cols, ignore))
+                except (ValueError, UnicodeDecodeError):
+                    continue  # a corrupt row keeps nothing: fsck reports it
             spans[span] = users
         if checksum not in spans[span]:
             level.add((kind, ns, name, checksum, first))
-    for k in range(len(rk.LEVELS)):
+    for k in range(1, len(rk.LEVELS4)):
         if not level:
             break
-        gone = {key for b in level for key in _bucket_shapes(b[0], b[1], b[2], k, b[4], b[3],
-                                                             legacy)}
+        gone = {(rk.bucket4(kind, ns, name, k, t), c) for kind, ns, name, c, t in level}
         out.extend(sorted(gone))
-        if k + 1 == len(rk.LEVELS):
+        if k == rk.TOP:
             break
-        size, parent_size = rk.LEVELS[k], rk.LEVELS[k + 1]
+        size, parent_size = rk.LEVELS4[k], rk.LEVELS4[k + 1]
         parents = {(kind, ns, name, c, t - t % parent_size) for kind, ns, name, c, t in level}
-        children = {p: [key for i in range(parent_size // size) if p[4] + i * size <= rk.MAX_TIME
-                        for key in _bucket_shapes(p[0], p[1], p[2], k, p[4] + i * size, p[3],
-                                                  legacy)]
+        children = {p: [rk.bucket4(p[0], p[1], p[2], k, p[4] + i * size)
+                        for i in range(parent_size // size) if p[4] + i * size <= rk.MAX_TIME]
                     for p in parents}
-        present = table.get_many(sorted({key for keys in children.values() for key in keys
-                                         if key not in gone}))
-        level = {p for p, keys in children.items() if not any(key in present for key in keys)}
+        present = table.get_many(sorted({key for keys in children.values() for key in keys}))
+        level = {p for p, keys in children.items()
+                 if not any(p[3] in present.get(key, {}) and (key, p[3]) not in gone
+                            for key in keys)}
     return out
 
 
@@ -1022,10 +1158,11 @@ def set_used_since(table: Table, checksum: str, endpoints: Iterable[tuple[bytes,
     the set (used) or one ends without (unused: every run of a set has a row
     in each of its endpoints' index), so the cost follows the endpoint with
     the fewest runs."""
-    want = checksum.encode()
     scans = []
     for kind, ns, name in endpoints:
-        lo, hi = rk.time_range(rk.dataset_prefix(kind, ns, name), since_ms, rk.MAX_TIME + 1)
+        # from the run row holding ``since_ms``: its runs are filtered by time
+        lo, hi = rk.time_range(rk.dataset_prefix(kind, ns, name),
+                               since_ms - since_ms % rk.LEVELS4[0], rk.MAX_TIME + 1)
         scans.append(iter(table.scan(lo, hi)))
     if not scans:
         return False
@@ -1035,5 +1172,30 @@ def set_used_since(table: Table, checksum: str, endpoints: Iterable[tuple[bytes,
                 row = next(scan, None)
                 if row is None:
                     return False
-                if row[1].get("c") == want:
-                    return True
+                try:
+                    if any(c == checksum and t >= since_ms
+                           for _, c, t in row_sets(row[0], row[1])):
+                        return True
+                except (ValueError, UnicodeDecodeError):
+                    continue
+
+
+def run_cells(kind: bytes, namespace: str, name: str, start: int, run_id: str, checksum: str
+              ) -> dict[bytes, dict[str, bytes]]:
+    """Every cell one run writes for one endpoint (``kind``: ``b|`` or ``f|``):
+    its run cell, its set's bucket cells at each level and its directory cell.
+    What an upgrade writes and fsck expects; the write path builds the same
+    cells with memos (`LineageStore._index_rows`)."""
+    bucket_kind = _BUCKET_OF_RUN[kind]
+    rows: dict[bytes, dict[str, bytes]] = {
+        rk.run_row(kind, namespace, name, start): {
+            run_id: rk.run_value(start, rk.checksum_bytes(checksum))}}
+    for k in range(1, len(rk.LEVELS4)):
+        rows[rk.bucket4(bucket_kind, namespace, name, k, start - start % rk.LEVELS4[k])] = \
+            {checksum: b""}
+    top = start - start % rk.LEVELS4[rk.TOP]
+    rows[rk.directory(bucket_kind, namespace, name)] = {str(top): b""}
+    return rows
+
+
+_BUCKET_OF_RUN = {rk.BACKWARD: rk.BACKWARD_BUCKET, rk.FORWARD: rk.FORWARD_BUCKET}

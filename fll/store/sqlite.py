@@ -1,12 +1,21 @@
 """The embedded default backend: one SQLite file, WAL mode.
 
-One ``WITHOUT ROWID`` table ``rows(row, val)`` clustered on the row key, one
-SQLite row per wide row: ``val`` is the row's columns packed as one msgpack
-map, so a row key is stored once, not once per column, and a row range is a
-contiguous B-tree range. A put merges its columns into the stored map with one
-upsert (the merge is a SQL function registered on every connection) and
-leaves a row that already holds them alone, so idempotent re-puts (time-bucket
-rows, re-recorded runs) dirty no page.
+Two ``WITHOUT ROWID`` tables clustered on the row key. ``rows(row, val)``
+holds one SQLite row per wide row: ``val`` is the row's columns packed as one
+msgpack map, so a row key is stored once, not once per column, and a row range
+is a contiguous B-tree range. A put merges its columns into the stored map with
+one upsert (the merge is a SQL function registered on every connection) and
+leaves a row that already holds them alone, so idempotent re-puts dirty no page.
+
+Rows whose key starts with a prefix the caller declared wide (`declare_wide`:
+the lineage store's run and bucket rows, which gather a column per run or per
+set, thousands in a coarse bucket) live one SQLite row per CELL in
+``wide(row, col, val)``: a packed value would be rewritten whole for every new
+column (quadratic), a cell is inserted once and costs its key. A column that
+is a checksum (32 lowercase hex digits) is stored as its 16 raw bytes. Reads
+consult both tables (one statement: a merged ``UNION ALL`` in key order), so
+where a row was written never changes what is read; this module knows no
+layout beyond the prefixes it is given.
 
 A store of the older layout (``cells(row, col, val)``, one SQLite row per
 column) is converted when this module first opens it, in one ``BEGIN
@@ -46,7 +55,7 @@ from urllib.parse import parse_qs
 import msgpack
 
 from ..errors import StoreError
-from .base import Row, redact, register_backend, scan_bounds
+from .base import Row, in_ranges, redact, register_backend, scan_bounds
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rows (
@@ -54,6 +63,17 @@ CREATE TABLE IF NOT EXISTS rows (
     val BLOB NOT NULL
 ) WITHOUT ROWID
 """
+_WIDE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS wide (
+    row BLOB NOT NULL,
+    col NOT NULL,
+    val BLOB NOT NULL,
+    PRIMARY KEY (row, col)
+) WITHOUT ROWID
+"""
+# an idempotent re-put of a cell writes nothing
+_UPSERT_CELL = ("INSERT INTO wide (row, col, val) VALUES (?, ?, ?) ON CONFLICT (row, col) "
+                "DO UPDATE SET val = excluded.val WHERE val IS NOT excluded.val")
 # the layout before rows were packed; converted on open (see `_convert_cells`)
 _LEGACY = "cells"
 # what an fll reading the legacy layout finds in its place: a format-version row
@@ -125,6 +145,31 @@ def unpack(val: bytes) -> dict[str, bytes]:
     return cols
 
 
+_HEX_STR = re.compile(r"[0-9a-f]{32}").fullmatch
+
+
+def _col_in(col: str) -> str | bytes:
+    """A column name as the wide table stores it: a checksum as 16 raw bytes."""
+    if len(col) == 32 and _HEX_STR(col):
+        return binascii.unhexlify(col)
+    return col
+
+
+def _col_out(col: str | bytes) -> str:
+    return binascii.hexlify(col).decode("ascii") if type(col) is bytes else str(col)
+
+
+def _after(prefix: bytes) -> bytes:
+    """The smallest key above every key starting with ``prefix``."""
+    p = bytearray(prefix)
+    while p and p[-1] == 0xFF:
+        p.pop()
+    if not p:
+        return b"\xff" * 9
+    p[-1] += 1
+    return bytes(p)
+
+
 def _merge(old: bytes, new: bytes) -> bytes:
     cols = unpack(old)
     cols.update(unpack(new))
@@ -176,6 +221,8 @@ class SQLiteTable:
         except OSError as e:
             raise StoreError(f"cannot create the store directory {parent}: {e.strerror}") from None
         self._identity: tuple[int, int] | None = None  # no file yet: nothing to check
+        self._wide: tuple[bytes, ...] = ()
+        self._packed_wide = True
         self._open_layout()
         self._identity = self._file_identity()
 
@@ -183,8 +230,9 @@ class SQLiteTable:
         """(the packed table exists, what ``cells`` is: "table" for the legacy
         layout's data, "view" for the refusing view, None)."""
         found = dict(conn.execute(
-            "SELECT name, type FROM sqlite_master WHERE name IN ('rows', ?)", (_LEGACY,)))
-        return found.get("rows") == "table", found.get(_LEGACY)
+            "SELECT name, type FROM sqlite_master WHERE name IN ('rows', 'wide', ?)",
+            (_LEGACY,)))
+        return found.get("rows") == "table" and found.get("wide") == "table", found.get(_LEGACY)
 
     def _open_layout(self) -> None:
         """Make sure the file has the packed layout, converting a legacy one.
@@ -199,6 +247,7 @@ class SQLiteTable:
             packed, legacy = self._layout(conn)
             if not packed:
                 conn.execute(_SCHEMA)
+                conn.execute(_WIDE_SCHEMA)
             if legacy == "table":
                 self._convert_cells(conn)
             if legacy != "view":
@@ -332,6 +381,21 @@ class SQLiteTable:
         raise StoreError(f"sqlite store {self.path}: gave up after {_RETRIES} retries")
 
     # -- Table protocol ------------------------------------------------------
+    def declare_wide(self, prefixes: "tuple[bytes, ...] | list[bytes]") -> None:
+        """Keep rows whose key starts with one of ``prefixes`` a SQLite row per
+        cell (see the module docstring). Only where writes go: reads see both."""
+        self._wide = tuple(bytes(p) for p in prefixes if p)
+        # rows under these prefixes written packed (before they were declared,
+        # or by an older format) are read from both tables; else wide keys are
+        # read from the cell table alone
+        def packed(conn: sqlite3.Connection) -> bool:
+            return any(conn.execute("SELECT 1 FROM rows WHERE row >= ? AND row < ? LIMIT 1",
+                                    (p, _after(p))).fetchone() for p in self._wide)
+        self._packed_wide = bool(self._wide) and self._retry(packed, write=False)
+
+    def _is_wide(self, key: bytes) -> bool:
+        return bool(self._wide) and key.startswith(self._wide)
+
     def _cols(self, row: bytes, val: bytes) -> dict[str, bytes]:
         try:
             return unpack(val)
@@ -339,39 +403,95 @@ class SQLiteTable:
             raise StoreError(f"sqlite store {self.path}: row {bytes(row)!r} is corrupt: {e} "
                              f"(run `fll admin fsck`)") from None
 
-    def put(self, rows: Mapping[bytes, Row]) -> None:
+    def _group(self, found: list[tuple[bytes, object, bytes]]
+               ) -> list[tuple[bytes, dict[str, bytes]]]:
+        """``(row, col or NULL, val)`` results in key order (a packed row has no
+        col) as protocol rows: consecutive results of one key make one row."""
+        out: list[tuple[bytes, dict[str, bytes]]] = []
+        for r, col, val in found:
+            if not out or out[-1][0] != r:
+                out.append((r, {}))
+            cols = out[-1][1]
+            if col is None:
+                cols.update(self._cols(r, val))
+            else:
+                cols[_col_out(col)] = bytes(val)  # type: ignore[arg-type]
+        return out
+
+    def _write(self, conn: sqlite3.Connection, rows: Mapping[bytes, Row]) -> None:
         # a row without columns does not exist in the protocol: store nothing.
         # Callers share one column map between many rows (bucket rows, a run's
         # index rows): each map is packed once per call
         packed: list[tuple[bytes, bytes]] = []
+        cells: list[tuple[bytes, str | bytes, bytes]] = []
         seen: dict[int, tuple[Row, bytes]] = {}  # holds each map, so no id is reused
         for r, cols in rows.items():
-            if cols:
-                hit = seen.get(id(cols))
-                if hit is None:
-                    hit = seen[id(cols)] = (cols, pack(cols))
-                packed.append((r if type(r) is bytes else bytes(r), hit[1]))
-        if not packed:
-            return
-        self._retry(lambda c: c.executemany(_UPSERT, packed), write=True)
+            if not cols:
+                continue
+            key = r if type(r) is bytes else bytes(r)
+            if self._is_wide(key):
+                # _col_in inlined: this loop runs for every cell of a batch
+                cells.extend((key, binascii.unhexlify(c) if len(c) == 32 and _HEX_STR(c)
+                              else c, v if type(v) is bytes else bytes(v))
+                             for c, v in cols.items())
+                continue
+            hit = seen.get(id(cols))
+            if hit is None:
+                hit = seen[id(cols)] = (cols, pack(cols))
+            packed.append((key, hit[1]))
+        if packed:
+            conn.executemany(_UPSERT, packed)
+        if cells:
+            conn.executemany(_UPSERT_CELL, cells)
+
+    def put(self, rows: Mapping[bytes, Row]) -> None:
+        if any(cols for cols in rows.values()):
+            self._retry(lambda c: self._write(c, rows), write=True)
 
     def get(self, row: bytes) -> dict[str, bytes] | None:
-        found = self._retry(lambda c: c.execute(
-            "SELECT val FROM rows WHERE row = ?", (bytes(row),)).fetchone(), write=False)
-        return self._cols(row, found[0]) if found else None
+        return self.get_many([row]).get(bytes(row))
+
+    def _read_txn(self, fn: Callable[[sqlite3.Connection], _R]) -> _R:
+        """``fn`` in one read transaction: every statement sees one snapshot."""
+        def read(conn: sqlite3.Connection) -> _R:
+            own = not conn.in_transaction
+            if own:
+                conn.execute("BEGIN")
+            try:
+                return fn(conn)
+            finally:
+                if own:
+                    conn.execute("COMMIT")
+        return self._retry(read, write=False)
 
     def get_many(self, rows: list[bytes]) -> dict[bytes, dict[str, bytes]]:
-        out: dict[bytes, dict[str, bytes]] = {}
-        keys = [bytes(r) for r in rows]
-        for i in range(0, len(keys), 500):
-            chunk = keys[i:i + 500]
-            marks = ",".join("?" * len(chunk))
-            found = self._retry(lambda c, chunk=chunk, marks=marks: c.execute(
-                f"SELECT row, val FROM rows WHERE row IN ({marks})", chunk).fetchall(),
-                write=False)
-            for r, val in found:
-                out[r] = self._cols(r, val)
-        return out
+        """One statement per 500 keys (both tables, merged), in one read transaction."""
+        keys = sorted({bytes(r) for r in rows})
+        if not keys:
+            return {}
+
+        wide = self._wide
+        cells_only = not self._packed_wide and bool(wide) and \
+            all(k.startswith(wide) for k in keys)
+
+        def read(conn: sqlite3.Connection) -> dict[bytes, dict[str, bytes]]:
+            out: dict[bytes, dict[str, bytes]] = {}
+            for i in range(0, len(keys), 500):
+                chunk = keys[i:i + 500]
+                marks = ",".join("?" * len(chunk))
+                found = conn.execute(
+                    f"SELECT row, col, val FROM wide WHERE row IN ({marks}) ORDER BY 1, 2",
+                    chunk).fetchall() if cells_only else conn.execute(
+                    f"SELECT row, NULL, val FROM rows WHERE row IN ({marks}) UNION ALL "
+                    f"SELECT row, col, val FROM wide WHERE row IN ({marks}) ORDER BY 1, 2",
+                    chunk + chunk).fetchall()
+                for r, cols in self._group(found):
+                    if cols:
+                        out[r] = cols
+            return out
+        if len(keys) <= 500:  # one statement: one snapshot without a transaction
+            return self._retry(read, write=False)
+        return self._read_txn(read)
 
     def scan(self, start: bytes = b"", stop: bytes = b"", *, limit: int | None = None,
              reverse: bool = False) -> Iterator[tuple[bytes, dict[str, bytes]]]:
@@ -381,25 +501,32 @@ class SQLiteTable:
         start, stop = bounds
         emitted = 0
         cursor: bytes | None = None
-        # a limited scan reads no more than it may yield: a skip-scan seek wants one row
-        size = min(_PAGE, limit) if limit is not None else _PAGE
         while True:
-            page = self._page(start, stop, reverse, cursor, size)
-            for r, val in page:
-                yield r, self._cols(r, val)
+            # a page of cells; the last row of a full page may go on in the next
+            # one, so it is read again there (the cursor is inclusive)
+            size = _PAGE if limit is None else min(_PAGE, limit - emitted + 1)
+            found = self._page(start, stop, reverse, cursor, size)
+            rows = self._group(found)
+            full = len(found) >= size
+            if full and len(rows) > 1:
+                rows.pop()
+            elif full:  # one row wider than a page: read it whole
+                rows = [(rows[0][0], self.get(rows[0][0]) or {})]
+            for r, cols in rows:
+                if not cols:
+                    continue
+                yield r, cols
                 emitted += 1
                 if limit is not None and emitted >= limit:
                     return
-            if len(page) < size:
+            if not full:
                 return
-            if limit is not None:
-                size = min(_PAGE, limit - emitted)
-            cursor = page[-1][0]
+            cursor = rows[-1][0]
 
     def _page(self, start: bytes, stop: bytes, reverse: bool, cursor: bytes | None,
-              size: int) -> list[tuple[bytes, bytes]]:
-        # after the first page the cursor row replaces the bound the scan walks
-        # away from, so each page is one seek and never re-reads earlier pages
+              size: int) -> list[tuple[bytes, object, bytes]]:
+        # after the first page the last whole row replaces the bound the scan
+        # walks away from, so each page is one seek and never re-reads earlier pages
         lower = ("row > ?", cursor) if cursor is not None and not reverse else ("row >= ?", start)
         upper = ("row < ?", cursor) if cursor is not None and reverse else \
             ("row < ?", stop) if stop else None
@@ -407,10 +534,11 @@ class SQLiteTable:
         if upper is not None:
             where.append(upper[0])
             args.append(upper[1])
-        order = "row DESC" if reverse else "row"
-        sql = (f"SELECT row, val FROM rows WHERE {' AND '.join(where)} "
-               f"ORDER BY {order} LIMIT {size}")
-        return self._retry(lambda c: c.execute(sql, args).fetchall(), write=False)
+        cond = " AND ".join(where)
+        order = "1 DESC, 2 DESC" if reverse else "1, 2"
+        sql = (f"SELECT row, NULL, val FROM rows WHERE {cond} UNION ALL "
+               f"SELECT row, col, val FROM wide WHERE {cond} ORDER BY {order} LIMIT {size}")
+        return self._retry(lambda c: c.execute(sql, args + args).fetchall(), write=False)
 
     def check_and_put(self, row: bytes, column: str, expected: bytes | None,
                       values: Mapping[str, bytes]) -> bool:
@@ -418,6 +546,13 @@ class SQLiteTable:
         want = None if expected is None else bytes(expected)
 
         def cas(conn: sqlite3.Connection) -> bool:
+            if self._is_wide(key):
+                found = conn.execute("SELECT val FROM wide WHERE row = ? AND col = ?",
+                                     (key, _col_in(column))).fetchone()
+                if (bytes(found[0]) if found else None) != want:
+                    return False
+                self._write(conn, {key: {c: bytes(v) for c, v in values.items()}})
+                return True
             found = conn.execute("SELECT val FROM rows WHERE row = ?", (key,)).fetchone()
             cols = self._cols(key, found[0]) if found else {}
             if cols.get(column) != want:
@@ -446,37 +581,76 @@ class SQLiteTable:
                 self._local.txn = False
         return self._retry(body, write=True)
 
+    #: `scan_ranges` is one statement (a read transaction past 100 ranges)
+    one_call_ranges = True
+
     def scan_ranges(self, ranges: list[tuple[bytes, bytes]]
                     ) -> list[tuple[bytes, dict[str, bytes]]]:
         wanted = [b for b in (scan_bounds(lo, hi, None) for lo, hi in ranges) if b is not None]
         if not wanted:
             return []
+        wide = self._wide
+        # ranges that lie within one declared prefix read the cell table alone
+        cells_only = not self._packed_wide and bool(wide) and all(
+            hi and any(lo.startswith(p) and hi.startswith(p) for p in wide) for lo, hi in wanted)
 
         def read(conn: sqlite3.Connection) -> list[tuple[bytes, dict[str, bytes]]]:
-            # one read transaction: every range sees the same snapshot
-            own = not conn.in_transaction
-            if own:
-                conn.execute("BEGIN")
-            try:
-                out: list[tuple[bytes, dict[str, bytes]]] = []
-                for lo, hi in wanted:
-                    found = conn.execute(
-                        "SELECT row, val FROM rows WHERE row >= ? AND row < ? ORDER BY row",
-                        (lo, hi)).fetchall() if hi else conn.execute(
-                        "SELECT row, val FROM rows WHERE row >= ? ORDER BY row",
-                        (lo,)).fetchall()
-                    out.extend((r, self._cols(r, val)) for r, val in found)
-                return out
-            finally:
-                if own:
-                    conn.execute("COMMIT")
-        return self._retry(read, write=False)
+            out: list[tuple[bytes, dict[str, bytes]]] = []
+            for i in range(0, len(wanted), 100):
+                part = wanted[i:i + 100]
+                # one OR of ranges: SQLite reads each as a primary-key range
+                # ("MULTI-INDEX OR"); an ORDER BY would make it scan the table,
+                # so the cells are put in order here (a packed row before cells)
+                cond = " OR ".join("(row >= ? AND row < ?)" if hi else "(row >= ?)"
+                                   for _, hi in part)
+                args = [b for lo, hi in part for b in ((lo, hi) if hi else (lo,))]
+                sql = f"SELECT row, col, val FROM wide WHERE {cond}" if cells_only else \
+                    (f"SELECT row, NULL, val FROM rows WHERE {cond} UNION ALL "
+                     f"SELECT row, col, val FROM wide WHERE {cond}")
+                found = conn.execute(sql, args if cells_only else args + args).fetchall()
+                found.sort(key=lambda c: (c[0], c[1] is not None))
+                out.extend(self._group(found))
+            return out
+        found = self._retry(read, write=False) if len(wanted) <= 100 else self._read_txn(read)
+        if len(wanted) == 1:
+            return found
+        found.sort(key=lambda r: r[0])
+        return in_ranges(found, wanted)
 
     def delete(self, rows: list[bytes]) -> None:
         keys = [(bytes(r),) for r in rows]
         if keys:
-            self._retry(lambda c: c.executemany("DELETE FROM rows WHERE row = ?", keys),
-                        write=True)
+            def drop(c: sqlite3.Connection) -> None:
+                c.executemany("DELETE FROM rows WHERE row = ?", keys)
+                c.executemany("DELETE FROM wide WHERE row = ?", keys)
+            self._retry(drop, write=True)
+
+    def delete_columns(self, cells: Mapping[bytes, "list[str] | tuple[str, ...] | set[str]"]
+                       ) -> None:
+        """Remove these columns of these rows (a row left without any is gone)."""
+        todo = {bytes(r): list(cols) for r, cols in cells.items() if cols}
+        if not todo:
+            return
+
+        def drop(conn: sqlite3.Connection) -> None:
+            conn.executemany("DELETE FROM wide WHERE row = ? AND col = ?",
+                             [(r, _col_in(c)) for r, cols in todo.items() for c in cols])
+            # a row may be packed whatever the prefixes (written before they
+            # were declared, or by a raw copy): look there too
+            for r, cols in todo.items():
+                found = conn.execute("SELECT val FROM rows WHERE row = ?", (r,)).fetchone()
+                if not found:
+                    continue
+                left = self._cols(r, found[0])
+                if not any(c in left for c in cols):
+                    continue
+                for c in cols:
+                    left.pop(c, None)
+                if left:
+                    conn.execute("UPDATE rows SET val = ? WHERE row = ?", (pack(left), r))
+                else:
+                    conn.execute("DELETE FROM rows WHERE row = ?", (r,))
+        self._retry(drop, write=True)
 
     def size_bytes(self) -> int:
         total = 0

@@ -113,9 +113,12 @@ def measure(name: str, url: str, runs: int, batch: int, wire=None) -> dict:
     return result
 
 
-def measure_distinct(name: str, url: str, sets: int) -> dict:
-    """Field questions over the last 10 runs after ``sets`` distinct sets."""
+def measure_distinct(name: str, url: str, sets: int, wire=None) -> dict:
+    """Field questions over the last 10 runs after ``sets`` distinct sets (and
+    over all time: the cover's widest shape), with their round trips."""
     from store import HOUR, T0
+
+    from fll.rowkeys import MAX_TIME
 
     store = LineageStore(open_table(url))
     items = [dated(i) for i in range(sets + 10)]
@@ -131,6 +134,13 @@ def measure_distinct(name: str, url: str, sets: int) -> dict:
         store.incoming(target, start, end)
     result = {"backend": name, "warm ms": median_ms(lambda: store.incoming(target, start, end)),
               "cold ms": median_ms(cold)}
+    counting = CountingTable(store.table)
+    store.table = counting
+    for label, lo, hi in (("range", start, end), ("all time", 0, MAX_TIME)):
+        store._cache.clear()
+        result[f"table calls/q {label}"], result[f"thrift calls/q {label}"] = round_trips(
+            counting, lambda lo=lo, hi=hi: store.incoming(target, lo, hi), wire)
+    store.table = counting.inner
     store.close()
     return result
 
@@ -167,6 +177,8 @@ def main(sets: int, runs: int, batch: int, hbase: str | None) -> None:
     with HBaseThriftServer(transport="framed") as server:
         results.append(measure("hbase-td", server.url("bench"), runs, batch,
                                wire=server.total_calls))
+        distinct.append(measure_distinct("hbase-td", server.url("distinct"), sets,
+                                         wire=server.total_calls))
     cols = ["runs/s", "incoming ms", "fields ms", "runs(limit 100) ms", "table calls/q",
             "thrift calls/q"]
     print(f"\n{runs:,} runs per backend, {batch} runs per batch; hbase-td is fll's HBase "
@@ -179,9 +191,18 @@ def main(sets: int, runs: int, batch: int, hbase: str | None) -> None:
             else f"{r[c]:>20,.0f}" if r[c] == r[c] else f"{'-':>20}" for c in cols))
     print(f"\n{sets:,} distinct sets recorded, field question over the last 10 runs "
           f"(target on Bigtable: <= 30 ms)\n")
-    print(f"{'backend':>9} {'warm cache (ms)':>16} {'cold cache (ms)':>16}")
+    print("round trips of one cold-cache question (target: <= 3 plus the d| multi-get; "
+          "Thrift calls on the test double)\n")
+    print(f"{'backend':>9} {'warm cache (ms)':>16} {'cold cache (ms)':>16} "
+          f"{'calls, range':>13} {'calls, all time':>16} {'thrift, range':>14} "
+          f"{'thrift, all time':>17}")
     for r in distinct:
-        print(f"{r['backend']:>9} {r['warm ms']:>16,.2f} {r['cold ms']:>16,.2f}")
+        thrift = [r[f"thrift calls/q {x}"] for x in ("range", "all time")]
+        print(f"{r['backend']:>9} {r['warm ms']:>16,.2f} {r['cold ms']:>16,.2f} "
+              f"{r['table calls/q range']:>13,.0f} {r['table calls/q all time']:>16,.0f} " +
+              " ".join(f"{t:>{w},.0f}" if t == t else f"{'-':>{w}}"
+                       for t, w in zip(thrift, (14, 17), strict=True)))
+    print(f"(load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())})")
 
 
 if __name__ == "__main__":

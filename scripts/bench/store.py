@@ -9,7 +9,10 @@ Prints, in one run, on the embedded SQLite store:
    and with 100,000 (``--quick``: 10,000) sets recorded before the range, and
    the ratio (target <= 1.5); plus a wide range holding every set, per set;
 2. repeated set: one set re-run 1k -> 1M (``--quick``: 100k) times, a query
-   over the whole range, and the ratio to 1k (target <= 2);
+   over the whole range, and the ratio to 1k (target <= 2); the cost depends
+   on where a range's edges fall against the buckets, so also the mean over
+   40 whole ranges with random edges (the same 40 at every size) and the
+   worst of their ratios;
 3. bytes per run after checkpoint and VACUUM, for both workloads (targets
    <= 250 repeated, <= 600 distinct);
 4. runs/s recorded in batches of 5,000 (target >= 20,000) and one per commit;
@@ -25,6 +28,7 @@ Prints, in one run, on the embedded SQLite store:
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import sqlite3
 import sys
@@ -111,8 +115,18 @@ def distinct_sets(workdir: str, before: int) -> tuple[float, float, int, float]:
     return narrow * 1000, wide * 1000, file_bytes(path), len(items) / spent
 
 
-def repeated_set(workdir: str, checkpoints: list[int]) -> tuple[list[tuple[int, float, float]],
-                                                                 int, float]:
+EDGES = [(random.Random(i).randrange(0, 60_000), random.Random(-i).randrange(1, 60_000))
+         for i in range(40)]
+
+
+def random_edged(store, target, end: int) -> list[float]:
+    """ms of the field question over [T0 + a, end - b) for each of `EDGES`."""
+    return [timed(lambda a=a, b=b: store.incoming(target, T0 + a, end - b), repeat=5) * 1000
+            for a, b in EDGES]
+
+
+def repeated_set(workdir: str, checkpoints: list[int]
+                 ) -> tuple[list[tuple[int, float, float, list[float]]], int, float]:
     path = f"{workdir}/repeated.db"
     store = open_store(f"sqlite:///{path}")
     info = operation_set()
@@ -125,7 +139,8 @@ def repeated_set(workdir: str, checkpoints: list[int]) -> tuple[list[tuple[int, 
             recorded = goal
             end = T0 + recorded * 1000
             results.append((goal, timed(lambda end=end: store.incoming(target, T0, end)) * 1000,
-                            timed(lambda end=end: store.fields(DST, T0, end)) * 1000))
+                            timed(lambda end=end: store.fields(DST, T0, end)) * 1000,
+                            random_edged(store, target, end)))
     store.close()
     return results, file_bytes(path), recorded / spent
 
@@ -202,9 +217,17 @@ def main(quick: bool, workdir: str | None) -> None:
     print(f"   wide range holding all {many + 10:,} sets: {large[1] * 1000:.2f} us per set")
     print("2. one set re-run, query over the whole range")
     print(f"   {'runs':>12} {'incoming (ms)':>14} {'ratio':>7} {'fields (ms)':>12} {'ratio':>7}")
-    for goal, t_in, t_f in reps:
+    for goal, t_in, t_f, _ in reps:
         print(f"   {goal:>12,} {t_in:>14.3f} {t_in / reps[0][1]:>7.2f} {t_f:>12.3f} "
               f"{t_f / reps[0][2]:>7.2f}")
+    print(f"   {len(EDGES)} whole ranges with random edges (each timed as above):")
+    print(f"   {'runs':>12} {'mean (ms)':>14} {'ratio':>7} {'worst ratio':>12}")
+    first = reps[0][3]
+    for goal, _, _, edged in reps:
+        mean = sum(edged) / len(edged)
+        worst = max(e / f for e, f in zip(edged, first, strict=True))
+        print(f"   {goal:>12,} {mean:>14.3f} {mean / (sum(first) / len(first)):>7.2f} "
+              f"{worst:>12.2f}")
     print("   (target: the largest within 2x of 1k)")
     print("3. bytes per run after checkpoint + VACUUM")
     print(f"   repeated set: {rep_bytes / reps[-1][0]:,.0f} B/run   (target <= 250)")

@@ -85,4 +85,4 @@ def test_scan_prefix_of_one_dataset_lists_only_its_rows(url):
     r = fll(url, "scan", "--prefix", "b|s3://bucket|out:1", "--format", "json")
     assert r.exit_code == 0, r.stderr
     rows = json.loads(r.stdout)
-    assert len(rows) == 1 and "run-1" in rows[0]["key"]
+    assert len(rows) == 1 and rows[0]["runs"] == ["run-1"]  # a column per run

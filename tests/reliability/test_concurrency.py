@@ -18,6 +18,7 @@ from fll import EndPointField
 from fll import rowkeys as rk
 from fll.store import open_store
 from fll.store.admin import fsck
+from fll.store.lineage import row_sets
 from .conftest import finish, spawn_worker
 
 from .workers import FIELDS, TARGETS
@@ -70,9 +71,9 @@ class Readers:
             prefix = rk.dataset_prefix(rk.BACKWARD if kind == 0 else rk.FORWARD,
                                        dst.namespace, dst.name)
             for key, cols in store.table.scan(prefix, rk.prefix_end(prefix), limit=50):
-                checksum = cols["c"].decode()
-                if store.table.get(rk.data(checksum)) is None:
-                    self.errors.append(f"reader {n}: index row {key!r} has no data row")
+                for _, checksum, _ in row_sets(key, cols):  # a cell per run
+                    if store.table.get(rk.data(checksum)) is None:
+                        self.errors.append(f"reader {n}: index row {key!r} has no data row")
                 self.index_rows_checked[n] += 1
         elif kind == 2:
             f = EndPointField(dst, rnd.choice(FIELDS))

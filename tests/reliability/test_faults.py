@@ -44,8 +44,9 @@ def assert_absent(store, run_id: str) -> None:
     """Neither the run row nor any index row of ``run_id`` is visible."""
     assert store.run(run_id) is None
     for prefix in (b"b|", b"f|", b"B|", b"F|"):
-        for key, _ in store.table.scan(prefix, prefix[:1] + b"}"):
+        for key, cols in store.table.scan(prefix, prefix[:1] + b"}"):
             assert run_id.encode() not in key, f"partial run {run_id}: {key!r}"
+            assert run_id not in cols, f"partial run {run_id}: a cell of {key!r}"
 
 
 @contextmanager

@@ -1,6 +1,6 @@
-"""Store formats: a store of format 1 (before time buckets) or 2 (by-set index,
-hex bucket keys, programs in index rows, plain data rows) reads as before,
-upgrades in place to format 3, resumes an interrupted upgrade, migrates run by
+"""Store formats: a store of format 1 (before time buckets), 2 (by-set index,
+hex bucket keys, programs in index rows, plain data rows) or 3 (narrow run and
+bucket rows) reads as before, upgrades in place to format 4, resumes an interrupted upgrade, migrates run by
 run to any backend, and a store of a newer format is refused with one line
 naming both versions."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from fll import EndPoint, EndPointField, StoreError, open_store
 from fll import rowkeys as rk
 from fll.store import LineageStore, admin
 from fll.codec import canonical_bytes, summaries_to_bytes
-from fll.store.lineage import BY_SET_OF_RUN, FORMAT, decode_data
+from fll.store.lineage import BY_SET_OF_RUN, FORMAT, decode_data, row_sets
 from tests.lineage_examples import chain
 
 from .conftest import open_url
@@ -49,57 +49,62 @@ def _answers(store: LineageStore) -> dict:
 
 
 def to_older_format(table, fmt: int) -> None:
-    """Rewrite a store's rows as format ``fmt`` (1 or 2) wrote them: the by-set
-    index ``B|``/``F|``, the program in every index row, plain ``o``/``s`` data
-    rows; format 2 also has bucket rows keyed by the checksum's hex digits and
-    a stamp, format 1 neither."""
+    """Rewrite a store's rows as format ``fmt`` (1, 2 or 3) wrote them: a
+    narrow index row per run and endpoint; format 3 with narrow bucket rows
+    (4 s x16 levels, raw checksum in the key); format 2 with the by-set index
+    ``B|``/``F|``, the program in every index row, plain ``o``/``s`` data rows
+    and hex-keyed bucket rows; format 1 like 2 without buckets nor a stamp."""
     puts: dict[bytes, dict[str, bytes]] = {}
     gone: list[bytes] = []
     for key, cols in list(table.scan()):
         kind = key[:1]
         if kind in (rk.BACKWARD, rk.FORWARD):
             k = rk.decode(key)
-            program = (table.get(rk.run(k.run_id)) or {}).get("p", b"")
             gone.append(key)
-            puts[key] = {"c": cols["c"], "p": program}
-            puts[rk.by_set(BY_SET_OF_RUN[kind], k.namespace, k.name, cols["c"].decode(),
-                           k.start_ms, k.run_id)] = {"p": program}
+            for run_id, checksum, start in row_sets(key, cols):
+                program = (table.get(rk.run(run_id)) or {}).get("p", b"")
+                narrow = rk.dataset_prefix(kind, k.namespace, k.name) + \
+                    rk.run_suffix(start, run_id)
+                puts[narrow] = {"c": checksum.encode()} if fmt == 3 else \
+                    {"c": checksum.encode(), "p": program}
+                if fmt < 3:
+                    puts[rk.by_set(BY_SET_OF_RUN[kind], k.namespace, k.name, checksum,
+                                   start, run_id)] = {"p": program}
+                bucket_kind = {rk.BACKWARD: rk.BACKWARD_BUCKET,
+                               rk.FORWARD: rk.FORWARD_BUCKET}[kind]
+                for level in range(len(rk.LEVELS)) if fmt >= 2 else ():
+                    shape = rk.bucket if fmt == 3 else rk.bucket_v2
+                    puts[shape(k.namespace, k.name, bucket_kind, level, start,
+                               checksum)] = {"x": b""}
         elif kind in (rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET):
             gone.append(key)
-            if fmt == 2:
-                k = rk.decode(key)
-                puts[rk.bucket_v2(k.namespace, k.name, kind, k.level, k.start_ms,
-                                  k.checksum)] = {"x": b""}
-        elif kind == rk.DATA:
+        elif kind == rk.DATA and fmt < 3:
             info = decode_data(cols)
             gone.append(key)
             puts[key] = {"o": canonical_bytes(info.operations), "s": summaries_to_bytes(info)}
         elif key == rk.meta("format"):
             gone.append(key)
-            if fmt == 2:
-                puts[key] = {"v": b"2"}
+            if fmt >= 2:
+                puts[key] = {"v": str(fmt).encode()}
     table.delete(gone)
     table.put(puts)
 
 
 def _older_rows(table) -> list[bytes]:
-    """Rows format 3 never has: by-set rows, hex-keyed buckets, index rows with a program."""
+    """Rows format 4 never has: narrow run and bucket rows, by-set rows."""
     out = []
     for key, cols in table.scan():
         if key[:1] in (rk.BACKWARD_BY_SET, rk.FORWARD_BY_SET):
             out.append(key)
-        elif key[:1] in (rk.BACKWARD, rk.FORWARD) and "p" in cols:
-            out.append(key)
-        elif key[:1] in (rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET):
-            k = rk.decode(key)
-            if rk.bucket(k.namespace, k.name, key[:1], k.level, k.start_ms, k.checksum) != key:
+        elif key[:1] in (rk.BACKWARD, rk.FORWARD, rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET):
+            if not rk.is_wide(key) and not key.endswith(b"|*"):
                 out.append(key)
         elif key[:1] == rk.DATA and "o" in cols:
             pass  # a format-2 data row reads as well: the upgrade leaves it
     return out
 
 
-@pytest.fixture(params=[1, 2])
+@pytest.fixture(params=[1, 2, 3])
 def older(tmp_path, request):
     url = f"sqlite:///{tmp_path}/old.db"
     with open_store(url) as store:
@@ -127,7 +132,7 @@ def test_an_older_store_answers_as_before_and_upgrades_in_place(older):
         assert sorted(store.table.scan()) == rows  # the dry run changed nothing
         report = admin.upgrade(store.table, batch_size=7)
         assert report.bucket_rows > 0 and admin.store_format(store.table) == FORMAT
-        assert report.rewritten_rows == 80 and report.removed_rows == dry.removed_rows
+        assert report.index_rows == 80 and report.removed_rows == dry.removed_rows
         assert _older_rows(store.table) == []
     with open_store(url) as store:
         assert store.format == FORMAT
@@ -143,7 +148,7 @@ def _before(answers: dict) -> dict:
 
 
 def test_runs_recorded_into_an_older_store_before_its_upgrade_are_answered_throughout(older):
-    """This fll writes format 3 rows into a store not upgraded yet: its queries
+    """This fll writes format 4 rows into a store not upgraded yet: its queries
     read both shapes, fsck of the half-old store is clean, and the upgrade keeps them."""
     url, want, fmt = older
     late = chain(EndPoint("n", "raw/late"), DST, ["a", "late"])
@@ -300,20 +305,19 @@ def test_a_data_row_of_an_unknown_encoding_is_a_corrupt_row_never_cached(tmp_pat
         assert store.operation_set(info.checksum) == info
 
 
+@pytest.mark.parametrize("fmt", [2, 3])
 @pytest.mark.parametrize("table_url", ["bigtable", "hbase-thrift"], indirect=True)
-def test_a_format_2_store_upgrades_in_place_on_backends_without_transactions(open_table_for):
-    """No transaction to rewrite an index row in: the upgrade leaves its program
-    column (readers take the program from the run row) and does the rest."""
+def test_an_older_store_upgrades_in_place_on_backends_without_transactions(open_table_for,
+                                                                           fmt):
     store = LineageStore(open_table_for())
     _history(store)
     want = _answers(store)
-    to_older_format(store.table, 2)
+    to_older_format(store.table, fmt)
     store = LineageStore(store.table)
-    assert store.format == 2 and _answers(store) == want
+    assert store.format == fmt and _answers(store) == want
     report = admin.upgrade(store.table, batch_size=9)
-    assert report.rewritten_rows == 0 and report.removed_rows > 0
-    left = _older_rows(store.table)
-    assert left and all(k[:1] in (rk.BACKWARD, rk.FORWARD) for k in left)
+    assert report.index_rows == 80 and report.removed_rows > 0
+    assert _older_rows(store.table) == []
     store = LineageStore(store.table)
     assert store.format == FORMAT and _answers(store) == want
     fsck = admin.fsck(store.table)

@@ -83,7 +83,7 @@ def test_a_legacy_store_is_converted_on_open_and_answers_as_before(legacy):
     with open_store(url) as store:
         assert list(store.table.scan()) == rows
         assert _answers(store) == want
-    assert _tables(url[len("sqlite:///"):]) == {"rows": "table", "cells": "view"}
+    assert _tables(url[len("sqlite:///"):]) == {"rows": "table", "wide": "table", "cells": "view"}
 
 
 def test_an_fll_reading_the_old_layout_finds_a_newer_format_and_cannot_write(legacy):
@@ -100,7 +100,7 @@ def test_an_fll_reading_the_old_layout_finds_a_newer_format_and_cannot_write(leg
 
 def test_a_new_store_has_the_refusing_view_from_the_start(tmp_path):
     open_table(f"sqlite:///{tmp_path}/new.db").close()
-    assert _tables(f"{tmp_path}/new.db") == {"rows": "table", "cells": "view"}
+    assert _tables(f"{tmp_path}/new.db") == {"rows": "table", "wide": "table", "cells": "view"}
 
 
 def _open_and_answer(url: str, queue) -> None:
@@ -127,7 +127,7 @@ def test_processes_opening_a_legacy_store_at_once_convert_it_once(legacy, tmp_pa
         for p in procs:
             p.join(timeout=60)
         assert results == [("ok", want)] * 4
-        assert _tables(path) == {"rows": "table", "cells": "view"}
+        assert _tables(path) == {"rows": "table", "wide": "table", "cells": "view"}
         with open_store(f"sqlite:///{path}") as store:
             assert list(store.table.scan()) == rows
 
