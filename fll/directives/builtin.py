@@ -814,8 +814,7 @@ def fail(step, df, a):
     # that referenced every column could not be pushed below the projections, and would
     # keep alive columns the recipe later drops (the cost that put the benchmark at 1.5).
     # `CompiledRecipe.run_error` reads the whole row from ``probe`` once a run failed.
-    row = (F.to_json(F.struct(*[F.col(quote(c)) for c in refs])) if refs
-           else F.lit("{}"))
+    row = F.lit(FAIL_ROW_UNREAD)   # and no value at all: see builtin_support.fail_when
     marker = F.concat(F.lit(f"{FAIL_MARKER}line {step.line}: fail: condition "
                             f"'{a.condition}'{FAIL_ROW}"), row, F.lit(FAIL_MARKER))
     checked = df.where(F.when(cond, F.raise_error(marker)).otherwise(F.lit(True)))
@@ -826,6 +825,8 @@ def fail(step, df, a):
 FAIL_MARKER = "\u2983fll\u2984"
 #: What separates `fail`'s condition from the failing row's values in its message.
 FAIL_ROW = " is true for row "
+#: What stands for the row inside the job; `run_error` puts the row's values there.
+FAIL_ROW_UNREAD = "\u2026"
 
 
 @register_directive("mask-number <column:column> <pattern:text>")
@@ -1046,8 +1047,11 @@ def _to_decimal(step, c: "Column", scale, precision, mode) -> "Column":
     exact = c.cast("string").cast(f"decimal(38,{min(s + 10, 38)})")
     rounded = _round(exact, s, mode)
     if mode == "UNNECESSARY":
-        rounded = F.when(rounded == exact, rounded).otherwise(F.raise_error(F.lit(
-            "set-type: rounding necessary (rounding mode UNNECESSARY)")))
+        # BigDecimal.setScale(s, UNNECESSARY) throws "Rounding necessary"; a null stays
+        rounded = fail_when(step, rounded != exact, rounded,
+                            "rounding necessary (rounding mode UNNECESSARY)",
+                            F.concat(F.lit("rounding necessary (rounding mode UNNECESSARY): "),
+                                     c.cast("string"), F.lit(f" at scale {s}")))
     return rounded.cast(f"decimal({p},{s})")
 
 

@@ -168,7 +168,7 @@ def decode(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         text = raw.cast("string")
         decoded = F.unhex(text)
         value = fail_when(step, src.isNotNull() & (decoded.isNull() | (F.length(text) % 2 == 1)),
-                          decoded.cast("string"),
+                          decoded.cast("string"), "failed to decode a hex value",
                           F.concat(F.lit("failed to decode hex value "), string_of(text)))
     else:
         value = _base32_decode(raw)
@@ -203,7 +203,7 @@ def url_decode(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     decoded = F.try_url_decode(src)
     value = fail_when(step, src.isNull(), decoded,
                       f"column {a.column!r} has a null value; it should be a non-null string")
-    value = fail_when(step, src.isNotNull() & decoded.isNull(), value,
+    value = fail_when(step, src.isNotNull() & decoded.isNull(), value, "malformed url escape",
                       F.concat(F.lit("malformed url escape in "), string_of(src)))
     return Outcome(put(df, a.column, value), L.modify(a.column))
 
@@ -242,6 +242,7 @@ def split_url(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     new: list[tuple[str, "Column"]] = []
     for name in _URL_PARTS:
         guarded = fail_when(step, src.isNotNull() & protocol.isNull(), values[name],
+                            f"malformed url in column {a.column!r}",
                             F.concat(F.lit("malformed url "), string_of(src),
                                      F.lit(f" in column {a.column!r}")))
         new.append((f"{a.column}_{name}",

@@ -330,6 +330,7 @@ def parse_xml_to_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     checked = fail_when(step, raw.isNull(), converted,
                         f"column '{a.column}' has a null value; it should be an XML document")
     checked = fail_when(step, raw.isNotNull() & converted.isNull(), checked,
+                        f"column '{a.column}' holds text that is not well-formed XML",
                         F.concat(F.lit(f"column '{a.column}' holds text that is not "
                                        f"well-formed XML: "), F.substring(raw, 1, 80)))
     from .builtin import flatten_json

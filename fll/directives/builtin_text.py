@@ -75,6 +75,7 @@ def quantize(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     value = fail_when(step, src.isNull(), value,
                       f"column {a.source!r} has a null value; it should be a number")
     value = fail_when(step, number.isNull(), value,
+                      f"column {a.source!r} holds a value that is not a number",
                       F.concat(F.lit(f"column {a.source!r} holds "), string_of(src),
                                F.lit(", which is not a number")))
     if a.source == a.destination:
