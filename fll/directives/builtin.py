@@ -21,7 +21,7 @@ from ..errors import RecipeError
 from . import labels as L
 from .context import StepContext, java_quote, quote
 from .parser import Args, check_regex
-from .builtin_support import error_rows, fail_when, java_message
+from .builtin_support import error_rows, fail_when, java_message, null_value
 from .registry import Outcome, register_directive
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -585,8 +585,7 @@ def _regex_filter(step, df, column: str, regex: str, remove_matching: bool) -> O
     c = _as_text(df, column, step.col(column))
     hit = _whole_match(c, regex)
     keep = fail_when(step, c.isNull(), ~hit if remove_matching else hit,
-                     f"column {column!r} has a null value; it should be a non-null text or "
-                     f"number")
+                     null_value(column, "'String', 'JSONObject' or 'Number'"))
     return Outcome(df.where(keep), L.read(column))
 
 
@@ -947,8 +946,7 @@ def hash_(step, df, a):
         value = (F.unhex(hexed) if not a.encode else F.lpad(hexed, 64, "0")
                  if (bits or 0) <= 256 else _wrangler_hex(hexed))
     value = fail_when(step, c.isNull(), value,
-                      f"column {a.column!r} has a null value; it should be a non-null string "
-                      f"or byte array")
+                      null_value(a.column, "'String' or 'byte array'"))
     return _modify(step, df, a.column, value, masking=True)
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
 
 __all__ = ["put", "put_all", "fail_when", "error_rows", "check_zone", "check_datetime_pattern",
-           "is_type", "string_of", "session_zone", "FAIL_MARKER"]
+           "is_type", "string_of", "null_value", "session_zone", "FAIL_MARKER"]
 
 
 def parse_check(parse: Callable[[str], object]) -> Callable[[str], str | None]:
@@ -65,6 +65,12 @@ def fail_when(step: StepContext, condition: "Column", value: "Column",
     step.guard(condition, message, detail)
     text = F.lit(f"{FAIL_MARKER}line {step.line}: {step.statement.name}: {message}{FAIL_MARKER}")
     return F.when(condition, F.raise_error(text)).otherwise(value)
+
+
+def null_value(column: str, kinds: str = "'String'") -> str:
+    """Wrangler's message for a null value a directive cannot take (the text its
+    directives throw as a DirectiveExecutionException)."""
+    return f"Column '{column}' has null value. It should be a non-null {kinds}."
 
 
 def string_of(value: "Column") -> "Column":
@@ -143,7 +149,9 @@ ERROR_MESSAGE, ERROR_CODE = "errMsg", "errCode"
 def error_rows(step: StepContext, df: "DataFrame", bad: "Column", message: "Column | str",
                code: int) -> tuple["DataFrame", dict]:
     """Take the rows where ``bad`` holds out of ``df``, as Wrangler's ErrorRowException
-    sends them to the error collector.
+    sends them to the error collector: errMsg is ``<message> (ecode: <code>, directive:
+    <name>)`` and errCode ``code``, so ``message`` and ``code`` should be the ones the
+    directive's Wrangler class throws (its text, capitals and all).
 
     Returns the kept rows and the keyword arguments for `Outcome`: the rows go to the
     recipe's error output (``Outcome.errors``) with errMsg and errCode. The message may
@@ -152,9 +160,11 @@ def error_rows(step: StepContext, df: "DataFrame", bad: "Column", message: "Colu
     """
     bad = F.coalesce(bad, F.lit(False))
     msg = F.lit(message) if isinstance(message, str) else message
+    # ErrorRowException(directive, message, code) words it "message (ecode: code,
+    # directive: name)", and that is the errMsg Wrangler's error collector gets
+    suffix = F.lit(f" (ecode: {code}, directive: {step.statement.name})")
     errors = df.where(bad).select(*[F.col(quote(c)) for c in df.columns],
-                                  F.concat(F.lit(f"{step.statement.name}: "), msg)
-                                  .alias(ERROR_MESSAGE),
+                                  F.concat(msg, suffix).alias(ERROR_MESSAGE),
                                   F.lit(code).alias(ERROR_CODE))
     return df.where(~bad), {"errors": errors}
 
