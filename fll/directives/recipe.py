@@ -7,9 +7,10 @@ those labels into CDAP field operations (semantics §4): one transform per
 produced column, RENAME as an identity transform, DROP as a transform
 without outputs; untouched columns keep pointing at their latest producer.
 
-This module must never run a Spark action itself (only the few
-data-dependent directives do, and they say so) and never write lineage to
-a store: callers decide where the operations go.
+This module must never run a Spark action itself while compiling (only the
+few data-dependent directives do, and they say so; `run_error` runs one small
+job, and only after a run failed, to name the failing value) and never write
+lineage to a store: callers decide where the operations go.
 """
 from __future__ import annotations
 
