@@ -22,7 +22,7 @@ from . import labels as L
 from .context import StepContext, java_quote, quote
 from .jexl_arith import translate
 from .parser import Args, check_regex
-from .builtin_support import error_rows, fail_when, java_message
+from .builtin_support import error_rows, fail_when, java_message, null_value
 from .registry import Outcome, register_directive
 from .variables import conceal, expose, is_variable, reads_through, visible
 
@@ -617,8 +617,7 @@ def _regex_filter(step, df, column: str, regex: str, remove_matching: bool) -> O
     c = _as_text(df, column, step.col(column))
     hit = _whole_match(c, regex)
     keep = fail_when(step, c.isNull(), ~hit if remove_matching else hit,
-                     f"column {column!r} has a null value; it should be a non-null text or "
-                     f"number")
+                     null_value(column, "'String', 'JSONObject' or 'Number'"))
     return Outcome(df.where(keep), L.read(column))
 
 
@@ -851,8 +850,7 @@ def fail(step, df, a):
     # that referenced every column could not be pushed below the projections, and would
     # keep alive columns the recipe later drops (the cost that put the benchmark at 1.5).
     # `CompiledRecipe.run_error` reads the whole row from ``probe`` once a run failed.
-    row = (F.to_json(F.struct(*[F.col(quote(c)) for c in refs])) if refs
-           else F.lit("{}"))
+    row = F.lit(FAIL_ROW_UNREAD)   # and no value at all: see builtin_support.fail_when
     marker = F.concat(F.lit(f"{FAIL_MARKER}line {step.line}: fail: condition "
                             f"'{a.condition}'{FAIL_ROW}"), row, F.lit(FAIL_MARKER))
     checked = conceal(exposed.where(F.when(cond, F.raise_error(marker))
@@ -865,6 +863,8 @@ def fail(step, df, a):
 FAIL_MARKER = "\u2983fll\u2984"
 #: What separates `fail`'s condition from the failing row's values in its message.
 FAIL_ROW = " is true for row "
+#: What stands for the row inside the job; `run_error` puts the row's values there.
+FAIL_ROW_UNREAD = "\u2026"
 
 
 @register_directive("mask-number <column:column> <pattern:text>")
@@ -985,8 +985,7 @@ def hash_(step, df, a):
         value = (F.unhex(hexed) if not a.encode else F.lpad(hexed, 64, "0")
                  if (bits or 0) <= 256 else _wrangler_hex(hexed))
     value = fail_when(step, c.isNull(), value,
-                      f"column {a.column!r} has a null value; it should be a non-null string "
-                      f"or byte array")
+                      null_value(a.column, "'String' or 'byte array'"))
     return _modify(step, df, a.column, value, masking=True)
 
 
@@ -1085,8 +1084,11 @@ def _to_decimal(step, c: "Column", scale, precision, mode) -> "Column":
     exact = c.cast("string").cast(f"decimal(38,{min(s + 10, 38)})")
     rounded = _round(exact, s, mode)
     if mode == "UNNECESSARY":
-        rounded = F.when(rounded == exact, rounded).otherwise(F.raise_error(F.lit(
-            "set-type: rounding necessary (rounding mode UNNECESSARY)")))
+        # BigDecimal.setScale(s, UNNECESSARY) throws "Rounding necessary"; a null stays
+        rounded = fail_when(step, rounded != exact, rounded,
+                            "rounding necessary (rounding mode UNNECESSARY)",
+                            F.concat(F.lit("rounding necessary (rounding mode UNNECESSARY): "),
+                                     c.cast("string"), F.lit(f" at scale {s}")))
     return rounded.cast(f"decimal({p},{s})")
 
 

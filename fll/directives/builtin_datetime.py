@@ -89,7 +89,7 @@ def parse_as_datetime(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     text = step.col(a.column).cast("string")
     value, bad = _ntz_parse(text, a.format)
     kept, extra = error_rows(step, df, bad, F.concat(
-        F.lit("value "), string_of(text), F.lit(f" for column {a.column} is not in expected "
+        F.lit("Value "), string_of(text), F.lit(f" for column {a.column} is not in expected "
                                                   f"format {a.format}")), 2)
     return Outcome(put(kept, a.column, value), L.modify(a.column), **extra)
 
@@ -241,7 +241,7 @@ def parse_as_simple_date(step: StepContext, df: "DataFrame", a: Args) -> Outcome
             bad = bad & b
         value = _instant_in(local, "UTC")
     kept, extra = error_rows(step, df, bad, F.concat(
-        F.lit("failed to parse '"), string_of(text), F.lit(f"' with pattern '{a.format}'")), 1)
+        F.lit("Failed to parse '"), string_of(text), F.lit(f"' with pattern '{a.format}'")), 1)
     return Outcome(put(kept, a.column, value), L.modify(a.column), **extra)
 
 
@@ -280,7 +280,7 @@ def parse_timestamp(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     if kind == "string":   # Long.parseLong: an optional sign and digits, nothing else
         bad = src.isNotNull() & (number.isNull() | ~src.rlike(r"^[+-]?[0-9]+$"))
     kept, extra = error_rows(step, df, bad, F.lit(
-        f"invalid value for column '{a.column}'. Must be of type 'Long' or 'String' "
+        f"Invalid value for column '{a.column}'. Must be of type 'Long' or 'String' "
         f"representing long."), 2)
     return Outcome(put(kept, a.column, convert(number)), L.modify(a.column), **extra)
 

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
 from . import labels as L
-from .builtin_support import fail_when, parse_check, put, put_all, string_of
+from .builtin_support import fail_when, null_value, parse_check, put, put_all, string_of
 from .context import StepContext
 from .parser import Args
 from .registry import Outcome, register_directive
@@ -87,7 +87,7 @@ def cut_character(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
               for start, end in parse_ranges(a.ranges)]
     value = pieces[0] if len(pieces) == 1 else F.concat(*pieces)
     value = fail_when(step, src.isNull(), value,
-                      f"column {a.source!r} has a null value; it should be a non-null string")
+                      null_value(a.source))
     if a.source == a.destination:
         return Outcome(put(df, a.destination, value), L.modify(a.source))
     return Outcome(put(df, a.destination, value), L.read(a.source) + L.add(a.destination))
@@ -169,8 +169,11 @@ def decode(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         text = raw.cast("string")
         decoded = F.unhex(text)
         value = fail_when(step, src.isNotNull() & (decoded.isNull() | (F.length(text) % 2 == 1)),
-                          decoded.cast("string"),
-                          F.concat(F.lit("failed to decode hex value "), string_of(text)))
+                          decoded.cast("string"), "Failed to decode hex value.",
+                          F.concat(F.lit("Failed to decode hex value '"), string_of(text),
+                                   F.when(F.length(text) % 2 == 1,
+                                          F.lit("'. Odd number of characters."))
+                                   .otherwise(F.lit("'. Illegal hexadecimal character."))))
     else:
         value = _base32_decode(raw)
     out = f"{a.column}_decode_{a.method}"
@@ -187,8 +190,7 @@ def url_encode(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """
     _require_string(step, df, a.column)
     src = step.col(a.column)
-    value = fail_when(step, src.isNull(), F.url_encode(src),
-                      f"column {a.column!r} has a null value; it should be a non-null string")
+    value = fail_when(step, src.isNull(), F.url_encode(src), null_value(a.column))
     return Outcome(put(df, a.column, value), L.modify(a.column))
 
 
@@ -202,9 +204,8 @@ def url_decode(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     _require_string(step, df, a.column)
     src = step.col(a.column)
     decoded = F.try_url_decode(src)
-    value = fail_when(step, src.isNull(), decoded,
-                      f"column {a.column!r} has a null value; it should be a non-null string")
-    value = fail_when(step, src.isNotNull() & decoded.isNull(), value,
+    value = fail_when(step, src.isNull(), decoded, null_value(a.column))
+    value = fail_when(step, src.isNotNull() & decoded.isNull(), value, "malformed url escape",
                       F.concat(F.lit("malformed url escape in "), string_of(src)))
     return Outcome(put(df, a.column, value), L.modify(a.column))
 
@@ -243,8 +244,9 @@ def split_url(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     new: list[tuple[str, "Column"]] = []
     for name in _URL_PARTS:
         guarded = fail_when(step, src.isNotNull() & protocol.isNull(), values[name],
-                            F.concat(F.lit("malformed url "), string_of(src),
-                                     F.lit(f" in column {a.column!r}")))
+                            f"Malformed url found in column '{a.column}'.",
+                            F.concat(F.lit("Malformed url '"), string_of(src),
+                                     F.lit(f"' found in column '{a.column}'.")))
         new.append((f"{a.column}_{name}",
                     F.when(src.isNull(), F.lit(None)).otherwise(guarded)))
     names = [n for n, _ in new]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from . import labels as L
-from .builtin_support import fail_when, parse_check, put_all
+from .builtin_support import fail_when, null_value, parse_check, put_all
 from .context import StepContext
 from .parser import Args
 from .registry import Outcome, register_directive
@@ -197,7 +197,7 @@ def parse_as_log(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         raise step.error(f"column {a.column!r} has type {kind}; it should be of type "
                          f"string or bytes")
     line = fail_when(step, src.isNull(), src,
-                     f"column '{a.column}' has a null value; it should be a non-null string")
+                     null_value(a.column, "'String' or 'byte array'"))
     ok = line.rlike(regex)
     new: list[tuple[str, "Column"]] = []
 
@@ -330,6 +330,7 @@ def parse_xml_to_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     checked = fail_when(step, raw.isNull(), converted,
                         f"column '{a.column}' has a null value; it should be an XML document")
     checked = fail_when(step, raw.isNotNull() & converted.isNull(), checked,
+                        f"column '{a.column}' holds text that is not well-formed XML",
                         F.concat(F.lit(f"column '{a.column}' holds text that is not "
                                        f"well-formed XML: "), F.substring(raw, 1, 80)))
     from .builtin import flatten_json

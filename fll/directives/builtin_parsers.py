@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from . import labels as L
-from .builtin_support import error_rows, fail_when, java_message, parse_check, put, put_all, string_of
+from .builtin_support import (error_rows, fail_when, java_message, null_value, parse_check, put,
+                              put_all, string_of)
 from .context import StepContext, java_quote, quote
 from .parser import Args
 from .registry import Outcome, register_directive
@@ -175,12 +176,12 @@ def parse_as_fixed_length(step: StepContext, df: "DataFrame", a: Args) -> Outcom
     src = step.col(a.column)
     short = F.length(src) < F.lit(record)
     kept, extra = error_rows(step, df, src.isNotNull() & short, F.concat(
-        F.lit(f"column '{a.column}' contains a value with fewer characters than the specified "
+        F.lit(f"Column '{a.column}' contains a value with fewer characters than the specified "
               f"length of row. Expected at least {record} characters but found "),
         F.length(src).cast("string"), F.lit(" characters.")), 2)
     count = F.floor(F.length(src) / F.lit(record)).cast("int")
     guarded = fail_when(step, src.isNull(), count,
-                        f"column {a.column!r} has a null value; it should be a non-null string")
+                        null_value(a.column))
     exploded = kept.select("*", F.explode(F.sequence(F.lit(0), guarded - 1)).alias(_REC))
     new: list[tuple[str, "Column"]] = []
     start = 1
@@ -259,7 +260,7 @@ def parse_as_currency(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     value = F.coalesce(as_double(pos), -as_double(neg))
     skip = src.isNull() | (F.trim(src) == "")
     kept, extra = error_rows(step, df, ~skip & value.isNull(), F.concat(
-        F.lit("unparseable number: \""), string_of(src), F.lit("\"")), 1)
+        F.lit("Unparseable number: \""), string_of(src), F.lit("\"")), 1)
     value = F.when(~skip, value)
     if a.destination in df.columns and a.destination != a.source:
         value = F.coalesce(value, step.col(a.destination))   # Wrangler leaves it as it was

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
 
 __all__ = ["put", "put_all", "fail_when", "error_rows", "check_zone", "check_datetime_pattern",
-           "is_type", "string_of", "session_zone", "FAIL_MARKER"]
+           "is_type", "string_of", "null_value", "session_zone", "FAIL_MARKER"]
 
 
 def parse_check(parse: Callable[[str], object]) -> Callable[[str], str | None]:
@@ -48,13 +48,29 @@ def put_all(df: "DataFrame", new: list[tuple[str, "Column"]]) -> "DataFrame":
 
 
 def fail_when(step: StepContext, condition: "Column", value: "Column",
-              message: "Column | str") -> "Column":
+              message: "str | Column", detail: "Column | None" = None) -> "Column":
     """``value``, except that a row meeting ``condition`` stops the run with one line
-    naming the recipe line, the directive and ``message`` (a text or a string Column)."""
-    prefix = F.lit(f"{FAIL_MARKER}line {step.line}: {step.statement.name}: ")
-    msg = F.concat(prefix, F.lit(message) if isinstance(message, str) else message,
-                   F.lit(FAIL_MARKER))
-    return F.when(condition, F.raise_error(msg)).otherwise(value)
+    naming the recipe line, the directive and ``message``.
+
+    The message raised inside the job is a literal: an expression that builds it from
+    the row's values lands in every row's generated code and, past a few such guards,
+    pushes the fused stage's method beyond the 8,000 bytes HotSpot compiles, so the
+    whole stage runs interpreted. ``detail``, a text Column naming the failing value
+    (the message as the user should read it), is never evaluated in the job: after a
+    run failed, `CompiledRecipe.run_error` evaluates it on the first row of the step's
+    input that meets ``condition`` (one small job) and puts it in the error. A Column
+    ``message`` is taken as the ``detail`` of a generic literal."""
+    if not isinstance(message, str):
+        detail, message = message, "a value stops the run"
+    step.guard(condition, message, detail)
+    text = F.lit(f"{FAIL_MARKER}line {step.line}: {step.statement.name}: {message}{FAIL_MARKER}")
+    return F.when(condition, F.raise_error(text)).otherwise(value)
+
+
+def null_value(column: str, kinds: str = "'String'") -> str:
+    """Wrangler's message for a null value a directive cannot take (the text its
+    directives throw as a DirectiveExecutionException)."""
+    return f"Column '{column}' has null value. It should be a non-null {kinds}."
 
 
 def string_of(value: "Column") -> "Column":
@@ -133,25 +149,24 @@ ERROR_MESSAGE, ERROR_CODE = "errMsg", "errCode"
 def error_rows(step: StepContext, df: "DataFrame", bad: "Column", message: "Column | str",
                code: int) -> tuple["DataFrame", dict]:
     """Take the rows where ``bad`` holds out of ``df``, as Wrangler's ErrorRowException
-    sends them to the error collector.
+    sends them to the error collector: errMsg is ``<message> (ecode: <code>, directive:
+    <name>)`` and errCode ``code``, so ``message`` and ``code`` should be the ones the
+    directive's Wrangler class throws (its text, capitals and all).
 
-    Returns the kept rows and the keyword arguments for `Outcome`: where the engine
-    has a recipe error output (``Outcome.errors``), the rows go there with errMsg and
-    errCode; otherwise the first such row stops the run with the recipe line.
+    Returns the kept rows and the keyword arguments for `Outcome`: the rows go to the
+    recipe's error output (``Outcome.errors``) with errMsg and errCode. The message may
+    carry the row's values: the error rows are a plan of their own, read only when the
+    error output is written, so it costs the main output nothing.
     """
-    from dataclasses import fields
-
-    from .registry import Outcome
-
     bad = F.coalesce(bad, F.lit(False))
     msg = F.lit(message) if isinstance(message, str) else message
-    if "errors" in {f.name for f in fields(Outcome)}:
-        errors = df.where(bad).select(*[F.col(quote(c)) for c in df.columns],
-                                      F.concat(F.lit(f"{step.statement.name}: "), msg)
-                                      .alias(ERROR_MESSAGE),
-                                      F.lit(code).alias(ERROR_CODE))
-        return df.where(~bad), {"errors": errors}
-    return df.where(fail_when(step, bad, F.lit(True), msg)), {}
+    # ErrorRowException(directive, message, code) words it "message (ecode: code,
+    # directive: name)", and that is the errMsg Wrangler's error collector gets
+    suffix = F.lit(f" (ecode: {code}, directive: {step.statement.name})")
+    errors = df.where(bad).select(*[F.col(quote(c)) for c in df.columns],
+                                  F.concat(msg, suffix).alias(ERROR_MESSAGE),
+                                  F.lit(code).alias(ERROR_CODE))
+    return df.where(~bad), {"errors": errors}
 
 
 def session_zone(step: StepContext) -> str:

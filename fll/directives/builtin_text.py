@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import FloatType, StringType
 
 from . import labels as L
-from .builtin_support import fail_when, parse_check, put, string_of
+from .builtin_support import fail_when, null_value, parse_check, put, string_of
 from .context import StepContext
 from .parser import Args
 from .registry import Outcome, register_directive
@@ -75,10 +75,11 @@ def quantize(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     for lo, hi, label in parse_quantize_ranges(a.ranges):     # later ranges win
         value = F.when((number >= F.lit(lo)) & (number <= F.lit(hi)), F.lit(label)).otherwise(value)
     value = fail_when(step, src.isNull(), value,
-                      f"column {a.source!r} has a null value; it should be a number")
-    value = fail_when(step, number.isNull(), value,
-                      F.concat(F.lit(f"column {a.source!r} holds "), string_of(src),
-                               F.lit(", which is not a number")))
+                      null_value(a.source, "'String', 'Float' or 'Double'"))
+    invalid = (f"Column '{a.source}' has invalid type. It should be of type 'String', "
+               f"'Float' or 'Double'.")
+    value = fail_when(step, src.isNotNull() & number.isNull(), value, invalid,
+                      F.concat(F.lit(f"{invalid} Found '"), string_of(src), F.lit("'.")))
     if a.source == a.destination:
         return Outcome(put(df, a.destination, value), L.modify(a.source))
     return Outcome(put(df, a.destination, value), L.read(a.source) + L.add(a.destination))
@@ -147,7 +148,7 @@ def mask_shuffle(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         raise step.error(f"column {a.column!r} has type {kind}; it should be of type string")
     src = step.col(a.column)
     value = fail_when(step, src.isNull(), _mask_shuffle_udf(src),
-                      f"column {a.column!r} has a null value; it should be a non-null string")
+                      null_value(a.column))
     return Outcome(put(df, a.column, value), L.modify(a.column), masking=True)
 
 

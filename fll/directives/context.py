@@ -8,6 +8,7 @@ may analyze a plan but must never run a Spark job.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import RecipeError
@@ -16,7 +17,7 @@ from .parser import Statement
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["StepContext", "quote", "java_quote"]
+__all__ = ["StepContext", "Guard", "quote", "java_quote"]
 
 
 def quote(name: str) -> str:
@@ -29,6 +30,17 @@ def java_quote(text: str) -> str:
     return "\\Q" + text.replace("\\E", "\\E\\\\E\\Q") + "\\E"
 
 
+@dataclass(frozen=True)
+class Guard:
+    """A run-time check of one step: the literal ``message`` its job raises, the
+    ``condition`` (over the step's input columns) of the rows that raise it, and the
+    text Column ``detail`` naming such a row's value, read only after a failed run."""
+
+    message: str
+    condition: "Column"
+    detail: "Column"
+
+
 class StepContext:
     """One statement being applied to one DataFrame."""
 
@@ -37,6 +49,8 @@ class StepContext:
         self.spark = spark
         self.usage = usage
         self.actions = 0          # data-dependent Spark actions this step ran
+        #: run-time checks of this step whose failing value is named after a failed run
+        self.guards: list[Guard] = []
 
     @property
     def line(self) -> int:
@@ -134,6 +148,14 @@ class StepContext:
                                  f"'America/New_York', 'UTC' or an offset like '+05:00'"
                                  ) from None
         return zone
+
+    def guard(self, condition: "Column", message: str, detail: "Column | None") -> None:
+        """Remember a run-time check that raises ``message`` on a row meeting ``condition``,
+        so that a failed run can be explained with ``detail`` (see `fail_when`)."""
+        # split-url guards each of its seven parts with one check: remember it once
+        if detail is not None and all(g.message != message or str(g.condition) != str(condition)
+                                      for g in self.guards):
+            self.guards.append(Guard(message, condition, detail))
 
     def action(self) -> None:
         """Count one data-dependent action (the engine reports it per step)."""

@@ -7,22 +7,23 @@ those labels into CDAP field operations (semantics §4): one transform per
 produced column, RENAME as an identity transform, DROP as a transform
 without outputs; untouched columns keep pointing at their latest producer.
 
-This module must never run a Spark action itself (only the few
-data-dependent directives do, and they say so) and never write lineage to
-a store: callers decide where the operations go.
+This module must never run a Spark action itself while compiling (only the
+few data-dependent directives do, and they say so; `run_error` runs one small
+job, and only after a run failed, to name the failing value) and never write
+lineage to a store: callers decide where the operations go.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, Sequence, Union, cast
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence, Union, cast
 
 from ..errors import RecipeError
 from ..model import (EndPoint, FieldLineageInfo, InputField, ReadOperation, Transformation,
                      TransformOperation, WriteOperation)
 from . import builtin  # noqa: F401  (registers the built-in directives)
 from .builtin import ERROR_CODE, ERROR_MESSAGE, FAIL_MARKER, FAIL_ROW
-from .context import StepContext, quote
+from .context import Guard, StepContext, quote
 from .labels import ADD, DROP, MODIFY, READ, resolve
 from .parser import Args, Statement, bind, split_statements
 from .registry import DEFAULT_REGISTRY, DirectiveSpec, Outcome, Registry
@@ -31,7 +32,7 @@ from .variables import visible, without_variables
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["Recipe", "ParsedStep", "StepLabels", "CompiledRecipe", "FieldOperations",
+__all__ = ["Recipe", "ParsedStep", "StepLabels", "CompiledRecipe", "FieldOperations", "Probe",
            "run_error"]
 
 
@@ -93,41 +94,49 @@ class FieldOperations:
 InputsSpec = Union[str, Mapping[str, InputField]]
 
 
+@dataclass(frozen=True)
+class Probe:
+    """How a failed run names the value behind a run-time check of one recipe line.
+
+    ``reason`` is the literal reason the check raises inside the job (``directive:
+    message``), or None for `fail`, whose reason holds the condition; ``rows`` builds
+    the failing rows of the step's input as one text column: the message naming the
+    value (for `fail`, the whole row as JSON). Nothing runs until a run failed."""
+
+    reason: "str | None"
+    rows: "Callable[[], DataFrame]"
+
+
 class CompiledRecipe:
     """A recipe applied to one DataFrame: the lazy result plus every step's labels."""
 
     def __init__(self, dataframe: "DataFrame", steps: Sequence[StepLabels],
                  input_columns: Sequence[str], errors: "DataFrame | None" = None,
-                 probes: "Mapping[int, DataFrame] | None" = None):
+                 probes: "Mapping[int, Sequence[Probe]] | None" = None):
         self.dataframe = dataframe
         self.steps = tuple(steps)
         self.input_columns = tuple(input_columns)
         self.output_columns = tuple(dataframe.columns)
         #: rows sent to the error output by send-to-error* (None: the recipe sends none)
         self.errors = errors
-        #: recipe line → the rows that make its `fail` stop the run
-        self.probes = dict(probes or {})
+        #: recipe line → how to name the value that made its run-time checks fail
+        self.probes = {line: tuple(p) for line, p in (probes or {}).items()}
 
     def run_error(self, exc: BaseException) -> RecipeError:
         """A failure of a Spark job that ran this recipe, as one line naming the recipe
-        line and directive when it can be found (`fail`, or the failing expression of
-        an expression directive), without Java internals. For `fail`, one more small
-        job reads the whole first failing row (the check itself only carries the
-        columns its condition reads, so that it costs nothing when it passes)."""
+        line, the directive and the offending value when it can be found (a run-time
+        check such as `fail`, or the failing expression of an expression directive),
+        without Java internals.
+
+        The checks raise a literal message inside the job (a value-carrying one would
+        slow every row down, see `fail_when`): here one more small job reads the first
+        row of that step's input that fails the check and names its value (for `fail`,
+        the whole row). If that job fails or finds no row, the literal message stays."""
         err = run_error(exc, self.steps)
-        probe = self.probes.get(err.line) if err.line is not None else None
-        if probe is None or FAIL_ROW not in err.reason:
+        if err.line is None:
             return err
-        from pyspark.sql import functions as F
-        try:
-            rows = probe.select(F.to_json(F.struct(*[F.col(quote(c)) for c in probe.columns]))
-                                ).limit(1).collect()
-        except Exception:  # the probe failing too: keep the condition columns' values
-            return err
-        if not rows:
-            return err
-        head = err.reason[:err.reason.index(FAIL_ROW) + len(FAIL_ROW)]
-        return RecipeError(head + str(rows[0][0]), line=err.line, directive=err.directive)
+        return RecipeError(_with_value(err.reason, self.probes.get(err.line, ())),
+                           line=err.line, directive=err.directive)
 
     @property
     def actions(self) -> int:
@@ -314,7 +323,7 @@ class Recipe:
             raise RecipeError(f"the input has duplicate column names: {input_columns}")
         out: list[StepLabels] = []
         errors: "DataFrame | None" = None
-        probes: dict[int, "DataFrame"] = {}
+        probes: dict[int, list[Probe]] = {}
         for step in self.steps:
             ctx = StepContext(step.statement, spark, step.spec.usage)
             # set-variable's hidden columns are no fields: never labelled, never output
@@ -326,13 +335,22 @@ class Recipe:
                     raise RecipeError(exc.reason, **ctx.where()) from exc
                 raise
             except Exception as exc:  # a Spark or directive failure: name the line
+                if FAIL_MARKER in str(exc):   # a check failed in the step's own job
+                    probes_here = [Probe(f"{step.statement.name}: {g.message}",
+                                         _guard_rows(df, g)) for g in ctx.guards]
+                    reason = _with_value(run_error(exc).reason, probes_here)
+                    raise RecipeError(reason, **ctx.where()) from exc
                 text = str(exc).strip().splitlines()
                 raise ctx.error(f"failed: {text[0] if text else type(exc).__name__}") from exc
             if not isinstance(outcome, Outcome):
                 raise ctx.error(f"directive returned {type(outcome).__name__}, not an Outcome")
-            df = outcome.df
+            line_probes = [Probe(f"{step.statement.name}: {g.message}", _guard_rows(df, g))
+                           for g in ctx.guards]
             if outcome.probe is not None:
-                probes[step.statement.line] = outcome.probe
+                line_probes.append(Probe(None, _whole_rows(outcome.probe)))
+            if line_probes:
+                probes.setdefault(step.statement.line, []).extend(line_probes)
+            df = outcome.df
             after = visible(df.columns)
             resolved = resolve(outcome.labels, before, after, ctx.where())
             error_columns: tuple[str, ...] = ()
@@ -438,6 +456,38 @@ def run_error(exc: BaseException, steps: Sequence[StepLabels] = ()) -> RecipeErr
                 return RecipeError(f"{st.directive}: failed at run time: {clean}",
                                    line=st.line, directive=st.text)
     return RecipeError(f"the recipe failed at run time: {clean}")
+
+
+def _with_value(reason: str, probes: Sequence[Probe]) -> str:
+    """A run-time check's literal reason with the failing value put in by the first
+    probe that explains it (one small job), or as it was when none can."""
+    for probe in probes:
+        if probe.reason is None and FAIL_ROW in reason:
+            head = reason[:reason.index(FAIL_ROW) + len(FAIL_ROW)]
+        elif probe.reason is not None and probe.reason == reason:
+            head = reason[:reason.index(": ") + 2]
+        else:
+            continue
+        try:
+            rows = probe.rows().limit(1).collect()
+        except Exception:  # the probe failing too: keep the literal message
+            continue
+        if rows and rows[0][0] is not None:
+            return head + str(rows[0][0])
+    return reason
+
+
+def _guard_rows(source: "DataFrame", guard: Guard) -> "Callable[[], DataFrame]":
+    """The rows of a step's input that fail one of its checks, as the check's detail."""
+    return lambda: source.where(guard.condition).select(guard.detail)
+
+
+def _whole_rows(rows: "DataFrame") -> "Callable[[], DataFrame]":
+    """Rows as one JSON object each (column order kept)."""
+    def build() -> "DataFrame":
+        from pyspark.sql import functions as F
+        return rows.select(F.to_json(F.struct(*[F.col(quote(c)) for c in rows.columns])))
+    return build
 
 
 def _empty_frame(columns: list[str]) -> "DataFrame":

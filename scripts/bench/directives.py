@@ -1,4 +1,4 @@
-"""Benchmark: a recipe of 51 distinct directives vs the same transformations hand-written
+"""Benchmark: a recipe of 50 distinct directives vs the same transformations hand-written
 in PySpark.
 
 Both run side by side in one Spark session over the same generated rows and are
@@ -7,7 +7,10 @@ each over a few rounds and their ratio (target ≤ 1.1), and first checks that b
 give the same rows on a sample (the random uuid and current-time columns aside).
 The workload that hurts: whole-value regex filters, the cursor walk of mask-number
 (a higher-order function per row), row-level guards that raise_error, URL parsing
-and JSON/CSV writers over every column. Never writes to disk or to a lineage store.
+and JSON/CSV writers over every column. It also prints the bytecode size of the largest
+method Spark generates for each side: past HotSpot's 8,000 bytes a fused stage runs
+interpreted, which is what value-carrying error messages once caused (ratio 1.5-1.8).
+Never writes to disk or to a lineage store.
 
     .venv/bin/python scripts/bench/directives.py --rows 1000000 --rounds 3
 """
@@ -274,6 +277,32 @@ def same_rows(a, b, n: int = 300) -> bool:
     return rows(a) == rows(b)
 
 
+#: HotSpot does not JIT-compile a method of more bytecode than this (-XX:-DontCompileHugeMethods
+#: lifts it); a whole-stage-codegen method past it runs interpreted, several times slower.
+HUGE_METHOD = 8000
+
+
+def largest_method(df) -> int | None:
+    """Bytecode size of the largest generated method of ``df``'s whole-stage-codegen
+    stages (Janino's own figure, as Spark logs it), or None without a JVM gateway.
+    Compiles the generated code once more; runs no job."""
+    try:
+        jvm = df.sparkSession._jvm
+        codegen = jvm.org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator
+        todo, biggest = [df._jdf.queryExecution().executedPlan()], 0
+        while todo:
+            plan = todo.pop()
+            if plan.getClass().getSimpleName() == "WholeStageCodegenExec":
+                stats = codegen.compile(plan.doCodeGen()._2())._2()
+                biggest = max(biggest, int(stats.maxMethodCodeSize()))
+            children = plan.children().iterator()
+            while children.hasNext():
+                todo.append(children.next())
+        return biggest
+    except Exception:  # Spark Connect, or a Spark whose codegen API differs
+        return None
+
+
 def jvm_cpu(spark):
     """A reader of the Spark JVM's own CPU seconds (Linux /proc), or None elsewhere.
 
@@ -307,14 +336,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for both sides, e.g. "
+                             "spark.driver.extraJavaOptions=-XX:-DontCompileHugeMethods or "
+                             "spark.sql.codegen.methodSplitThreshold=512")
     opts = parser.parse_args()
 
     from pyspark.sql import SparkSession
 
     from fll.directives import Recipe
-    spark = (SparkSession.builder.master("local[2]").appName("fll-bench-directives")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    builder = (SparkSession.builder.master("local[2]").appName("fll-bench-directives")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC"))
+    for setting in opts.conf:
+        key, _, value = setting.partition("=")
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     recipe = Recipe.parse(RECIPE)
     distinct = len({s.spec.name for s in recipe.steps})
@@ -341,10 +378,15 @@ def main() -> None:
     (wall_ours, cpu_ours), (wall_theirs, cpu_theirs) = best["ours"], best["theirs"]
     print(f"rows={opts.rows} directives={len(recipe)} distinct={distinct} "
           f"recipe-compile={compile_s:.2f}s (not in the run times below)")
+    for setting in opts.conf:
+        print(f"setting: {setting}")
     print(f"load average (1, 5, 15 min): {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"same rows on a sample: {rows_equal}")
     print(f"optimized plans identical (ignoring expression ids and error-message "
           f"text): {same_plan(ours, theirs)}")
+    sizes = {side: largest_method(frames[side]) for side in frames}
+    print(f"largest generated method: fll {sizes['ours']} bytes, hand-written "
+          f"{sizes['theirs']} bytes (HotSpot JIT-compiles <= {HUGE_METHOD})")
     print(f"hand-written PySpark : {wall_theirs:.2f}s wall, {cpu_theirs:.2f}s JVM CPU")
     print(f"fll recipe           : {wall_ours:.2f}s wall, {cpu_ours:.2f}s JVM CPU")
     print(f"ratio recipe/hand    : {wall_ours / wall_theirs:.3f} wall, "

@@ -117,7 +117,8 @@ def test_text_that_is_not_json_goes_to_the_errors_port_not_into_null_columns(spa
     assert [(r["id"], r["name_a"]) for r in _rows(tmp_path / "good")] == [("4", "1")]
     bad = _rows(tmp_path / "bad")
     assert sorted(r["id"] for r in bad) == ["1", "3"]     # id 2 has no name: dropped
-    assert all(r["errMsg"].startswith("parse-as-json: malformed JSON in column 'name'")
+    assert all(r["errMsg"].startswith("malformed JSON in column 'name'")
+               and r["errMsg"].endswith(" (ecode: 1, directive: parse-as-json)")
                and r["errCode"] == "1" and r["errStage"] == "wrangle" for r in bad)
 
 
