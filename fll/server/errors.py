@@ -44,34 +44,43 @@ def error_bytes(status: int, message: str) -> bytes:
     return json.dumps({"error": message, "status": status}).encode()
 
 
+STORE_UNAVAILABLE = "the lineage store is unavailable (details are in the server log)"
+#: the exceptions a route may raise on purpose, each with its documented status
+KNOWN_ERRORS = (ApiError, BadRequest, NotFound, InvalidLineageError, StoreError)
+
+
+def known_error_response(exc: BaseException) -> JSONResponse | None:
+    """The documented answer to an exception a route raises on purpose, or None
+    for any other (a crash: the caller logs it and answers 500). The framework's
+    handlers and the routes answered in front of it share this one mapping."""
+    if isinstance(exc, ApiError):
+        return error_response(exc.status, exc.message, exc.headers)
+    if isinstance(exc, BadRequest):
+        return error_response(400, str(exc))
+    if isinstance(exc, NotFound):
+        return error_response(404, str(exc))
+    if isinstance(exc, InvalidLineageError):
+        return error_response(422, str(exc))
+    if isinstance(exc, StoreError):
+        # a store message may hold the store URL or file paths: log it, answer generically
+        log.error("store failure: %s", exc)
+        return error_response(503, STORE_UNAVAILABLE)
+    return None
+
+
 _REASONS = {404: "not found", 405: "method not allowed", 401: "unauthorized"}
 
 
 def install(app: Any) -> None:
     """Map every exception a route can raise onto the error shape."""
 
-    @app.exception_handler(ApiError)
-    async def _api(_: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.message, exc.headers)
+    async def _known(_: Request, exc: Exception) -> JSONResponse:
+        response = known_error_response(exc)
+        assert response is not None  # registered only for the classes it answers
+        return response
 
-    @app.exception_handler(BadRequest)
-    async def _bad(_: Request, exc: BadRequest) -> JSONResponse:
-        return error_response(400, str(exc))
-
-    @app.exception_handler(NotFound)
-    async def _nf(_: Request, exc: NotFound) -> JSONResponse:
-        return error_response(404, str(exc))
-
-    @app.exception_handler(InvalidLineageError)
-    async def _invalid(_: Request, exc: InvalidLineageError) -> JSONResponse:
-        return error_response(422, str(exc))
-
-    @app.exception_handler(StoreError)
-    async def _store(_: Request, exc: StoreError) -> JSONResponse:
-        # a store message may hold the store URL or file paths: log it, answer generically
-        log.error("store failure: %s", exc)
-        return error_response(503, "the lineage store is unavailable (details are in the "
-                                   "server log)")
+    for cls in KNOWN_ERRORS:
+        app.add_exception_handler(cls, _known)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:

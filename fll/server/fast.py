@@ -24,8 +24,7 @@ from urllib.parse import parse_qsl, unquote_to_bytes
 
 from starlette.responses import Response
 
-from ..errors import BadRequest, InvalidLineageError, NotFound, StoreError
-from .errors import GENERIC_500, ApiError, error_response
+from .errors import GENERIC_500, error_response, known_error_response
 from .responses import JSONResponse
 
 log = logging.getLogger("fll.server")
@@ -126,21 +125,11 @@ class FastReads:
             response = JSONResponse(handler(segments, query))
         except Fallback:
             return False
-        except ApiError as e:
-            response = error_response(e.status, e.message, e.headers)
-        except BadRequest as e:
-            response = error_response(400, str(e))
-        except NotFound as e:
-            response = error_response(404, str(e))
-        except InvalidLineageError as e:
-            response = error_response(422, str(e))
-        except StoreError as e:
-            log.error("store failure: %s", e)
-            response = error_response(503, "the lineage store is unavailable (details are in "
-                                           "the server log)")
-        except Exception:
-            log.exception("unhandled error on GET %s", scope.get("path"))
-            response = error_response(500, GENERIC_500)
+        except Exception as e:
+            known = known_error_response(e)
+            if known is None:
+                log.exception("unhandled error on GET %s", scope.get("path"))
+            response = known or error_response(500, GENERIC_500)
         await send({"type": "http.response.start", "status": response.status_code,
                     "headers": response.raw_headers})
         await send({"type": "http.response.body", "body": response.body})

@@ -48,8 +48,8 @@ import orjson
 from fastapi.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from ..errors import BadRequest, InvalidLineageError, NotFound, StoreError
-from .errors import ApiError, error_response
+from ..errors import StoreError
+from .errors import KNOWN_ERRORS, ApiError, known_error_response
 from .guard import INGEST_PATH
 
 log = logging.getLogger("fll.server")
@@ -123,19 +123,8 @@ class IngestRoute:
                 encoding = value.decode("latin-1")
         try:
             response = await self.answer(declared, encoding or "", _chunks(receive))
-        except ApiError as e:
-            response = error_response(e.status, e.message, e.headers)
-        except BadRequest as e:
-            response = error_response(400, str(e))
-        except NotFound as e:
-            response = error_response(404, str(e))
-        except InvalidLineageError as e:
-            response = error_response(422, str(e))
-        except StoreError as e:
-            # a store message may hold the store URL or file paths: log it only
-            log.error("store failure: %s", e)
-            response = error_response(503, "the lineage store is unavailable (details are in "
-                                           "the server log)")
+        except KNOWN_ERRORS as e:
+            response = known_error_response(e)
         await response(scope, receive, send)
 
 
