@@ -792,12 +792,26 @@ class LineageStore:
         heads = [rk.dataset_prefix(run_kind, ns, name)] + \
             [rk.dataset_prefix(bucket_kind, ns, name) + bytes([0x30 + k])
              for k in range(1, len(rk.LEVELS4))]
+        found: set[str] = set()
         if getattr(self.table, "one_call_ranges", False):
             # SQLite, Bigtable: the cover is ≤ 2 contiguous key ranges per level,
             # holding exactly its rows; one read of them asks for no absent key
             # (on SQLite 10x cheaper than a multi-get of a few hundred keys)
-            rows = dict(self.table.scan_ranges(_cover_ranges(heads, cover, top)))
+            ranges = _cover_ranges(heads, cover, top)
             top = None
+            names = getattr(self.table, "column_names", None)
+            buckets = [r for r in ranges if r[0][:1] != run_kind]
+            found_in_buckets = names(buckets) if names is not None and buckets else None
+            if found_in_buckets is None:
+                rows = dict(self.table.scan_ranges(ranges))
+            else:
+                # SQLite: the bucket rows' sets come back distinct from the
+                # statement itself (a 100,000-run history of one set: one name
+                # instead of a cell per bucket row); the edge run rows are
+                # read as cells, filtered by each run's time below
+                found = found_in_buckets
+                edges = [r for r in ranges if r[0][:1] == run_kind]
+                rows = dict(self.table.scan_ranges(edges)) if edges else {}
         else:
             keys = [heads[k] + _INV(rk.MAX_TIME - t) for k, t in cover]
             index = rk.directory(bucket_kind, ns, name)
@@ -812,7 +826,6 @@ class LineageStore:
                     if top[0] <= t < top[1]]
             if tops:
                 rows.update(self.table.get_many(tops))
-        found: set[str] = set()
         for key, cols in rows.items():
             if key[:1] == run_kind:  # a run row: its runs filtered by their exact time
                 try:

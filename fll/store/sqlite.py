@@ -617,6 +617,32 @@ class SQLiteTable:
         found.sort(key=lambda r: r[0])
         return in_ranges(found, wanted)
 
+    def column_names(self, ranges: list[tuple[bytes, bytes]]) -> set[str] | None:
+        """The distinct column names of the rows in these key ranges, kept apart
+        by SQLite itself (one statement per 100 ranges): a coarse bucket
+        range holding the same set in many rows answers one name, not a cell
+        per row. None when a row there may be packed (written before its
+        prefix was declared wide): the caller reads the rows instead."""
+        wanted = [b for b in (scan_bounds(lo, hi, None) for lo, hi in ranges) if b is not None]
+        if not wanted:
+            return set()
+        wide = self._wide
+        if self._packed_wide or not wide or not all(
+                hi and any(lo.startswith(p) and hi.startswith(p) for p in wide)
+                for lo, hi in wanted):
+            return None
+
+        def read(conn: sqlite3.Connection) -> set[str]:
+            names: set[str] = set()
+            for i in range(0, len(wanted), 100):
+                part = wanted[i:i + 100]
+                cond = " OR ".join("(row >= ? AND row < ?)" for _ in part)
+                args = [b for lo, hi in part for b in (lo, hi)]
+                names.update(_col_out(c) for (c,) in
+                             conn.execute(f"SELECT DISTINCT col FROM wide WHERE {cond}", args))
+            return names
+        return self._retry(read, write=False) if len(wanted) <= 100 else self._read_txn(read)
+
     def delete(self, rows: list[bytes]) -> None:
         keys = [(bytes(r),) for r in rows]
         if keys:
