@@ -12,7 +12,9 @@ checksum → b"", blind and idempotent: a set re-run in a bucket writes nothing
 new) and the top bucket's column in the endpoint's directory row; last the
 ``r|<run>`` row, whose first stored start time is the run's for good, and the
 only row holding the run's program. Write amplification: 1 + 5 + 1 cells per
-run and endpoint, of which a set re-run often adds only its run cell. On
+run and endpoint, of which a set re-run often adds only its run cell; a
+batch merges a set's bucket cells once per 4 s bucket, since the finest
+bucket fixes every coarser one (`_index_rows`). On
 SQLite the checks and the writes are one transaction (`SQLiteTable.atomic`);
 on Bigtable/HBase the run row is claimed by check-and-put before its index
 cells, after the data row (a blind put: it is content-addressed).
