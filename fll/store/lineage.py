@@ -12,7 +12,9 @@ checksum → b"", blind and idempotent: a set re-run in a bucket writes nothing
 new) and the top bucket's column in the endpoint's directory row; last the
 ``r|<run>`` row, whose first stored start time is the run's for good, and the
 only row holding the run's program. Write amplification: 1 + 5 + 1 cells per
-run and endpoint, of which a set re-run often adds only its run cell. On
+run and endpoint, of which a set re-run often adds only its run cell; a
+batch merges a set's bucket cells once per 4 s bucket, since the finest
+bucket fixes every coarser one (`_index_rows`). On
 SQLite the checks and the writes are one transaction (`SQLiteTable.atomic`);
 on Bigtable/HBase the run row is claimed by check-and-put before its index
 cells, after the data row (a blind put: it is content-addressed).
@@ -63,6 +65,9 @@ _WRITTEN = b"1"
 LEASE = "lease"
 WRITER_PREFIX = "writer-"
 WRITER_TTL_MS = 30_000
+
+
+_RUN_ROW_MS, _BUCKET1_MS = rk.LEVELS4[0], rk.LEVELS4[1]
 
 
 def _now_ms() -> int:
@@ -330,11 +335,14 @@ class LineageStore:
                         f"bytes, over this backend's limit of {limit:,}; nothing was recorded")
 
     def _index_rows(self, info: FieldLineageInfo, run_id: str, start: int,
-                    program: bytes, into: dict[bytes, dict[str, bytes]] | None = None
+                    program: bytes, into: dict[bytes, dict[str, bytes]] | None = None,
+                    merged: set[tuple[str, int]] | None = None
                     ) -> dict[bytes, dict[str, bytes]]:
         """A run's index cells (merged into ``into`` when given: a batch's puts).
-        The program is in the run row only (``program`` is for callers of
-        older formats)."""
+        ``merged``: the (set, 4 s bucket) pairs whose bucket cells ``into``
+        already holds; a run of one of them adds its run cells only, since the
+        finest bucket fixes every coarser one. The program is in the run row
+        only (``program`` is for callers of older formats)."""
         checksum = info.checksum
         dsts, srcs = self._endpoints(info)
         rows: dict[bytes, dict[str, bytes]] = {} if into is None else into
@@ -344,10 +352,20 @@ class LineageStore:
                 self._raw.clear()
             raw = self._raw[checksum] = rk.checksum_bytes(checksum)
         cell = {run_id: rk.run_value(start, raw)}
+        # the inverted row time once per run, not once per endpoint
+        inv = rk.invert(start - start % _RUN_ROW_MS)
+        prefix = rk.dataset_prefix
         for ns, name in dsts:
-            _merge_into(rows, rk.run_row(rk.BACKWARD, ns, name, start), cell)
+            _merge_into(rows, prefix(rk.BACKWARD, ns, name) + inv, cell)
         for ns, name in srcs:
-            _merge_into(rows, rk.run_row(rk.FORWARD, ns, name, start), cell)
+            _merge_into(rows, prefix(rk.FORWARD, ns, name) + inv, cell)
+        if merged is not None:
+            # a set re-run within 4 s of a run earlier in the batch: its 14 or
+            # so bucket cells are in the batch already
+            mark = (checksum, start - start % _BUCKET1_MS)
+            if mark in merged:
+                return rows
+            merged.add(mark)
         for key, cols in self._bucket_rows(checksum, info, start):
             _merge_into(rows, key, cols)
         return rows
@@ -461,6 +479,7 @@ class LineageStore:
         puts: dict[bytes, dict[str, bytes]] = {}
         gone: set[bytes] = set()
         gone_cells: dict[bytes, set[str]] = {}
+        merged: set[tuple[str, int]] = set()
         new = 0
         for p in items.values():
             checksum = p.info.checksum
@@ -481,7 +500,7 @@ class LineageStore:
                 gone.update(rows)
                 for key, cols in cells.items():
                     gone_cells.setdefault(key, set()).update(cols)
-            self._index_rows(p.info, p.run_id, start, prog, into=puts)
+            self._index_rows(p.info, p.run_id, start, prog, into=puts, merged=merged)
             puts[run_keys[p.run_id]] = {"c": checksum.encode(), "t": _T.pack(start), "p": prog}
         if gone:
             table.delete(sorted(gone))
@@ -526,6 +545,7 @@ class LineageStore:
         written: dict[bytes, dict[str, bytes]] = {}
         gone: set[bytes] = set()
         gone_cells: dict[bytes, set[str]] = {}
+        merged: set[tuple[str, int]] = set()
         new = 0
         try:
             for p in items.values():
@@ -534,7 +554,7 @@ class LineageStore:
                 if outcome is None:
                     continue  # recorded and written before: nothing to do
                 prog = (p.program or "").encode("utf-8")
-                self._index_rows(p.info, p.run_id, start, prog, into=index)
+                self._index_rows(p.info, p.run_id, start, prog, into=index, merged=merged)
                 written[rk.run(p.run_id)] = {"w": _WRITTEN}
                 new += 1
                 if prior is not None:

@@ -425,11 +425,12 @@ class SQLiteTable:
         packed: list[tuple[bytes, bytes]] = []
         cells: list[tuple[bytes, str | bytes, bytes]] = []
         seen: dict[int, tuple[Row, bytes]] = {}  # holds each map, so no id is reused
+        wide = self._wide  # _is_wide inlined: this loop runs for every row of a batch
         for r, cols in rows.items():
             if not cols:
                 continue
             key = r if type(r) is bytes else bytes(r)
-            if self._is_wide(key):
+            if wide and key.startswith(wide):
                 # _col_in inlined: this loop runs for every cell of a batch
                 cells.extend((key, binascii.unhexlify(c) if len(c) == 32 and _HEX_STR(c)
                               else c, v if type(v) is bytes else bytes(v))

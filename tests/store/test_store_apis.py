@@ -429,6 +429,29 @@ def test_bucket_rows_are_exactly_those_of_the_runs_whatever_order_and_batches(
     assert _bucket_cells(store.table) == _cells_of((info, t) for info, _, t, _ in runs)
 
 
+@pytest.mark.parametrize("batch", [1, 5, 64])
+def test_a_batch_of_dense_reruns_stores_the_same_rows_as_one_run_at_a_time(
+        open_table_for, batch):
+    """A batch skips the bucket cells of a set re-run within 4 s of a run
+    earlier in it: two sets re-run every 700 ms, interleaved, one run
+    superseded in the batch and one re-recorded, leave row for row what
+    recording each run alone leaves."""
+    a, b = chain(SRC, DST, ["a"]), chain(SRC, DST, ["b"])
+    base = 1_650_000_000_000 - 3_000  # crosses a 4 s bucket early on
+    runs = [(a if i % 3 else b, f"z{i}", base + 700 * i, None) for i in range(64)]
+    runs.insert(20, (b, "z7", base + 700 * 7, None))  # a different set for z7: superseded
+
+    def rows_after(size: int) -> list:
+        table = open_table_for()
+        store = LineageStore(table)
+        for i in range(0, len(runs), size):
+            store.record_many(runs[i:i + size], supersede=True)
+        store.record_many(runs[:10], supersede=True)  # re-recorded: nothing changes
+        return [(k, c) for k, c in table.scan() if not k.startswith(rk.meta("writer-"))]
+
+    assert rows_after(batch) == rows_after(1)
+
+
 def test_supersedes_and_a_purge_leave_exactly_the_bucket_rows_the_remaining_runs_call_for(
         open_table_for):
     """Format 4 has no by-set index: whether a bucket cell is still used is
