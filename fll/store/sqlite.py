@@ -194,6 +194,12 @@ class _Pack:
         return pack(self.cols)
 
 
+def _add_temp_wide(conn: sqlite3.Connection) -> None:
+    """An empty ``wide`` table in the connection's TEMP schema, for a file that
+    has none and cannot be given one (read-only)."""
+    conn.execute(_WIDE_SCHEMA.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
+
+
 def _prepare(conn: sqlite3.Connection) -> None:
     conn.create_function("fll_merge", 2, _merge, deterministic=True)
     conn.create_function("fll_covers", 2, _covers, deterministic=True)
@@ -223,6 +229,7 @@ class SQLiteTable:
         self._identity: tuple[int, int] | None = None  # no file yet: nothing to check
         self._wide: tuple[bytes, ...] = ()
         self._packed_wide = True
+        self._temp_wide = False
         self._open_layout()
         self._identity = self._file_identity()
 
@@ -261,7 +268,19 @@ class SQLiteTable:
                                  f"(open it once where it is writable): {e}") from None
             if packed:
                 return  # read-only access to a packed store without the view: reads work
+            if self._retry(self._has_rows_table, write=False):
+                # a store written before the wide table existed, opened where it
+                # cannot be written: it holds no wide cells, so an empty table
+                # of the connection's own (TEMP) stands in and reads work
+                self._temp_wide = True
+                self._retry(_add_temp_wide, write=False)
+                return
             raise
+
+    @staticmethod
+    def _has_rows_table(conn: sqlite3.Connection) -> bool:
+        return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'rows' AND "
+                            "type = 'table'").fetchone() is not None
 
     @staticmethod
     def _convert_cells(conn: sqlite3.Connection) -> None:
@@ -300,6 +319,8 @@ class SQLiteTable:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(f"PRAGMA synchronous={self.synchronous}")
                 _prepare(conn)
+                if self._temp_wide:
+                    _add_temp_wide(conn)
             except sqlite3.Error as e:
                 if conn is not None:  # half-opened: do not leak its file handle
                     conn.close()

@@ -206,3 +206,31 @@ def test_a_value_that_is_not_a_packed_row_is_a_store_error_naming_the_row(tmp_pa
             read()
     assert table.get(b"r|a") == {"c": b"1"}
     table.close()
+
+
+def test_a_store_from_before_the_wide_table_answers_where_it_cannot_be_written(tmp_path):
+    # an auditor's read-only copy of a store an older fll wrote: the file has
+    # no `wide` table and nothing may add one, yet every question is answered
+    from .test_format import to_older_format
+
+    with open_store(f"sqlite:///{tmp_path}/source.db") as store:
+        _history(store)
+        want = _answers(store)
+        to_older_format(store.table, 3)
+        rows = list(store.table.scan())
+    path = f"{tmp_path}/old.db"  # the file as format 3 wrote it: packed rows only
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE rows (row BLOB NOT NULL PRIMARY KEY, val BLOB NOT NULL) "
+                 "WITHOUT ROWID")
+    conn.executemany("INSERT INTO rows VALUES (?, ?)", [(k, pack(c)) for k, c in rows])
+    conn.commit()
+    conn.close()
+    url = f"sqlite:///{path}"
+    with _unwritable(Path(path)):
+        with open_store(url) as store:
+            assert store.format == 3
+            assert _answers(store) == want
+            with pytest.raises(StoreError):  # and a write is refused, not lost
+                store.record_alias("other", "dst", "n", "dst")
+    assert "wide" not in _tables(path)  # nothing was added to the file
