@@ -227,6 +227,32 @@ def row_time(key: bytes, columns: dict[str, bytes]) -> int | None:
     return None
 
 
+def timed_columns(key: bytes, columns: dict[str, bytes], start_ms: int, end_ms: int
+                  ) -> dict[str, bytes] | None:
+    """What of a row lies in ``[start, end)``, or None for nothing: a format-4
+    run row spans 64 ms, so only its runs that started in the range are kept
+    (a cell that does not decode goes with its row's start); any other row
+    is whole or nothing, by the time it carries."""
+    if key[:1] in (rk.BACKWARD, rk.FORWARD):
+        try:
+            k = rk.decode(key)
+        except (ValueError, UnicodeDecodeError):
+            return None
+        if k.level == 0:
+            row_ms = k.start_ms or 0
+            kept = {}
+            for run_id, value in columns.items():
+                try:
+                    t = rk.run_of(row_ms, value)[0]
+                except ValueError:
+                    t = row_ms
+                if start_ms <= t < end_ms:
+                    kept[run_id] = value
+            return kept or None
+    t = row_time(key, columns)
+    return columns if t is not None and start_ms <= t < end_ms else None
+
+
 def row_bytes(key: bytes, columns: dict[str, bytes]) -> int:
     return len(key) + sum(len(c) + len(v) for c, v in columns.items())
 
@@ -255,8 +281,11 @@ def scan_rows(table: Table, *, kinds: list[bytes] | None = None, dataset: tuple[
         if dataset is not None:
             prefix = rk.dataset_prefix(kind, *dataset)
             if kind in (rk.BACKWARD, rk.FORWARD) and timed:
-                lo, hi = rk.time_range(prefix, lo_t, hi_t)
-                ranges.append((lo, hi, False))
+                # from the 64 ms run row holding ``start``: its runs before
+                # ``start`` (and older narrow rows there) are filtered out below
+                lo, _ = rk.time_range(prefix, lo_t, hi_t)
+                _, hi = rk.time_range(prefix, lo_t - lo_t % rk.LEVELS4[0], hi_t)
+                ranges.append((lo, hi if hi_t > lo_t else lo, True))
             else:
                 ranges.append((prefix, rk.prefix_end(prefix), timed))
         elif kind:
@@ -274,9 +303,10 @@ def scan_rows(table: Table, *, kinds: list[bytes] | None = None, dataset: tuple[
         for key, cols in table.scan(lo, hi, reverse=reverse,
                                     limit=None if filtered or limit is None else limit - emitted):
             if filtered:
-                t = row_time(key, cols)
-                if t is None or not lo_t <= t < hi_t:
+                kept = timed_columns(key, cols, lo_t, hi_t)
+                if kept is None:
                     continue
+                cols = kept
             yield key, cols
             emitted += 1
             if limit is not None and emitted >= limit:

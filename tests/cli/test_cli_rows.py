@@ -60,7 +60,9 @@ def test_scan_time_filter_accepts_iso_8601_and_drops_rows_without_time(run_cli, 
     rows = json.loads(result.stdout)
     # the run row names its run; a run row of an endpoint holds it as a column
     assert rows and {run for r in rows for run in r.get("runs", [r.get("run_id")])} == {"r-ab"}
-    assert all(r["start_ms"] == T0 + 100_000 for r in rows)
+    # both endpoints' 64 ms run rows hold it, though their rows start earlier
+    assert sorted(r["kind"] for r in rows) == ["backward", "forward", "run"]
+    assert [r["start_ms"] for r in rows if r["kind"] == "run"] == [T0 + 100_000]
 
 
 def test_scan_limit_and_reverse_take_the_last_rows_first(run_cli, lineage_store):
@@ -151,3 +153,26 @@ def test_scan_streams_rows_instead_of_reading_the_whole_range():
     rows = admin.scan_rows(_Endless(), kinds=[rk.RUN], start_ms=3000, limit=4)
     assert [admin.describe_row(k, c)["run_id"] for k, c in rows] == [
         "run-000000003", "run-000000004", "run-000000005", "run-000000006"]
+
+
+def test_a_time_ranged_scan_shows_exactly_the_runs_that_started_in_the_range(tmp_path):
+    # a run row spans 64 ms: the rows at either edge hold runs on both sides
+    import random
+
+    from fll import EndPoint, open_store
+    from tests.lineage_examples import chain
+
+    rnd = random.Random(7)
+    starts = sorted(rnd.sample(range(1_000, 1_700), 40))
+    src, dst = EndPoint("n", "src"), EndPoint("n", "dst")
+    with open_store(f"sqlite:///{tmp_path}/s.db") as store:
+        store.record_many([(chain(src, dst, ["a"]), f"r{t}", t, "p") for t in starts])
+        for _ in range(60):
+            lo = rnd.randrange(950, 1_750)
+            hi = lo + rnd.randrange(0, 200)
+            want = {f"r{t}" for t in starts if lo <= t < hi}
+            for dataset in (("n", "dst"), None):
+                rows = admin.scan_rows(store.table, kinds=[rk.BACKWARD], dataset=dataset,
+                                       start_ms=lo, end_ms=hi)
+                got = [run for _, cols in rows for run in cols]
+                assert sorted(got) == sorted(want), (lo, hi, dataset)
