@@ -51,6 +51,7 @@ from starlette.requests import ClientDisconnect
 from ..errors import StoreError
 from .errors import KNOWN_ERRORS, ApiError, known_error_response
 from .guard import INGEST_PATH
+from .stalls import StallLog
 
 log = logging.getLogger("fll.server")
 
@@ -165,10 +166,12 @@ class GroupCommit:
     between processes so no event loop waits inside SQLite for another
     worker); ``max_batch``: events per transaction."""
 
-    def __init__(self, store: Any, lock: Any, *, max_batch: int = MAX_BATCH):
+    def __init__(self, store: Any, lock: Any, *, max_batch: int = MAX_BATCH,
+                 stalls: StallLog | None = None):
         self.store = store
         self.lock = lock
         self.max_batch = max_batch
+        self.stalls = stalls
         # one queue per event loop: a future is answered on the loop it belongs to
         self._queues: dict[asyncio.AbstractEventLoop, _Queue] = {}
         #: batches committed and events in them (benchmarks and tests read these)
@@ -220,7 +223,11 @@ class GroupCommit:
                 try:
                     batch = queue.pending[:self.max_batch]
                     del queue.pending[:len(batch)]
-                    outcomes = self._commit([w for w, _ in batch])
+                    if self.stalls is None:
+                        outcomes = self._commit([w for w, _ in batch])
+                    else:
+                        with self.stalls.timed("commit", f"{len(batch)} events"):
+                            outcomes = self._commit([w for w, _ in batch])
                 finally:
                     if got:
                         self.lock.release()
