@@ -21,6 +21,7 @@ from fll import EndPoint, open_store
 from fll.errors import StoreError
 from fll.rowkeys import MAX_TIME
 from fll.server import create_app
+from fll.server.ingest import TURN_SPIN
 
 from ..openlineage.test_run_cycle import OUT, event
 
@@ -196,7 +197,8 @@ OTHER_RUNS = 12      # other runs posted at the same moment
 
 def test_many_clients_posting_at_once_record_every_run_exactly_once(store):
     """Batches form as they do under load: a rival (another worker, here a
-    thread) takes the write lock for a few ms at a time while ingests arrive.
+    thread) takes the write lock at a time for longer than the event loop waits
+    for it before polling (`TURN_SPIN`), while ingests arrive.
     Each round, several clients post the same run at once among other runs; one
     of them records it (201), the others find it there (200), and no run is
     lost or doubled."""
@@ -207,7 +209,7 @@ def test_many_clients_posting_at_once_record_every_run_exactly_once(store):
     def rival() -> None:
         while not stop.is_set():
             with lock:
-                time.sleep(0.002)
+                time.sleep(TURN_SPIN * 1.5)
             time.sleep(0.001)
 
     sent: list[str] = []
