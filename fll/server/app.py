@@ -35,6 +35,7 @@ from ..render import parse_indirect
 from ..store.lineage import LineageStore
 from ..timerange import now_ms, parse_time
 from . import spark_ingest, views
+from .checkpoint import Checkpointer
 from .collector import FreezeOld
 from .errors import ApiError, CatchAllMiddleware, install
 from .guard import (DEFAULT_BODY_TIMEOUT, DEFAULT_INGEST_WAIT, DEFAULT_MAX_FIELDS,
@@ -135,7 +136,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                ingest_wait: float = DEFAULT_INGEST_WAIT, max_fields: int = DEFAULT_MAX_FIELDS,
                body_timeout: float = DEFAULT_BODY_TIMEOUT, ingest_slots: Any = None,
                fast_reads: bool = True, write_lock: Any = None,
-               log_stalls: float | None = None, gc_freeze: bool = False) -> FastAPI:
+               log_stalls: float | None = None, gc_freeze: bool = False,
+               checkpoint_every: float | None = None) -> FastAPI:
     """The ASGI app over ``store`` (a `LineageStore` or a store URL).
 
     ``token``: when set, every route but the public shell (/health, the explorer
@@ -156,6 +158,10 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     ``gc_freeze``: while the app runs (its lifespan), freeze what survives
     every second so no garbage collection walks the caches
     (`fll.server.collector`; ``fll serve`` does, tests need not).
+    ``checkpoint_every``: while the app runs, a SQLite store's WAL is
+    checkpointed every this many seconds from a thread, and never inside a
+    commit on the event loop (`fll.server.checkpoint`); None: SQLite's own
+    auto-checkpoints.
     ``fast_reads``: False answers every route through the framework, each
     reading the store directly (no `fll.server.fast`, no `fll.server.reads`,
     no `fll.server.ingest.IngestRoute`):
@@ -182,16 +188,23 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         return cast(LineageStore, ReadView(lineage, merges)) if fast_reads else lineage
 
     freezer = FreezeOld() if gc_freeze else None
+    table = getattr(lineage, "table", None)
+    checkpointer = Checkpointer(table, checkpoint_every, stalls, writer.lock) \
+        if checkpoint_every and Checkpointer.supported(table) else None
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
         if stalls is not None:
             stalls.start()
+        if checkpointer is not None:
+            checkpointer.start()
         if freezer is not None:
             freezer.start()
         try:
             yield
         finally:
+            if checkpointer is not None:
+                checkpointer.stop()
             # the stall log first: the accounting collection at shutdown is no stall
             if stalls is not None:
                 stalls.stop()
@@ -206,6 +219,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     app.state.writer = writer
     app.state.stalls = stalls
     app.state.freezer = freezer
+    app.state.checkpointer = checkpointer
     install(app)
     # innermost first: the token is checked before an ingest slot is taken, and
     # both before an ingest is answered in front of the router

@@ -40,6 +40,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -342,6 +343,27 @@ def server_stalls(log_path: str, top: int = 8) -> tuple[int, list[str], dict[str
     return len(lines), sorted(lines, key=ms, reverse=True)[:top], causes
 
 
+class _WalWatch(threading.Thread):
+    """The largest size the store's ``-wal`` file reaches, sampled every 0.1 s."""
+
+    def __init__(self, path: str):
+        super().__init__(daemon=True)
+        self.path = path
+        self.largest = 0
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(0.1):
+            try:
+                self.largest = max(self.largest, os.path.getsize(self.path))
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
+
+
 def run_load(clients: int = 50, seconds: float = 30, runs: int = 100_000,
              ingest_share: float = 0.2, directory: str | None = None,
              workers: int = 2, variants: int | None = None, warmup: float = 0,
@@ -393,7 +415,12 @@ def run_load(clients: int = 50, seconds: float = 30, runs: int = 100_000,
             measured_from = os.path.getsize(log_path) if os.path.exists(log_path) else 0
             wall0, perf0 = time.time(), time.perf_counter()
             began = time.monotonic()
-            asyncio.run(drive(seconds, samples, errors, accepted))
+            wal = _WalWatch(path + "-wal")
+            wal.start()
+            try:
+                asyncio.run(drive(seconds, samples, errors, accepted))
+            finally:
+                wal.stop()
             took = time.monotonic() - began
             own_cpu = time.process_time() - own_cpu0
             server_cpu = _cpu_seconds(server.pid) - server_cpu0
@@ -432,6 +459,7 @@ def run_load(clients: int = 50, seconds: float = 30, runs: int = 100_000,
                 "generator_us_per_request": round(own_cpu / max(len(every), 1) * 1e6),
                 "load_average": load, "load_average_before": load_before,
                 "worst_second": worst_second(timeline, perf0, wall0, TARGET_P99_MS / 1000),
+                "wal_largest_mb": round(wal.largest / 2**20, 1),
                 "log_stalls_ms": log_stalls, "server_stalls": n_stalls,
                 "server_stall_causes": causes, "server_longest_stalls": longest,
                 "target": {"rps": TARGET_RPS, "p99_ms": TARGET_P99_MS,
@@ -472,6 +500,7 @@ def render(report: dict[str, Any]) -> str:
     lines.append(f"load average before {report['load_average_before']}, after "
                  f"{report['load_average']} (on a shared machine the server gets fewer cores: "
                  f"compare CPU per request)")
+    lines.append(f"the store's WAL file: at most {report['wal_largest_mb']} MB during the run")
     w = report.get("worst_second")
     if w:
         lines.append(f"worst second: {w['second']}–{w['second'] + 1} s ({w['utc']}): "
