@@ -142,15 +142,20 @@ TURN_WAIT = 2.0
 # comes back only after a whole turn of the loop, which under load is tens of
 # milliseconds of other requests, all that time holding this ingest's slot
 TURN_SPIN = 0.01
+# but at most this much of each second: while the loop waits, no other ingest
+# of the worker can queue to share the commit. When ingests keep both workers
+# taking turns (half the requests ingests), waiting on the loop left a core
+# idle; polling lets writes queue into batches
+SPIN_BUDGET = 0.05
 
 
-async def take_turn(lock: Any) -> bool:
-    """Take ``lock``: waiting up to `TURN_SPIN` on the event loop, then polled
-    without blocking it; False when there is none or it stayed taken for
-    `TURN_WAIT` seconds."""
+async def take_turn(lock: Any, spin: float = 0.0) -> bool:
+    """Take ``lock``: waiting up to ``spin`` seconds on the event loop, then
+    polled without blocking it; False when there is none or it stayed taken
+    for `TURN_WAIT` seconds."""
     if lock is None:
         return False
-    if lock.acquire(True, TURN_SPIN):
+    if lock.acquire(True, spin) if spin > 0 else lock.acquire(False):
         return True
     give_up = time.monotonic() + TURN_WAIT
     while not lock.acquire(False):
@@ -188,6 +193,21 @@ class GroupCommit:
         #: batches committed and events in them (benchmarks and tests read these)
         self.batches = 0
         self.events = 0
+        # seconds spent waiting for the lock on the loop in the current second
+        self._spun = 0.0
+        self._spin_second = 0.0
+
+    async def _take_turn(self) -> bool:
+        """The write lock, waited for on the loop within `SPIN_BUDGET`."""
+        now = time.monotonic()
+        if now - self._spin_second >= 1.0:
+            self._spin_second, self._spun = now, 0.0
+        spin = min(TURN_SPIN, SPIN_BUDGET - self._spun)
+        if spin <= 0:
+            return await take_turn(self.lock)
+        got = await take_turn(self.lock, spin)
+        self._spun += min(time.monotonic() - now, spin)
+        return got
 
     def waiting(self) -> int:
         """Writes queued and not yet taken into a batch, on every loop."""
@@ -212,7 +232,7 @@ class GroupCommit:
     async def alone(self, write: Write) -> Any:
         """Run ``write`` by itself in a worker thread, under the lock: for an event
         whose write takes long (a wide event), so reads go on beside it."""
-        got = await take_turn(self.lock)
+        got = await self._take_turn()
         try:
             outcome = await run_in_threadpool(self._alone, write)
         finally:
@@ -230,7 +250,7 @@ class GroupCommit:
         try:
             while queue.pending and not (own is not None and own.done()):
                 # writes queued while the lock is awaited join this batch
-                got = await take_turn(self.lock)
+                got = await self._take_turn()
                 try:
                     batch = queue.pending[:self.max_batch]
                     del queue.pending[:len(batch)]
