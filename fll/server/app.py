@@ -156,7 +156,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     ``log_stalls``: log every pause of the process of at least this many ms
     (commits, garbage collections, the event loop held; `fll.server.stalls`).
     ``gc_freeze``: while the app runs (its lifespan), freeze what survives
-    every second so no garbage collection walks the caches
+    every 0.1 s so no garbage collection walks the caches
     (`fll.server.collector`; ``fll serve`` does, tests need not).
     ``checkpoint_every``: while the app runs, a SQLite store's WAL is
     checkpointed every this many seconds from a thread, and never inside a

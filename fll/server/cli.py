@@ -132,7 +132,7 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
                                  "(commits, WAL checkpoints, garbage collections, the event "
                                  "loop held), at WARNING, with its time.")
 @click.option("--gc-freeze/--no-gc-freeze", default=True, show_default=True,
-              help="Every second, collect what is new and freeze what survives, so Python's "
+              help="Every 0.1 s, collect what is new and freeze what survives, so Python's "
                    "garbage collector never walks the caches (a whole-process pause of up to "
                    "1 s at 32,768 cached sets).")
 @click.option("--checkpoint-every", type=click.FloatRange(0), default=CHECKPOINT_EVERY,
