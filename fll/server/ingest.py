@@ -10,8 +10,9 @@ before it waits for anything (nothing about it is left to find out once it
 writes); what is left is its write, a function of the store. The first
 ingest to write on an event loop leads: it takes the workers' write lock
 (at once when it is free; held by another worker, whose commit is about a
-millisecond, it waits for it on the loop up to `TURN_SPIN`, then polls) and records its write with every write queued
-meanwhile by other ingests of the loop, in ONE transaction
+millisecond, it waits for it on the loop up to `TURN_SPIN`, within
+`SPIN_BUDGET` a second, then polls) and records its write with every write
+queued meanwhile by other ingests of the loop, in ONE transaction
 (`SQLiteTable.atomic`: nested writes join it), and answers each request only
 after the commit. The reads and writes of every write in a batch see one
 state of the store and nobody writes between them, so a run's read-merge-write

@@ -10,7 +10,8 @@ can be matched to what the server was doing:
 - ``gc``: a collection of generation N (``gc.callbacks``), how long, how many
   objects it found to free;
 - ``commit``: a batch of ingest writes (`fll.server.ingest.GroupCommit`);
-- ``checkpoint``: a WAL checkpoint (`fll.server.checkpoint`);
+- ``checkpoint``: a WAL checkpoint (`fll.server.checkpoint`), in a thread of
+  its own: it holds up nobody unless the disk does;
 - ``loop``: the event loop did not get back to a timer for MS or more (the
   sum of whatever ran on it meanwhile; the lines above say what that was).
 
