@@ -17,6 +17,7 @@ half an event.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import zlib
@@ -34,6 +35,8 @@ from ..render import parse_indirect
 from ..store.lineage import LineageStore
 from ..timerange import now_ms, parse_time
 from . import spark_ingest, views
+from .checkpoint import Checkpointer
+from .collector import FreezeOld
 from .errors import ApiError, CatchAllMiddleware, install
 from .guard import (DEFAULT_BODY_TIMEOUT, DEFAULT_INGEST_WAIT, DEFAULT_MAX_FIELDS,
                     DEFAULT_MAX_INGESTS, IngestLimitMiddleware, TokenMiddleware, check_fields)
@@ -41,6 +44,7 @@ from .fast import FastReads, bool_param, int_param, str_param
 from .ingest import GroupCommit, IngestRoute, parse_json
 from .paths import RawPathMiddleware, segment
 from .reads import ReadView, SetMerges
+from .stalls import StallLog
 from .responses import JSONResponse
 
 log = logging.getLogger("fll.server")
@@ -131,7 +135,9 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                public_reads: bool = False, max_ingests: int = DEFAULT_MAX_INGESTS,
                ingest_wait: float = DEFAULT_INGEST_WAIT, max_fields: int = DEFAULT_MAX_FIELDS,
                body_timeout: float = DEFAULT_BODY_TIMEOUT, ingest_slots: Any = None,
-               fast_reads: bool = True, write_lock: Any = None) -> FastAPI:
+               fast_reads: bool = True, write_lock: Any = None,
+               log_stalls: float | None = None, gc_freeze: bool = False,
+               checkpoint_every: float | None = None) -> FastAPI:
     """The ASGI app over ``store`` (a `LineageStore` or a store URL).
 
     ``token``: when set, every route but the public shell (/health, the explorer
@@ -147,6 +153,15 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     ``write_lock``: a lock shared by worker processes (``fll serve --workers``)
     that each process's ingest writer takes around a commit (see
     `fll.server.ingest.GroupCommit`); a process of its own gets one of its own.
+    ``log_stalls``: log every pause of the process of at least this many ms
+    (commits, garbage collections, the event loop held; `fll.server.stalls`).
+    ``gc_freeze``: while the app runs (its lifespan), freeze what survives
+    every 0.1 s so no garbage collection walks the caches
+    (`fll.server.collector`; ``fll serve`` does, tests need not).
+    ``checkpoint_every``: while the app runs, a SQLite store's WAL is
+    checkpointed every this many seconds from a thread, and never inside a
+    commit on the event loop (`fll.server.checkpoint`); None: SQLite's own
+    auto-checkpoints.
     ``fast_reads``: False answers every route through the framework, each
     reading the store directly (no `fll.server.fast`, no `fll.server.reads`,
     no `fll.server.ingest.IngestRoute`):
@@ -159,7 +174,9 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     # serialises the events of one run in this process (the union is read-merge-write)
     run_locks = [threading.Lock() for _ in range(64)]
     # this process's ingest writes, committed in batches (fll.server.ingest)
-    writer = GroupCommit(lineage, write_lock if write_lock is not None else threading.Lock())
+    stalls = StallLog(log_stalls) if log_stalls else None
+    writer = GroupCommit(lineage, write_lock if write_lock is not None else threading.Lock(),
+                         stalls=stalls)
     # as many entries as a server keeps decoded sets (fll serve --cache-sets)
     tcache = views.TransformationCache(size=32_768)
     # answers merged over a list of operation sets, shared by this process's requests
@@ -170,11 +187,39 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         a stand-in with the store's reading methods."""
         return cast(LineageStore, ReadView(lineage, merges)) if fast_reads else lineage
 
+    freezer = FreezeOld() if gc_freeze else None
+    table = getattr(lineage, "table", None)
+    checkpointer = Checkpointer(table, checkpoint_every, stalls, writer.lock) \
+        if checkpoint_every and Checkpointer.supported(table) else None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
+        if stalls is not None:
+            stalls.start()
+        if checkpointer is not None:
+            checkpointer.start()
+        if freezer is not None:
+            freezer.start()
+        try:
+            yield
+        finally:
+            if checkpointer is not None:
+                checkpointer.stop()
+            # the stall log first: the accounting collection at shutdown is no stall
+            if stalls is not None:
+                stalls.stop()
+            if freezer is not None:
+                freezer.stop(account=stalls is not None)
+
     app = _App(title="fll", version=__version__, default_response_class=JSONResponse,
-                  description="Field-level lineage: CDAP v3 field-lineage API, "
-                              "Marquez-style column lineage and OpenLineage ingest.")
+               lifespan=lifespan,
+               description="Field-level lineage: CDAP v3 field-lineage API, "
+                           "Marquez-style column lineage and OpenLineage ingest.")
     app.state.store = lineage
     app.state.writer = writer
+    app.state.stalls = stalls
+    app.state.freezer = freezer
+    app.state.checkpointer = checkpointer
     install(app)
     # innermost first: the token is checked before an ingest slot is taken, and
     # both before an ingest is answered in front of the router

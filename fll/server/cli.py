@@ -29,6 +29,8 @@ from . import guard
 # benchmark's sets): more than the sets a busy day's questions meet, so whole-
 # history questions over datasets with many distinct sets stay in memory
 DEFAULT_CACHE_SETS = 32_768
+# seconds between WAL checkpoints of a SQLite store (fll.server.checkpoint)
+CHECKPOINT_EVERY = 0.5
 
 # config key -> (type, default) of the settings `serve` also reads from the config file
 _SETTINGS: dict[str, tuple[type, Any]] = {
@@ -125,15 +127,32 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Server processes sharing the listening socket: reads scale across "
                    "cores; writes stay serialized by the store, --max-ingests holds for all.")
+@click.option("--log-stalls", type=click.FloatRange(0, min_open=True), default=None,
+              metavar="MS", help="Log every pause of a server process of at least MS ms "
+                                 "(commits, WAL checkpoints, garbage collections, the event "
+                                 "loop held), at WARNING, with its time.")
+@click.option("--gc-freeze/--no-gc-freeze", default=True, show_default=True,
+              help="Every 0.1 s, collect what is new and freeze what survives, so Python's "
+                   "garbage collector never walks the caches (a whole-process pause of up to "
+                   "1 s at 32,768 cached sets).")
+@click.option("--checkpoint-every", type=click.FloatRange(0), default=CHECKPOINT_EVERY,
+              show_default=True, metavar="SECONDS",
+              help="A SQLite store's WAL is checkpointed this often from a thread of each "
+                   "server process, never inside a commit; 0: by SQLite inside the commit "
+                   "that crosses 1,000 pages.")
 @click.option("--insecure", is_flag=True, default=False,
               help="Allow a non-loopback bind without a token.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def serve(store_url: str | None, host: str, port: int, token: str | None, insecure: bool,
-          log_level: str, workers: int, **limits: Any) -> None:
+          log_level: str, workers: int, log_stalls: float | None, gc_freeze: bool,
+          checkpoint_every: float, **limits: Any) -> None:
     """Serve the REST API (CDAP v3 field lineage, column lineage, OpenLineage ingest)."""
     check_bind(host, token, insecure)
     settings = serve_settings(limits)
+    settings["log_stalls"] = log_stalls
+    settings["gc_freeze"] = gc_freeze
+    settings["checkpoint_every"] = checkpoint_every or None
 
     from ..cli import EXIT_STORE, CliError, configured_store_url
     from ..store import open_store, redact
@@ -178,7 +197,10 @@ def _run_worker(store: Any, sock: socket.socket, token: str | None, settings: di
     app = create_app(store, token=token, public_reads=settings["public_reads"],
                      max_ingests=settings["max_ingests"], ingest_wait=settings["ingest_wait"],
                      max_fields=settings["max_fields"], body_timeout=settings["body_timeout"],
-                     ingest_slots=ingest_slots, write_lock=write_lock)
+                     ingest_slots=ingest_slots, write_lock=write_lock,
+                     log_stalls=settings.get("log_stalls"),
+                     gc_freeze=settings.get("gc_freeze", True),
+                     checkpoint_every=settings.get("checkpoint_every", CHECKPOINT_EVERY))
     config = uvicorn.Config(app, log_level=log_level,
                             http=guard.timed_http(settings["header_timeout"],
                                                   settings["body_timeout"]))

@@ -9,8 +9,10 @@ values and the error messages are those documented.
 before it waits for anything (nothing about it is left to find out once it
 writes); what is left is its write, a function of the store. The first
 ingest to write on an event loop leads: it takes the workers' write lock
-(at once when it is free) and records its write with every write queued
-meanwhile by other ingests of the loop, in ONE transaction
+(at once when it is free; held by another worker, whose commit is about a
+millisecond, it waits for it on the loop up to `TURN_SPIN`, within
+`SPIN_BUDGET` a second, then polls) and records its write with every write
+queued meanwhile by other ingests of the loop, in ONE transaction
 (`SQLiteTable.atomic`: nested writes join it), and answers each request only
 after the commit. The reads and writes of every write in a batch see one
 state of the store and nobody writes between them, so a run's read-merge-write
@@ -51,6 +53,7 @@ from starlette.requests import ClientDisconnect
 from ..errors import StoreError
 from .errors import KNOWN_ERRORS, ApiError, known_error_response
 from .guard import INGEST_PATH
+from .stalls import StallLog
 
 log = logging.getLogger("fll.server")
 
@@ -135,11 +138,26 @@ class IngestRoute:
 TURN_WAIT = 2.0
 
 
-async def take_turn(lock: Any) -> bool:
-    """Take ``lock`` without blocking the event loop (polled); False when there
-    is none or it stayed taken for `TURN_WAIT` seconds."""
+# how long the event loop itself waits for the write lock before it polls: the
+# other worker holds it for one commit (about 1 ms, 6 ms at p99), and a poll
+# comes back only after a whole turn of the loop, which under load is tens of
+# milliseconds of other requests, all that time holding this ingest's slot
+TURN_SPIN = 0.01
+# but at most this much of each second: while the loop waits, no other ingest
+# of the worker can queue to share the commit. When ingests keep both workers
+# taking turns (half the requests ingests), waiting on the loop left a core
+# idle; polling lets writes queue into batches
+SPIN_BUDGET = 0.05
+
+
+async def take_turn(lock: Any, spin: float = 0.0) -> bool:
+    """Take ``lock``: waiting up to ``spin`` seconds on the event loop, then
+    polled without blocking it; False when there is none or it stayed taken
+    for `TURN_WAIT` seconds."""
     if lock is None:
         return False
+    if lock.acquire(True, spin) if spin > 0 else lock.acquire(False):
+        return True
     give_up = time.monotonic() + TURN_WAIT
     while not lock.acquire(False):
         if time.monotonic() >= give_up:
@@ -165,15 +183,32 @@ class GroupCommit:
     between processes so no event loop waits inside SQLite for another
     worker); ``max_batch``: events per transaction."""
 
-    def __init__(self, store: Any, lock: Any, *, max_batch: int = MAX_BATCH):
+    def __init__(self, store: Any, lock: Any, *, max_batch: int = MAX_BATCH,
+                 stalls: StallLog | None = None):
         self.store = store
         self.lock = lock
         self.max_batch = max_batch
+        self.stalls = stalls
         # one queue per event loop: a future is answered on the loop it belongs to
         self._queues: dict[asyncio.AbstractEventLoop, _Queue] = {}
         #: batches committed and events in them (benchmarks and tests read these)
         self.batches = 0
         self.events = 0
+        # seconds spent waiting for the lock on the loop in the current second
+        self._spun = 0.0
+        self._spin_second = 0.0
+
+    async def _take_turn(self) -> bool:
+        """The write lock, waited for on the loop within `SPIN_BUDGET`."""
+        now = time.monotonic()
+        if now - self._spin_second >= 1.0:
+            self._spin_second, self._spun = now, 0.0
+        spin = min(TURN_SPIN, SPIN_BUDGET - self._spun)
+        if spin <= 0:
+            return await take_turn(self.lock)
+        got = await take_turn(self.lock, spin)
+        self._spun += min(time.monotonic() - now, spin)
+        return got
 
     def waiting(self) -> int:
         """Writes queued and not yet taken into a batch, on every loop."""
@@ -198,7 +233,7 @@ class GroupCommit:
     async def alone(self, write: Write) -> Any:
         """Run ``write`` by itself in a worker thread, under the lock: for an event
         whose write takes long (a wide event), so reads go on beside it."""
-        got = await take_turn(self.lock)
+        got = await self._take_turn()
         try:
             outcome = await run_in_threadpool(self._alone, write)
         finally:
@@ -216,11 +251,15 @@ class GroupCommit:
         try:
             while queue.pending and not (own is not None and own.done()):
                 # writes queued while the lock is awaited join this batch
-                got = await take_turn(self.lock)
+                got = await self._take_turn()
                 try:
                     batch = queue.pending[:self.max_batch]
                     del queue.pending[:len(batch)]
-                    outcomes = self._commit([w for w, _ in batch])
+                    if self.stalls is None:
+                        outcomes = self._commit([w for w, _ in batch])
+                    else:
+                        with self.stalls.timed("commit", f"{len(batch)} events"):
+                            outcomes = self._commit([w for w, _ in batch])
                 finally:
                     if got:
                         self.lock.release()

@@ -227,6 +227,10 @@ class SQLiteTable:
         except OSError as e:
             raise StoreError(f"cannot create the store directory {parent}: {e.strerror}") from None
         self._identity: tuple[int, int] | None = None  # no file yet: nothing to check
+        # WAL pages after which a commit checkpoints (SQLite's default); 0: never,
+        # whoever set it checkpoints with `checkpoint` (the REST server, off its
+        # event loop)
+        self.autocheckpoint = 1000
         self._wide: tuple[bytes, ...] = ()
         self._packed_wide = True
         self._temp_wide = False
@@ -318,6 +322,7 @@ class SQLiteTable:
                                        check_same_thread=False)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(f"PRAGMA synchronous={self.synchronous}")
+                conn.execute(f"PRAGMA wal_autocheckpoint={int(self.autocheckpoint)}")
                 _prepare(conn)
                 if self._temp_wide:
                     _add_temp_wide(conn)
@@ -699,6 +704,33 @@ class SQLiteTable:
                 else:
                     conn.execute("DELETE FROM rows WHERE row = ?", (r,))
         self._retry(drop, write=True)
+
+    def set_autocheckpoint(self, pages: int) -> None:
+        """Checkpoint in the committing connection once the WAL holds ``pages``
+        pages (SQLite's default 1000), or never (0): then the caller runs
+        `checkpoint` itself, or the WAL grows without bound. This process's
+        connections only."""
+        self.autocheckpoint = int(pages)
+        with self._lock:
+            conns = list(self._all)
+        for conn in conns:
+            try:
+                conn.execute(f"PRAGMA wal_autocheckpoint={self.autocheckpoint}")
+            except sqlite3.Error as e:
+                raise self._error("setting wal_autocheckpoint", e) from None
+
+    def checkpoint(self, mode: str = "PASSIVE") -> tuple[int, int, int]:
+        """One WAL checkpoint (``PRAGMA wal_checkpoint(mode)``): (1 if it could not
+        finish because another connection held a lock it needs else 0, pages in
+        the WAL, pages of it now in the database file)."""
+        if mode.upper() not in ("PASSIVE", "FULL", "RESTART", "TRUNCATE"):
+            raise StoreError(f"sqlite checkpoint mode must be PASSIVE, FULL, RESTART or "
+                             f"TRUNCATE, got {mode!r}")
+
+        def run(conn: sqlite3.Connection) -> tuple[int, int, int]:
+            busy, log, done = conn.execute(f"PRAGMA wal_checkpoint({mode.upper()})").fetchone()
+            return int(busy), int(log), int(done)
+        return self._retry(run, write=False)
 
     def size_bytes(self) -> int:
         total = 0

@@ -40,6 +40,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -95,16 +96,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(url: str, port: int, workers: int = 1, timeout: float = 60
-                 ) -> subprocess.Popen:
+def start_server(url: str, port: int, workers: int = 1, timeout: float = 60,
+                 log: Any = subprocess.PIPE, extra: tuple[str, ...] = ()) -> subprocess.Popen:
     code = "import sys; from fll.cli import main; sys.exit(main(sys.argv[1:], prog_name='fll'))"
     env = {**os.environ, "PYTHONPATH": ROOT}
     env.pop("FLL_TOKEN", None)
     proc = subprocess.Popen([sys.executable, "-c", code, "serve", "--store", url, "--host",
                              "127.0.0.1", "--port", str(port), "--log-level", "warning"]
                             # only when asked: the script also measures servers without it
-                            + (["--workers", str(workers)] if workers > 1 else []),
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            + (["--workers", str(workers)] if workers > 1 else []) + list(extra),
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
     from fll.testing.serving import wait_until_serving
     try:
         wait_until_serving(f"http://127.0.0.1:{port}", proc, timeout)
@@ -210,7 +211,8 @@ class _Conn:
 
 async def _client(n: int, port: int, until: float, ingest_share: float, templates: list[str],
                   samples: dict[str, list[float]], errors: list[str], accepted: list[str],
-                  session: str) -> None:
+                  session: str, timeline: list[tuple[float, float, str]] | None = None
+                  ) -> None:
     rnd = random.Random(f"{session}-{n}")
     i = 0
     conn = _Conn(port)
@@ -232,7 +234,10 @@ async def _client(n: int, port: int, until: float, ingest_share: float, template
                 errors.append(f"{kind}: {type(e).__name__}: {e}")
                 conn.close()
                 continue
-            samples.setdefault(kind, []).append(time.perf_counter() - began)
+            took = time.perf_counter() - began
+            samples.setdefault(kind, []).append(took)
+            if timeline is not None:
+                timeline.append((began, took, kind))
             if status not in ok:
                 errors.append(f"{kind}: {status} {data[:200]!r}")
             elif kind == "ingest":
@@ -291,9 +296,78 @@ def _load_average() -> str:
         return "?"
 
 
+def worst_second(timeline: list[tuple[float, float, str]], began: float, wall0: float,
+                 target_s: float) -> dict[str, Any] | None:
+    """The second (by answer time) with the most requests slower than ``target_s``,
+    and the slowest request: when a whole process stalls, every kind it serves
+    shows its maximum in the same second."""
+    if not timeline:
+        return None
+    seconds: dict[int, list[tuple[float, str]]] = {}
+    for start, took, kind in timeline:
+        seconds.setdefault(int(start + took - began), []).append((took, kind))
+    worst = max(seconds, key=lambda k: (sum(t > target_s for t, _ in seconds[k]),
+                                        max(t for t, _ in seconds[k])))
+    slow = [(t, k) for t, k in seconds[worst] if t > target_s]
+    top = max(timeline, key=lambda x: x[1])
+    return {"second": worst, "utc": _utc(wall0 + worst), "requests": len(seconds[worst]),
+            "over_target": len(slow), "kinds_over_target": len({k for _, k in slow}),
+            "max_ms": round(max(t for t, _ in seconds[worst]) * 1000, 1),
+            "slowest_ms": round(top[1] * 1000, 1), "slowest_kind": top[2],
+            "slowest_answered_s": round(top[0] + top[1] - began, 2),
+            "slowest_answered_utc": _utc(wall0 + top[0] + top[1] - began)}
+
+
+def _utc(at: float) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(at)) + f".{int(at * 1000) % 1000:03d}Z"
+
+
+def server_stalls(log_path: str, top: int = 8) -> tuple[int, list[str], dict[str, int]]:
+    """(pauses the server logged, the longest few, how many per cause) from its
+    ``--log-stalls`` lines."""
+    lines = []
+    try:
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            lines = [line.strip() for line in f if line.startswith("stall ")]
+    except OSError:
+        pass
+    causes: dict[str, int] = {}
+    for line in lines:
+        causes[line.split()[1]] = causes.get(line.split()[1], 0) + 1
+
+    def ms(line: str) -> float:
+        try:
+            return float(line.split()[2])
+        except (IndexError, ValueError):
+            return 0.0
+    return len(lines), sorted(lines, key=ms, reverse=True)[:top], causes
+
+
+class _WalWatch(threading.Thread):
+    """The largest size the store's ``-wal`` file reaches, sampled every 0.1 s."""
+
+    def __init__(self, path: str):
+        super().__init__(daemon=True)
+        self.path = path
+        self.largest = 0
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(0.1):
+            try:
+                self.largest = max(self.largest, os.path.getsize(self.path))
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
+
+
 def run_load(clients: int = 50, seconds: float = 30, runs: int = 100_000,
              ingest_share: float = 0.2, directory: str | None = None,
-             workers: int = 2, variants: int | None = None, warmup: float = 0
+             workers: int = 2, variants: int | None = None, warmup: float = 0,
+             log_stalls: float | None = None, serve_args: tuple[str, ...] = ()
              ) -> dict[str, Any]:
     """Populate, serve, load and verify; returns the report (see module docstring)."""
     global VARIANTS
@@ -307,7 +381,13 @@ def run_load(clients: int = 50, seconds: float = 30, runs: int = 100_000,
         populate_s = 0.0 if os.path.exists(path) else populate(url, runs)
         load_before = _load_average()
         port = free_port()
-        server = start_server(url, port, workers)
+        log_path = os.path.join(os.path.abspath(directory), "server.log")
+        # a file, not a pipe nobody reads: a full pipe would block the server
+        server_log = open(log_path, "w")
+        server = start_server(url, port, workers, log=server_log,
+                              extra=(("--log-stalls", f"{log_stalls:g}") if log_stalls else ())
+                              + tuple(serve_args))
+        timeline: list[tuple[float, float, str]] = []
         try:
             samples: dict[str, list[float]] = {}
             errors: list[str] = []
@@ -320,7 +400,8 @@ def run_load(clients: int = 50, seconds: float = 30, runs: int = 100_000,
                 until = time.monotonic() + seconds
                 await asyncio.gather(*[
                     _client(n, port, until, ingest_share, templates, into, errs, runs_ok,
-                            f"{session}{'w' if into is not samples else ''}")
+                            f"{session}{'w' if into is not samples else ''}",
+                            timeline if into is samples else None)
                     for n in range(clients)])
 
             if warmup:
@@ -330,8 +411,16 @@ def run_load(clients: int = 50, seconds: float = 30, runs: int = 100_000,
                 asyncio.run(drive(warmup, warm_samples, errors, accepted))
                 warm_rps = sum(map(len, warm_samples.values())) / warmup
             server_cpu0, own_cpu0 = _cpu_seconds(server.pid), time.process_time()
+            # the server's stall lines from here on are the measured run's
+            measured_from = os.path.getsize(log_path) if os.path.exists(log_path) else 0
+            wall0, perf0 = time.time(), time.perf_counter()
             began = time.monotonic()
-            asyncio.run(drive(seconds, samples, errors, accepted))
+            wal = _WalWatch(path + "-wal")
+            wal.start()
+            try:
+                asyncio.run(drive(seconds, samples, errors, accepted))
+            finally:
+                wal.stop()
             took = time.monotonic() - began
             own_cpu = time.process_time() - own_cpu0
             server_cpu = _cpu_seconds(server.pid) - server_cpu0
@@ -343,10 +432,18 @@ def run_load(clients: int = 50, seconds: float = 30, runs: int = 100_000,
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+            server_log.close()
+        with open(log_path, "rb") as f:
+            f.seek(measured_from)
+            measured_log = log_path + ".measured"
+            with open(measured_log, "wb") as out:
+                out.write(f.read())
+        n_stalls, longest, causes = server_stalls(measured_log)
         lost, doubled = verify_ingested(url, accepted)
         every = [v for vs in samples.values() for v in vs]
         load = _load_average()
         return {"clients": clients, "workers": workers, "seconds": round(took, 1),
+                "serve_args": list(serve_args),
                 "warmup_s": warmup, "warmup_rps": round(warm_rps, 1) if warmup else None,
                 "stored_runs_at_start": runs, "variants": VARIANTS,
                 "populate_s": round(populate_s, 1), "ingest_share": ingest_share,
@@ -361,6 +458,10 @@ def run_load(clients: int = 50, seconds: float = 30, runs: int = 100_000,
                 "generator_cpu_cores": round(own_cpu / took, 2),
                 "generator_us_per_request": round(own_cpu / max(len(every), 1) * 1e6),
                 "load_average": load, "load_average_before": load_before,
+                "worst_second": worst_second(timeline, perf0, wall0, TARGET_P99_MS / 1000),
+                "wal_largest_mb": round(wal.largest / 2**20, 1),
+                "log_stalls_ms": log_stalls, "server_stalls": n_stalls,
+                "server_stall_causes": causes, "server_longest_stalls": longest,
                 "target": {"rps": TARGET_RPS, "p99_ms": TARGET_P99_MS,
                            "cpu_ms_per_request": TARGET_CPU_MS}}
     finally:
@@ -374,7 +475,8 @@ def render(report: dict[str, Any]) -> str:
     lines = [f"{report['clients']} clients for {report['seconds']} s{warm} against "
              f"{report['stored_runs_at_start']:,} recorded runs, {report['variants']} sets per "
              f"dataset (populated in {report['populate_s']} s), "
-             f"{int(report['ingest_share'] * 100)}% ingest, server workers: {report['workers']}",
+             f"{int(report['ingest_share'] * 100)}% ingest, server workers: {report['workers']}"
+             + (f", fll serve {' '.join(report['serve_args'])}" if report.get("serve_args") else ""),
              f"{'kind':<16}{'requests':>9}{'req/s':>9}{'p50 ms':>9}{'p95 ms':>9}"
              f"{'p99 ms':>9}{'max ms':>9}   p99 <= {report['target']['p99_ms']} ms"]
     for kind, s in [("ALL", report["overall"]), *report["per_kind"].items()]:
@@ -398,6 +500,19 @@ def render(report: dict[str, Any]) -> str:
     lines.append(f"load average before {report['load_average_before']}, after "
                  f"{report['load_average']} (on a shared machine the server gets fewer cores: "
                  f"compare CPU per request)")
+    lines.append(f"the store's WAL file: at most {report['wal_largest_mb']} MB during the run")
+    w = report.get("worst_second")
+    if w:
+        lines.append(f"worst second: {w['second']}–{w['second'] + 1} s ({w['utc']}): "
+                     f"{w['over_target']} of {w['requests']} requests over "
+                     f"{t['p99_ms']} ms, of {w['kinds_over_target']} kinds, max {w['max_ms']} ms; "
+                     f"slowest request {w['slowest_ms']} ms ({w['slowest_kind']}), answered at "
+                     f"{w['slowest_answered_s']} s ({w['slowest_answered_utc']})")
+    if report.get("log_stalls_ms"):
+        causes = ", ".join(f"{k} {v}" for k, v in sorted(report["server_stall_causes"].items()))
+        lines.append(f"server pauses >= {report['log_stalls_ms']:g} ms (fll serve --log-stalls): "
+                     f"{report['server_stalls']}{f' ({causes})' if causes else ''}; longest:")
+        lines += [f"  {line}" for line in report["server_longest_stalls"]]
     lines += [f"  {e}" for e in report["error_samples"]]
     return "\n".join(lines)
 
@@ -416,10 +531,17 @@ def render(report: dict[str, Any]) -> str:
               help="fll serve --workers")
 @click.option("--variants", default=100, show_default=True, type=click.IntRange(1),
               help="distinct operation sets per dataset pair in the history")
+@click.option("--log-stalls", default=50.0, show_default=True, type=click.FloatRange(0),
+              help="fll serve --log-stalls MS: the server logs its pauses of at least MS ms "
+                   "and the longest are printed (0: off)")
+@click.option("--serve-arg", "serve_args", multiple=True, metavar="ARG",
+              help="one more argument for fll serve (repeatable), e.g. --serve-arg=--no-gc-freeze")
 def cli(clients: int, seconds: float, runs: int, ingest_share: float, directory: str | None,
-        as_json: bool, warmup: float, workers: int, variants: int) -> None:
+        as_json: bool, warmup: float, workers: int, variants: int, log_stalls: float,
+        serve_args: tuple[str, ...]) -> None:
     """Run the bounded server load and print the report."""
-    report = run_load(clients, seconds, runs, ingest_share, directory, workers, variants, warmup)
+    report = run_load(clients, seconds, runs, ingest_share, directory, workers, variants, warmup,
+                      log_stalls or None, serve_args)
     click.echo(json.dumps(report, indent=2) if as_json else render(report))
     if report["errors"] or report["ingested_lost"] or report["ingested_doubled"] \
             or not report["server_alive"]:

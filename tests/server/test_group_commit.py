@@ -21,6 +21,7 @@ from fll import EndPoint, open_store
 from fll.errors import StoreError
 from fll.rowkeys import MAX_TIME
 from fll.server import create_app
+from fll.server.ingest import TURN_SPIN
 
 from ..openlineage.test_run_cycle import OUT, event
 
@@ -196,7 +197,8 @@ OTHER_RUNS = 12      # other runs posted at the same moment
 
 def test_many_clients_posting_at_once_record_every_run_exactly_once(store):
     """Batches form as they do under load: a rival (another worker, here a
-    thread) takes the write lock for a few ms at a time while ingests arrive.
+    thread) takes the write lock at a time for longer than the event loop waits
+    for it before polling (`TURN_SPIN`), while ingests arrive.
     Each round, several clients post the same run at once among other runs; one
     of them records it (201), the others find it there (200), and no run is
     lost or doubled."""
@@ -207,7 +209,7 @@ def test_many_clients_posting_at_once_record_every_run_exactly_once(store):
     def rival() -> None:
         while not stop.is_set():
             with lock:
-                time.sleep(0.002)
+                time.sleep(TURN_SPIN * 1.5)
             time.sleep(0.001)
 
     sent: list[str] = []
@@ -289,3 +291,72 @@ def test_ingests_waiting_for_a_slot_get_it_first_come_first_served():
         order.clear()
         asyncio.run(main())
         assert order == list(range(6))
+
+
+class _TimedLock:
+    """A lock that adds up how long its callers were blocked in ``acquire``."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.blocked = 0.0
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if not blocking:  # a poll: returns at once
+            return self.lock.acquire(False)
+        began = time.perf_counter()
+        try:
+            return self.lock.acquire(True, timeout)
+        finally:
+            self.blocked += time.perf_counter() - began
+
+    def release(self) -> None:
+        self.lock.release()
+
+
+@pytest.mark.parametrize("budget, most, least", [
+    (None, 0.06, 0.0),   # the default: the loop waits at most SPIN_BUDGET (0.05) of a second
+    (1.0, 1.0, 0.15),    # without a budget it waits up to TURN_SPIN every turn (can fail)
+])
+def test_the_event_loop_waits_for_the_write_lock_only_within_its_budget(
+        store, monkeypatch, budget, most, least):
+    """A rival keeps the write lock almost all the time (another worker under an
+    ingest-heavy load). The writer's turns wait for it on the event loop, which
+    answers nobody meanwhile, for at most `SPIN_BUDGET` of a second; beyond it
+    they poll without blocking the loop."""
+    import asyncio
+
+    from fll.server import ingest
+
+    if budget is not None:
+        monkeypatch.setattr(ingest, "SPIN_BUDGET", budget)
+    rival_lock = threading.Lock()  # the rival's own view of the one lock
+    timed = _TimedLock()
+    timed.lock = rival_lock
+    writer = ingest.GroupCommit(store, timed)
+    stop = threading.Event()
+
+    def rival() -> None:
+        while not stop.is_set():
+            with rival_lock:
+                time.sleep(0.02)
+            time.sleep(0.001)
+
+    async def run() -> int:
+        began = time.monotonic()
+        turns = 0
+        while time.monotonic() - began < 0.9:  # within one budget second
+            if await writer._take_turn():
+                timed.release()
+                turns += 1
+        return turns
+
+    other = threading.Thread(target=rival)
+    other.start()
+    try:
+        turns = asyncio.run(run())
+    finally:
+        stop.set()
+        other.join()
+    assert turns > 5
+    # the loop is blocked only inside a waiting acquire; a poll returns at once
+    assert least <= timed.blocked <= most, f"the loop was held {timed.blocked:.3f} s"

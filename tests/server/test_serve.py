@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import time
 from urllib.parse import quote
 
 import click
@@ -67,3 +68,36 @@ def test_a_network_bind_without_a_token_is_refused_unless_insecure():
     result = CliRunner().invoke(serve, ["--host", "0.0.0.0", "--store", "sqlite:///:memory:"],
                                 env={"FLL_TOKEN": ""})
     assert result.exit_code == 2 and "refusing to listen on 0.0.0.0" in result.output
+
+
+def test_a_worker_logs_its_pauses_and_freezes_its_heap_with_log_stalls(tmp_path):
+    """`--log-stalls` reaches every worker: a pause over the threshold is logged
+    with its cause, and at shutdown the accounting collection of `--gc-freeze`
+    reports what freezing kept (nothing, for ingests and questions)."""
+    port = _free_port()
+    url = f"sqlite:///{tmp_path}/served.db"
+    log = tmp_path / "server.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from fll.server.cli import serve; serve()", "--store", url,
+             "--port", str(port), "--workers", "2", "--log-stalls", "0.01",
+             "--checkpoint-every", "0.05", "--log-level", "warning"],
+            stdout=subprocess.DEVNULL, stderr=err)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            wait_until_serving(base, proc, 60)
+            with httpx.Client(base_url=base, timeout=30) as client:
+                for i in range(20):
+                    r = client.post("/api/v1/lineage",
+                                    json=ol_event(run_id=f"00000000-0000-4000-8000-0000000ee{i:03d}"))
+                    assert r.status_code == 201, r.text
+            time.sleep(0.3)  # a few checkpoint turns
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    text = log.read_text()
+    causes = {line.split()[1] for line in text.splitlines() if line.startswith("stall ")}
+    assert {"commit", "checkpoint", "gc"} <= causes, text[-2000:]
+    shutdown = [line for line in text.splitlines() if line.startswith("garbage collector:")]
+    assert len(shutdown) == 2, text[-2000:]  # one per worker
+    assert all(line.endswith(" freed 0") for line in shutdown), shutdown
