@@ -249,8 +249,8 @@ def timed_columns(key: bytes, columns: dict[str, bytes], start_ms: int, end_ms: 
                 if start_ms <= t < end_ms:
                     kept[run_id] = value
             return kept or None
-    t = row_time(key, columns)
-    return columns if t is not None and start_ms <= t < end_ms else None
+    at = row_time(key, columns)
+    return columns if at is not None and start_ms <= at < end_ms else None
 
 
 def row_bytes(key: bytes, columns: dict[str, bytes]) -> int:
