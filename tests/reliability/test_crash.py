@@ -110,7 +110,11 @@ def test_a_server_killed_mid_ingest_has_stored_every_event_it_answered_201(tmp_p
         threads = [threading.Thread(target=client, args=(server.base, stop)) for _ in range(8)]
         for t in threads:
             t.start()
-        time.sleep(2.0)
+        # kill once enough were answered (a busy machine may take a while to
+        # answer the first ones), while the clients are still posting
+        deadline = time.monotonic() + 60
+        while len(accepted) < 40 and not failures and time.monotonic() < deadline:
+            time.sleep(0.05)
         server.kill()  # SIGKILL mid-stream
         stop.set()
         for t in threads:
