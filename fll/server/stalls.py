@@ -72,9 +72,11 @@ class StallLog:
             return
         took = time.perf_counter() - self._gc_began
         if took >= self.threshold:
+            # the frozen count, not a count of tracked objects: listing them all
+            # (`gc.get_objects`) would lengthen the very pause being reported
             self.report("gc", took, f"generation {info.get('generation')}, "
                                     f"{info.get('collected', 0)} objects freed, "
-                                    f"{len(gc.get_objects())} tracked")
+                                    f"{gc.get_freeze_count()} frozen")
 
     # -- the event loop ---------------------------------------------------
     async def _watch_loop(self) -> None:
