@@ -1,12 +1,14 @@
 """Row keys of the wide-row layout.
 
-Format 4 (wide rows: a column per run or per set):
+Format 5 (wide rows: a column per run or per set; format 4 without ``i|``/``o|``):
 
 | key | one per | columns |
 |---|---|---|
 | ``d|<checksum>`` | distinct operation set | its operations, compressed (see `fll.store.lineage`) |
 | ``b|<ns>|<name>|<inv 64 ms>`` | destination × 64 ms with a run | ``<run>`` → ms offset, raw checksum |
 | ``f|<ns>|<name>|<inv 64 ms>`` | source × 64 ms with a run | ``<run>`` → ms offset, raw checksum |
+| ``i|<ns>|<name>|<inv 64 ms>`` | destination × 64 ms with a set's first run | as ``b|`` (format 5) |
+| ``o|<ns>|<name>|<inv 64 ms>`` | source × 64 ms with a set's first run | as ``f|`` (format 5) |
 | ``g|<ns>|<name>|<level><inv bucket>`` | destination × time bucket (see `cover4`) | ``<checksum>`` → b"" |
 | ``h|<ns>|<name>|<level><inv bucket>`` | source × time bucket | ``<checksum>`` → b"" |
 | ``g|<ns>|<name>|*`` / ``h|…|*`` | endpoint: the top-level buckets it has | ``<bucket ms>`` → b"" |
@@ -55,10 +57,15 @@ ALIASED_BY = b"A"
 BACKWARD_BUCKET = b"g"
 FORWARD_BUCKET = b"h"
 META = b"v"
+#: format 5: the run cells of a set's first runs again, in rows of their own,
+#: so a set with one run needs no bucket cells (see `fll.store.lineage`)
+FIRST_BACKWARD = b"i"
+FIRST_FORWARD = b"o"
 KINDS = {BACKWARD_BUCKET: "backward-buckets", FORWARD_BUCKET: "forward-buckets",
          META: "meta", DATA: "data", BACKWARD: "backward", FORWARD: "forward",
          BACKWARD_BY_SET: "backward-by-set", FORWARD_BY_SET: "forward-by-set", RUN: "run",
-         SCHEMA: "schema", ALIAS: "alias", ALIASED_BY: "aliased-by"}
+         SCHEMA: "schema", ALIAS: "alias", ALIASED_BY: "aliased-by",
+         FIRST_BACKWARD: "backward-first", FIRST_FORWARD: "forward-first"}
 
 _ESCAPE = {ord("%"): "%25", ord("|"): "%7C"}
 _ESCAPE.update({c: f"%{c:02X}" for c in range(0x20)})
@@ -335,7 +342,7 @@ def is_wide(key: bytes) -> bool:
         k = decode(key)
     except (ValueError, UnicodeDecodeError):
         return False
-    if k.kind in ("backward", "forward"):
+    if k.kind in ("backward", "forward", "backward-first", "forward-first"):
         return k.level == 0
     if k.kind in ("backward-buckets", "forward-buckets"):
         return k.checksum is None
@@ -382,9 +389,12 @@ def decode(key: bytes) -> Key:
                    alias=(unescape(parts[2]), unescape(parts[3])))
     ns, name, rest = rest.split(SEP, 2)
     checksum = None
-    if kind in (BACKWARD, FORWARD) and len(rest) == 8:  # format 4: a run row of one ms
+    if kind in (BACKWARD, FORWARD, FIRST_BACKWARD, FIRST_FORWARD) and len(rest) == 8:
+        # format 4: a run row of 64 ms (format 5: first runs too)
         return Key(KINDS[kind], unescape(ns), unescape(name), None, uninvert(rest), None,
                    level=0)
+    if kind in (FIRST_BACKWARD, FIRST_FORWARD):
+        raise ValueError(f"malformed first-run row key: {key!r}")
     if kind in (BACKWARD_BY_SET, FORWARD_BY_SET):
         c, rest = rest.split(SEP, 1)
         checksum = unescape(c)

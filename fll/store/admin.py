@@ -30,13 +30,17 @@ from .. import rowkeys as rk
 from ..codec import Summaries, decode_canonical
 from ..errors import BadRequest, FllError
 from .base import Table
-from .lineage import (BY_SET_OF_RUN, RUN_OF_BUCKET, WIDE_PREFIXES, LineageStore, data_parts,
-                      decode_data, row_sets, run_cells, set_used_since, unused_buckets)
+from .lineage import (BY_SET_OF_RUN, FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, WIDE_PREFIXES,
+                      LineageStore, data_parts, decode_data, row_sets, run_cells,
+                      set_used_since, unused_buckets)
 
 Progress = Callable[[int], None]
 _T = struct.Struct(">q")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_INDEX_KINDS = (rk.BACKWARD, rk.FORWARD, rk.BACKWARD_BY_SET, rk.FORWARD_BY_SET)
+_INDEX_KINDS = (rk.BACKWARD, rk.FORWARD, rk.BACKWARD_BY_SET, rk.FORWARD_BY_SET,
+                rk.FIRST_BACKWARD, rk.FIRST_FORWARD)
+#: rows a column per run, 64 ms each: the run index and the first-run rows
+_RUN_ROWS = (rk.BACKWARD, rk.FORWARD, rk.FIRST_BACKWARD, rk.FIRST_FORWARD)
 _BATCH = 500
 
 
@@ -180,7 +184,8 @@ def decode_column(kind: str, column: str, value: bytes) -> Any:
                     "s": _jsonable(msgpack.unpackb(summaries, raw=False, strict_map_key=False))}
         if kind == "run" and column == "t":
             return _T.unpack(value)[0]
-        if kind in ("backward", "forward") and len(value) == 17:  # a run cell
+        if kind in ("backward", "forward", "backward-first", "forward-first") \
+                and len(value) == 17:  # a run cell
             return {"ms_in_row": value[0], "checksum": rk.checksum_of(value[1:])}
         return value.decode("utf-8")
     except Exception:  # a corrupt cell is shown, not fatal: this is a repair tool
@@ -233,7 +238,7 @@ def timed_columns(key: bytes, columns: dict[str, bytes], start_ms: int, end_ms: 
     run row spans 64 ms, so only its runs that started in the range are kept
     (a cell that does not decode goes with its row's start); any other row
     is whole or nothing, by the time it carries."""
-    if key[:1] in (rk.BACKWARD, rk.FORWARD):
+    if key[:1] in _RUN_ROWS:
         try:
             k = rk.decode(key)
         except (ValueError, UnicodeDecodeError):
@@ -272,7 +277,8 @@ def scan_rows(table: Table, *, kinds: list[bytes] | None = None, dataset: tuple[
     if dataset is not None:
         kinds = [k for k in (kinds or list(_INDEX_KINDS)) if k in _INDEX_KINDS]
         if not kinds:
-            raise BadRequest("--dataset selects index rows: use --prefix b, f, B or F", "dataset")
+            raise BadRequest("--dataset selects index rows: use --prefix b, f, i, o, B or F",
+                             "dataset")
     timed = start_ms is not None or end_ms is not None
     lo_t = 0 if start_ms is None else start_ms
     hi_t = rk.MAX_TIME if end_ms is None else end_ms
@@ -280,7 +286,7 @@ def scan_rows(table: Table, *, kinds: list[bytes] | None = None, dataset: tuple[
     for kind in sorted(kinds) if kinds else [b""]:
         if dataset is not None:
             prefix = rk.dataset_prefix(kind, *dataset)
-            if kind in (rk.BACKWARD, rk.FORWARD) and timed:
+            if kind in _RUN_ROWS and timed:
                 # from the 64 ms run row holding ``start``: its runs before
                 # ``start`` (and older narrow rows there) are filtered out below
                 lo, _ = rk.time_range(prefix, lo_t, hi_t)
@@ -361,6 +367,8 @@ class FsckReport:
     missing_runs: dict[bytes, dict[str, bytes]] = field(default_factory=dict)  # r| to rebuild
     missing_twins: dict[bytes, dict[str, bytes]] = field(default_factory=dict)  # index rows
     stale_buckets: list[tuple[bytes, str]] = field(default_factory=list)  # g|/h| cells no run keeps
+    #: ``i|``/``o|`` cells whose run cell is not the same (row, run)
+    stray_firsts: list[tuple[bytes, str]] = field(default_factory=list)
     unfinished: list[bytes] = field(default_factory=list)  # r| rows still pending (w=0)
     corrupt: list[bytes] = field(default_factory=list)    # rows that do not decode
     unknown: list[bytes] = field(default_factory=list)    # keys of no fll shape
@@ -375,6 +383,7 @@ class FsckReport:
         return (len(self.dangling) + len(self.dangling_cells) + len(self.orphans)
                 + len(self.missing_runs)
                 + len(self.missing_twins) + len(self.stale_buckets) + len(self.unfinished)
+                + len(self.stray_firsts)
                 + len(self.legacy) + len(self.corrupt)
                 + len(self.unknown))
 
@@ -403,6 +412,7 @@ class FsckReport:
                 "missing_run_rows": keys(self.missing_runs),
                 "missing_index_twins": keys(self.missing_twins),
                 "stale_bucket_rows": cells(self.stale_buckets),
+                "first_run_cells_without_their_run": cells(self.stray_firsts),
                 "unfinished_runs": keys(self.unfinished),
                 "older_format_rows": keys(self.legacy),
                 "corrupt_rows": keys(self.corrupt),
@@ -558,8 +568,13 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
     # memory stays flat whatever the number of runs
     pending: dict[str, tuple[str, int, bytes]] = {}
     twins: dict[bytes, dict[str, bytes]] = {}
+    # format 5: a run cell is indexed either by its first-run cell (row, run,
+    # value) or by its bucket cells, as in format 4
+    either: list[tuple[bytes, str, bytes, dict[bytes, dict[str, bytes]]]] = []
+    firsts: list[tuple[bytes, str, bytes]] = []  # first-run cells, to match with run cells
     stale: set[Cell] = set()
     current = report.format >= 4
+    fmt5 = report.format >= 5
 
     def check_runs() -> None:
         found = table.get_many([rk.run(r) for r in pending])
@@ -570,13 +585,29 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
         pending.clear()
 
     def check_twins() -> None:
-        found = table.get_many(list(twins))
-        for key, cols in twins.items():
+        keys = set(twins)
+        for first, _, _, buckets in either:
+            keys.add(first)
+            keys.update(buckets)
+        found = table.get_many(sorted(keys))
+        expected = [(key, cols) for key, cols in twins.items()]
+        for first, run_id, value, buckets in either:
+            if found.get(first, {}).get(run_id) != value:
+                expected.extend(buckets.items())
+        for key, cols in expected:
             have = found.get(key, {})
             missing = {c: v for c, v in cols.items() if c not in have}
             if missing:
                 report.missing_twins.setdefault(key, {}).update(missing)
         twins.clear()
+        either.clear()
+
+    def check_firsts() -> None:
+        found = table.get_many(sorted({RUN_OF_FIRST[k[:1]] + k[1:] for k, _, _ in firsts}))
+        for key, run_id, value in firsts:
+            if found.get(RUN_OF_FIRST[key[:1]] + key[1:], {}).get(run_id) != value:
+                report.stray_firsts.append((key, run_id))
+        firsts.clear()
 
     for key, cols in table.scan():
         report.rows += 1
@@ -610,15 +641,29 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
                         continue
                     referenced.add(checksum)
                     if current:
-                        for twin, want in run_cells(kind, k.namespace or "", k.name or "", t,
-                                                    run_id, checksum).items():
-                            if twin != key:
+                        wanted = run_cells(kind, k.namespace or "", k.name or "", t, run_id,
+                                           checksum)
+                        wanted.pop(key, None)
+                        if fmt5:
+                            either.append((FIRST_OF_RUN[kind] + key[1:], run_id, cols[run_id],
+                                           wanted))
+                        else:
+                            for twin, want in wanted.items():
                                 twins.setdefault(twin, {}).update(want)
                     pending.setdefault(run_id, (checksum, t, b""))
-                if len(twins) >= _BATCH:
+                if len(twins) + len(either) >= _BATCH:
                     check_twins()
                 if len(pending) >= _BATCH:
                     check_runs()
+                continue
+            if kind in RUN_OF_FIRST and k.level == 0:
+                for run_id, checksum, _ in list(row_sets(key, cols)):
+                    if checksum not in data:
+                        report.dangling_cells.append((key, run_id))
+                    else:
+                        firsts.append((key, run_id, cols[run_id]))
+                if len(firsts) >= _BATCH:
+                    check_firsts()
                 continue
             if current and kind in _INDEX_KINDS + _BUCKETS:
                 report.legacy.append(key)  # narrow rows an interrupted upgrade left
@@ -640,6 +685,7 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
                 check_runs()
     check_runs()
     check_twins()
+    check_firsts()
     report.orphans = [rk.data(c) for c in sorted(data - referenced)]
     if repair and not report.clean:
         with maintenance(table, "fsck --repair"):
@@ -685,7 +731,7 @@ def _repair(table: Table, report: FsckReport) -> None:
             if col not in cols:
                 continue
             try:
-                named[(key, col)] = rk.run_of(0, cols[col])[1] if key[:1] in _BUCKET_OF \
+                named[(key, col)] = rk.run_of(0, cols[col])[1] if key[:1] in _RUN_ROWS \
                     else col
             except (ValueError, UnicodeDecodeError):
                 continue
@@ -726,6 +772,14 @@ def _repair(table: Table, report: FsckReport) -> None:
         if keep:
             t.put(keep)
 
+    def drop_stray_firsts(t: Table, cells: list[Cell]) -> None:
+        # still without the same cell in the run row (a writer may have finished since)
+        rows = t.get_many(sorted({k for k, _ in cells}))
+        runs = t.get_many(sorted({RUN_OF_FIRST[k[:1]] + k[1:] for k, _ in cells}))
+        t.delete_columns(_by_row({(k, c) for k, c in cells if c in rows.get(k, {}) and
+                                  runs.get(RUN_OF_FIRST[k[:1]] + k[1:], {}).get(c)
+                                  != rows[k][c]}))
+
     def drop_stale(t: Table, cells: list[Cell]) -> None:
         gone: set[Cell] = set()
         for cell in cells:  # in key order: children before their parents
@@ -756,6 +810,7 @@ def _repair(table: Table, report: FsckReport) -> None:
         (list(report.missing_runs.items()), lambda t, b: add_runs(t, dict(b))),
         (list(report.missing_twins.items()), lambda t, b: add_twins(t, dict(b))),
         (report.stale_buckets, drop_stale),
+        (report.stray_firsts, drop_stray_firsts),
         (report.unfinished, finish_runs),
         (report.legacy, lambda t, b: t.delete(b)),
         (report.orphans, drop_orphans)]
@@ -873,6 +928,7 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
     cells: dict[bytes, set[str]] = {}
     wanted: list[tuple[bytes, str, str, str, int]] = []
     sets: dict[str, list[tuple[bytes, str, str]]] = {}
+    firsts: dict[bytes, set[str]] = {}
     gone_runs = []
     for key, cols in runs.items():
         start = row_time(key, cols)
@@ -890,6 +946,9 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
                 sets[checksum] = []  # data row gone: fsck owns that case
         for kind, ns, name in sets[checksum]:
             cells.setdefault(rk.run_row(kind, ns, name, start), set()).add(run_id)
+            if store.format >= 5:  # its first-run cell, if it was its set's first run
+                firsts.setdefault(rk.run_row(FIRST_OF_RUN[kind], ns, name, start),
+                                  set()).add(run_id)
             if store.format < 4:
                 rows.append(rk.dataset_prefix(kind, ns, name) + rk.run_suffix(start, run_id))
             if store.format < 3:
@@ -899,7 +958,7 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
         # the runs' cells first: the bucket and data rows are then unused
         # exactly when no other run keeps them
         table.delete(rows + gone_runs)
-        table.delete_columns({k: sorted(v) for k, v in cells.items()})
+        table.delete_columns({k: sorted(v) for k, v in (cells | firsts).items()})
         stale = unused_buckets(table, wanted)
         unused = [rk.data(c) for c, eps in sets.items()
                   if eps and not set_used_since(table, c, eps, 0)]
@@ -979,7 +1038,11 @@ def migrate(source: Table, destination: Table, *, batch_size: int = 1000,
             progress: Progress | None = None, total: int | None = None) -> MigrateReport:
     """Copy every row of ``source`` into ``destination`` in key order, ``batch_size``
     rows per put. Resumable: rerun after an interruption and it continues near the
-    destination's last key (puts are idempotent, so rows copied twice are harmless)."""
+    destination's last key (puts are idempotent, so rows copied twice are harmless).
+
+    Into a backend whose questions do not read first-run rows (HBase: see
+    `LineageStore.first_runs`), each first-run cell also brings its run's
+    bucket cells, so the copy answers every question as the source does."""
     if batch_size < 1:
         raise BadRequest(f"batch size must be at least 1, got {batch_size}", "batch-size")
     report = MigrateReport(source.url, destination.url)
@@ -992,20 +1055,42 @@ def migrate(source: Table, destination: Table, *, batch_size: int = 1000,
     if progress and start:
         progress(sum(1 for _ in source.scan(b"", start)))  # rows already there
     batch: dict[bytes, dict[str, bytes]] = {}
-    for key, cols in source.scan(start or b""):
-        batch[key] = cols
-        if len(batch) >= batch_size:
-            destination.put(batch)
-            report.copied += len(batch)
-            if progress:
-                progress(len(batch))
-            batch = {}
-    if batch:
+    rows = 0  # source rows in the batch (it may hold bucket cells besides)
+    buckets_too = not getattr(destination, "one_call_ranges", False)
+
+    def flush() -> None:
         destination.put(batch)
-        report.copied += len(batch)
+        report.copied += rows
         if progress:
-            progress(len(batch))
+            progress(rows)
+
+    for key, cols in source.scan(start or b""):
+        batch[key] = dict(cols)
+        rows += 1
+        if buckets_too and key[:1] in RUN_OF_FIRST:
+            _first_run_buckets(key, cols, batch)
+        if rows >= batch_size:
+            flush()
+            batch, rows = {}, 0
+    if batch:
+        flush()
     return report
+
+
+def _first_run_buckets(key: bytes, cols: dict[str, bytes],
+                       into: dict[bytes, dict[str, bytes]]) -> None:
+    """The bucket and directory cells of the runs of a first-run row, as a
+    format-4 writer would have written them (a cell that does not decode is
+    copied as it is: fsck reports it)."""
+    try:
+        k = rk.decode(key)
+        runs = list(row_sets(key, cols))
+    except (ValueError, UnicodeDecodeError):
+        return
+    for run_id, checksum, t in runs:
+        for row, new in run_cells(RUN_OF_FIRST[key[:1]], k.namespace or "", k.name or "", t,
+                                  run_id, checksum).items():
+            into.setdefault(row, {}).update(new)
 
 
 def init(table: Table) -> str:

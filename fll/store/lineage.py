@@ -75,13 +75,18 @@ def _now_ms() -> int:
 
 
 #: the row layout this module writes and reads (see the README, "How runs are stored")
-FORMAT = 4
+FORMAT = 5
 #: key prefixes of the rows that gather a column per run or per set: a backend
 #: that stores rows packed keeps these a cell at a time (`SQLiteTable.declare_wide`)
 WIDE_PREFIXES = (rk.BACKWARD + rk.SEP, rk.FORWARD + rk.SEP, rk.BACKWARD_BUCKET + rk.SEP,
-                 rk.FORWARD_BUCKET + rk.SEP)
+                 rk.FORWARD_BUCKET + rk.SEP, rk.FIRST_BACKWARD + rk.SEP,
+                 rk.FIRST_FORWARD + rk.SEP)
 _BUCKET_KINDS = {"incoming": rk.BACKWARD_BUCKET, "outgoing": rk.FORWARD_BUCKET}
 _RUN_KINDS = {"incoming": rk.BACKWARD, "outgoing": rk.FORWARD}
+_FIRST_KINDS = {"incoming": rk.FIRST_BACKWARD, "outgoing": rk.FIRST_FORWARD}
+#: the first-run rows beside each run index (format 5)
+FIRST_OF_RUN = {rk.BACKWARD: rk.FIRST_BACKWARD, rk.FORWARD: rk.FIRST_FORWARD}
+RUN_OF_FIRST = {v: k for k, v in FIRST_OF_RUN.items()}
 #: the run index a bucket kind summarizes, and the by-set index format 2 kept beside it
 RUN_OF_BUCKET = {rk.BACKWARD_BUCKET: rk.BACKWARD, rk.FORWARD_BUCKET: rk.FORWARD}
 BY_SET_OF_RUN = {rk.BACKWARD: rk.BACKWARD_BY_SET, rk.FORWARD: rk.FORWARD_BY_SET}
@@ -248,6 +253,11 @@ class LineageStore:
         if callable(declare):
             declare(WIDE_PREFIXES)
         self.format = self._open_format()
+        # a set's first run indexed without bucket cells (format 5): only where
+        # a question reads the first-run rows of its range in the same call
+        # as its cover; on HBase (keys, not ranges, in one call) every run
+        # writes its bucket cells, as in format 4
+        self.first_runs = self.format >= 5 and bool(getattr(table, "one_call_ranges", False))
 
     def _open_format(self) -> int:
         """The store's format version; an empty store is stamped with this one's.
@@ -336,13 +346,15 @@ class LineageStore:
 
     def _index_rows(self, info: FieldLineageInfo, run_id: str, start: int,
                     program: bytes, into: dict[bytes, dict[str, bytes]] | None = None,
-                    merged: set[tuple[str, int]] | None = None
+                    merged: set[tuple[str, int]] | None = None, first: bool = False
                     ) -> dict[bytes, dict[str, bytes]]:
         """A run's index cells (merged into ``into`` when given: a batch's puts).
         ``merged``: the (set, 4 s bucket) pairs whose bucket cells ``into``
         already holds; a run of one of them adds its run cells only, since the
-        finest bucket fixes every coarser one. The program is in the run row
-        only (``program`` is for callers of older formats)."""
+        finest bucket fixes every coarser one. ``first``: the set's first run
+        (its data row was absent), indexed by its run cells and the same cells
+        in the first-run rows, without bucket cells. The program is in the run
+        row only (``program`` is for callers of older formats)."""
         checksum = info.checksum
         dsts, srcs = self._endpoints(info)
         rows: dict[bytes, dict[str, bytes]] = {} if into is None else into
@@ -359,6 +371,12 @@ class LineageStore:
             _merge_into(rows, prefix(rk.BACKWARD, ns, name) + inv, cell)
         for ns, name in srcs:
             _merge_into(rows, prefix(rk.FORWARD, ns, name) + inv, cell)
+        if first:
+            for ns, name in dsts:
+                _merge_into(rows, prefix(rk.FIRST_BACKWARD, ns, name) + inv, cell)
+            for ns, name in srcs:
+                _merge_into(rows, prefix(rk.FIRST_FORWARD, ns, name) + inv, cell)
+            return rows
         if merged is not None:
             # a set re-run within 4 s of a run earlier in the batch: its 14 or
             # so bucket cells are in the batch already
@@ -452,6 +470,9 @@ class LineageStore:
         for kind, eps in ((rk.BACKWARD, dsts), (rk.FORWARD, srcs)):
             for ns, name in eps:
                 cells.setdefault(rk.run_row(kind, ns, name, start), set()).add(run_id)
+                if self.format >= 5:  # its first-run cell, if it was the set's first run
+                    cells.setdefault(rk.run_row(FIRST_OF_RUN[kind], ns, name, start),
+                                     set()).add(run_id)
                 if self.format < 4:
                     rows.append(rk.dataset_prefix(kind, ns, name) + rk.run_suffix(start, run_id))
                 if self.format < 3:
@@ -492,7 +513,8 @@ class LineageStore:
                 raise _conflict(p.run_id, prior, checksum)
             new += 1
             dkey = data_keys[checksum]
-            if dkey not in existing and dkey not in puts:
+            first = dkey not in existing and dkey not in puts
+            if first:
                 puts[dkey] = self._data_row(p.info)
             prog = (p.program or "").encode("utf-8")
             if prior is not None:
@@ -500,7 +522,8 @@ class LineageStore:
                 gone.update(rows)
                 for key, cols in cells.items():
                     gone_cells.setdefault(key, set()).update(cols)
-            self._index_rows(p.info, p.run_id, start, prog, into=puts, merged=merged)
+            self._index_rows(p.info, p.run_id, start, prog, into=puts, merged=merged,
+                             first=first and self.first_runs)
             puts[run_keys[p.run_id]] = {"c": checksum.encode(), "t": _T.pack(start), "p": prog}
         if gone:
             table.delete(sorted(gone))
@@ -521,8 +544,12 @@ class LineageStore:
         it again finishes it, and fsck repairs both."""
         table = self.table
         self._announce_writer()
-        existing = table.get_many([rk.run(r) for r in items] + [rk.meta(LEASE)])
+        # the data rows too, read before any is put: a set whose row is absent
+        # gets its first run indexed in the first-run rows
+        sets = {rk.data(p.info.checksum) for p in items.values()} if self.first_runs else set()
+        existing = table.get_many([rk.run(r) for r in items] + [rk.meta(LEASE)] + sorted(sets))
         lease = existing.pop(rk.meta(LEASE), None)
+        new_sets = {k for k in sets if existing.pop(k, None) is None}
         if lease is not None and _T.unpack(lease["t"])[0] > _now_ms():
             raise StoreError(f"store {self.url}: maintenance in progress "
                              f"({lease.get('w', b'?').decode(errors='replace')}); "
@@ -554,7 +581,11 @@ class LineageStore:
                 if outcome is None:
                     continue  # recorded and written before: nothing to do
                 prog = (p.program or "").encode("utf-8")
-                self._index_rows(p.info, p.run_id, start, prog, into=index, merged=merged)
+                dkey = rk.data(p.info.checksum)
+                first = dkey in new_sets
+                new_sets.discard(dkey)  # the set's later runs in the batch write buckets
+                self._index_rows(p.info, p.run_id, start, prog, into=index, merged=merged,
+                                 first=first)
                 written[rk.run(p.run_id)] = {"w": _WRITTEN}
                 new += 1
                 if prior is not None:
@@ -813,14 +844,21 @@ class LineageStore:
             [rk.dataset_prefix(bucket_kind, ns, name) + bytes([0x30 + k])
              for k in range(1, len(rk.LEVELS4))]
         found: set[str] = set()
+        first_kind = _FIRST_KINDS[direction]
         if getattr(self.table, "one_call_ranges", False):
             # SQLite, Bigtable: the cover is ≤ 2 contiguous key ranges per level,
             # holding exactly its rows; one read of them asks for no absent key
             # (on SQLite 10x cheaper than a multi-get of a few hundred keys)
             ranges = _cover_ranges(heads, cover, top)
+            if self.format >= 5:
+                # and the sets' first runs in the range, which have no bucket
+                # cells: their rows from the one holding ``start``, filtered
+                # by each run's time below
+                ranges.append(rk.time_range(rk.dataset_prefix(first_kind, ns, name),
+                                            start - start % _RUN_ROW_MS, end))
             top = None
             names = getattr(self.table, "column_names", None)
-            buckets = [r for r in ranges if r[0][:1] != run_kind]
+            buckets = [r for r in ranges if r[0][:1] not in (run_kind, first_kind)]
             found_in_buckets = names(buckets) if names is not None and buckets else None
             if found_in_buckets is None:
                 rows = dict(self.table.scan_ranges(ranges))
@@ -830,7 +868,7 @@ class LineageStore:
                 # instead of a cell per bucket row); the edge run rows are
                 # read as cells, filtered by each run's time below
                 found = found_in_buckets
-                edges = [r for r in ranges if r[0][:1] == run_kind]
+                edges = [r for r in ranges if r[0][:1] in (run_kind, first_kind)]
                 rows = dict(self.table.scan_ranges(edges)) if edges else {}
         else:
             keys = [heads[k] + _INV(rk.MAX_TIME - t) for k, t in cover]
@@ -847,7 +885,7 @@ class LineageStore:
             if tops:
                 rows.update(self.table.get_many(tops))
         for key, cols in rows.items():
-            if key[:1] == run_kind:  # a run row: its runs filtered by their exact time
+            if key[:1] in (run_kind, first_kind):  # runs, filtered by their exact time
                 try:
                     found.update(c for _, c, t in row_sets(key, cols) if start <= t < end)
                 except (ValueError, UnicodeDecodeError):

@@ -13,7 +13,7 @@ from fll import EndPoint, EndPointField, StoreError, open_store
 from fll import rowkeys as rk
 from fll.store import LineageStore, admin
 from fll.codec import canonical_bytes, summaries_to_bytes
-from fll.store.lineage import BY_SET_OF_RUN, FORMAT, decode_data, row_sets
+from fll.store.lineage import BY_SET_OF_RUN, FORMAT, decode_data, row_sets, run_cells
 from tests.lineage_examples import chain
 
 from .conftest import open_url
@@ -49,7 +49,8 @@ def _answers(store: LineageStore) -> dict:
 
 
 def to_older_format(table, fmt: int) -> None:
-    """Rewrite a store's rows as format ``fmt`` (1, 2 or 3) wrote them: a
+    """Rewrite a store's rows as format ``fmt`` (1 to 4) wrote them: format 4
+    without first-run rows, every run with its bucket cells; before it a
     narrow index row per run and endpoint; format 3 with narrow bucket rows
     (4 s x16 levels, raw checksum in the key); format 2 with the by-set index
     ``B|``/``F|``, the program in every index row, plain ``o``/``s`` data rows
@@ -58,7 +59,20 @@ def to_older_format(table, fmt: int) -> None:
     gone: list[bytes] = []
     for key, cols in list(table.scan()):
         kind = key[:1]
-        if kind in (rk.BACKWARD, rk.FORWARD):
+        if kind in (rk.FIRST_BACKWARD, rk.FIRST_FORWARD):
+            # format 4 had no first-run rows: every run had its bucket cells
+            gone.append(key)
+            if fmt == 4:
+                k = rk.decode(key)
+                run_kind = {rk.FIRST_BACKWARD: rk.BACKWARD, rk.FIRST_FORWARD: rk.FORWARD}[kind]
+                for run_id, checksum, start in row_sets(key, cols):
+                    for row, new in run_cells(run_kind, k.namespace, k.name, start, run_id,
+                                              checksum).items():
+                        puts.setdefault(row, {}).update(new)
+        elif fmt == 4:
+            if key == rk.meta("format"):
+                puts[key] = {"v": b"4"}
+        elif kind in (rk.BACKWARD, rk.FORWARD):
             k = rk.decode(key)
             gone.append(key)
             for run_id, checksum, start in row_sets(key, cols):
@@ -322,3 +336,39 @@ def test_an_older_store_upgrades_in_place_on_backends_without_transactions(open_
     assert store.format == FORMAT and _answers(store) == want
     fsck = admin.fsck(store.table)
     assert fsck.clean, fsck.to_dict()
+
+
+def _first_run_rows(table) -> list[bytes]:
+    return [k for k, _ in table.scan() if k[:1] in (rk.FIRST_BACKWARD, rk.FIRST_FORWARD)]
+
+
+def test_a_format_4_store_upgrades_to_5_without_rewriting_a_row(tmp_path):
+    """Format 5 only adds first-run rows: a format-4 store is read as it is,
+    gets none until it is upgraded (a format-4 reader beside it would miss
+    them), and the upgrade only stamps the format."""
+    url = f"sqlite:///{tmp_path}/four.db"
+    with open_store(url) as store:
+        _history(store)
+        want = _answers(store)
+        assert _first_run_rows(store.table)
+        to_older_format(store.table, 4)
+        assert not _first_run_rows(store.table)
+    with open_store(url) as store:
+        assert store.format == 4 and not store.first_runs
+        assert _answers(store) == want
+        assert admin.fsck(store.table).clean
+        store.record(chain(EndPoint("n", "raw/new"), DST, ["a"]), "new-4", 1_650_000_000_000)
+        assert not _first_run_rows(store.table)
+        want = _answers(store)
+        rows = [r for r in store.table.scan() if r[0] != rk.meta("format")]
+        report = admin.upgrade(store.table)
+        assert (report.from_format, report.to_format) == (4, FORMAT) == (4, 5)
+        assert [r for r in store.table.scan() if r[0] != rk.meta("format")] == rows
+    with open_store(url) as store:
+        assert store.format == 5 and store.first_runs
+        assert _answers(store) == want
+        assert admin.fsck(store.table).clean
+        store.record(chain(EndPoint("n", "raw/newer"), DST, ["a"]), "new-5", 1_650_000_000_001)
+        assert _first_run_rows(store.table)
+        assert "new-5" in {r.run_id for r in store.runs(DST, 0, rk.MAX_TIME)}
+        assert admin.fsck(store.table).clean
