@@ -946,10 +946,11 @@ def fsck(state: State, repair: bool, fmt: str) -> None:
         click.get_current_context().exit(report.exit_code)
     d = report.to_dict()
     labels = [("dangling_index_rows", "dangling index row (data row missing)"),
-              ("orphaned_data_rows", "orphaned data row (nothing references it)"),
+              ("orphaned_data_rows", "orphaned data or shape row (nothing references it)"),
               ("missing_run_rows", "run row missing (index rows present)"),
               ("missing_index_twins", "index twin missing"),
               ("stale_bucket_rows", "bucket row no run keeps"),
+              ("first_run_cells_without_their_run", "first-run cell without its run cell"),
               ("unfinished_runs", "run whose index rows were never all written"),
               ("older_format_rows", "row of an older format left by an upgrade"),
               ("corrupt_rows", "corrupt row"),
@@ -992,7 +993,8 @@ def purge(state: State, before: str, dry_run: bool, fmt: str) -> None:
         return
     verb = "would remove" if dry_run else "removed"
     click.echo(f"{verb} {report.runs} run(s) started before {adm.iso_ms(cut)}: "
-               f"{report.index_rows} index rows, {report.data_rows} data rows")
+               f"{report.index_rows} index rows, {report.data_rows} data rows, "
+               f"{report.shape_rows} shape rows")
 
 
 @admin.command()

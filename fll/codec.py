@@ -9,7 +9,7 @@ migration. Decoding never trusts its input: every malformed value raises
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import msgpack
 import xxhash
@@ -270,13 +270,23 @@ def summaries_to_bytes(info: FieldLineageInfo) -> bytes:
     return msgpack.packb(doc, use_bin_type=True)
 
 
+#: the namespace of a shape's placeholder endpoints (a set using it is never stored as a shape)
+PLACEHOLDER_NS = "#"
+
+
 class Summaries:
     """Decoded summaries of one operation set (see `summaries_to_bytes`)."""
 
-    def __init__(self, raw: bytes):
+    def __init__(self, raw: bytes, endpoints: Sequence[EndPoint] | None = None):
+        """``endpoints``: those of a set stored as a shape (`fll.store.lineage`),
+        standing for the shape's placeholders ``#:0``, ``#:1``… in order."""
         try:
             doc = msgpack.unpackb(raw, raw=False, strict_map_key=True)
-            eps = [EndPoint(ns, n) for ns, n in doc["endpoints"]]
+            if endpoints is None:
+                eps = [EndPoint(ns, n) for ns, n in doc["endpoints"]]
+            else:
+                eps = [endpoints[int(n)] if ns == PLACEHOLDER_NS else EndPoint(ns, n)
+                       for ns, n in doc["endpoints"]]
             self.fields = [EndPointField(eps[e], n) for e, n in doc["fields"]]
             self.incoming = {self.fields[k]: frozenset(self.fields[x] for x in v)
                              for k, v in doc["in"]}

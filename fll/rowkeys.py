@@ -4,7 +4,8 @@ Format 5 (wide rows: a column per run or per set; format 4 without ``i|``/``o|``
 
 | key | one per | columns |
 |---|---|---|
-| ``d|<checksum>`` | distinct operation set | its operations, compressed (see `fll.store.lineage`) |
+| ``d|<checksum>`` | distinct operation set | its operations, compressed, or its shape and endpoints (see `fll.store.lineage`) |
+| ``p|<checksum>`` | distinct shape: a set with its endpoints left out | the shape's operations and summaries, compressed |
 | ``b|<ns>|<name>|<inv 64 ms>`` | destination × 64 ms with a run | ``<run>`` → ms offset, raw checksum |
 | ``f|<ns>|<name>|<inv 64 ms>`` | source × 64 ms with a run | ``<run>`` → ms offset, raw checksum |
 | ``i|<ns>|<name>|<inv 64 ms>`` | destination × 64 ms with a set's first run | as ``b|`` (format 5) |
@@ -61,11 +62,13 @@ META = b"v"
 #: so a set with one run needs no bucket cells (see `fll.store.lineage`)
 FIRST_BACKWARD = b"i"
 FIRST_FORWARD = b"o"
+#: format 5: what the operation sets of one shape share (see `fll.store.lineage`)
+SHAPE = b"p"
 KINDS = {BACKWARD_BUCKET: "backward-buckets", FORWARD_BUCKET: "forward-buckets",
          META: "meta", DATA: "data", BACKWARD: "backward", FORWARD: "forward",
          BACKWARD_BY_SET: "backward-by-set", FORWARD_BY_SET: "forward-by-set", RUN: "run",
          SCHEMA: "schema", ALIAS: "alias", ALIASED_BY: "aliased-by",
-         FIRST_BACKWARD: "backward-first", FIRST_FORWARD: "forward-first"}
+         FIRST_BACKWARD: "backward-first", FIRST_FORWARD: "forward-first", SHAPE: "shape"}
 
 _ESCAPE = {ord("%"): "%25", ord("|"): "%7C"}
 _ESCAPE.update({c: f"%{c:02X}" for c in range(0x20)})
@@ -110,6 +113,10 @@ def uninvert(raw: bytes) -> int:
 
 def data(checksum: str) -> bytes:
     return DATA + SEP + escape(checksum)
+
+
+def shape(checksum: str) -> bytes:
+    return SHAPE + SEP + escape(checksum)
 
 
 @lru_cache(maxsize=16384)
@@ -356,6 +363,8 @@ def decode(key: bytes) -> Key:
         raise ValueError(f"not an fll row key: {key!r}")
     if kind == DATA:
         return Key("data", checksum=unescape(rest))
+    if kind == SHAPE:
+        return Key("shape", checksum=unescape(rest))
     if kind == RUN:
         return Key("run", run_id=unescape(rest))
     if kind == META:

@@ -29,10 +29,11 @@ import msgpack
 from .. import rowkeys as rk
 from ..codec import Summaries, decode_canonical
 from ..errors import BadRequest, FllError
+from ..model import EndPoint
 from .base import Table
 from .lineage import (BY_SET_OF_RUN, FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, WIDE_PREFIXES,
-                      LineageStore, data_parts, decode_data, row_sets, run_cells,
-                      set_used_since, unused_buckets)
+                      SHAPED, LineageStore, data_parts, decode_data, join_shape, row_sets,
+                      run_cells, set_used_since, shape_ref, unused_buckets)
 
 Progress = Callable[[int], None]
 _T = struct.Struct(">q")
@@ -178,7 +179,10 @@ def decode_column(kind: str, column: str, value: bytes) -> Any:
     try:
         if kind == "data" and column in ("o", "s"):
             return _jsonable(msgpack.unpackb(value, raw=False, strict_map_key=False))
-        if kind == "data" and column == "z":  # operations and summaries, deflated (format 3)
+        if kind == "data" and column == SHAPED:  # a shape and its endpoints (format 5)
+            checksum, eps = shape_ref({column: value})
+            return {"shape": checksum, "endpoints": _jsonable(eps)}
+        if kind in ("data", "shape") and column == "z":  # operations and summaries, deflated
             ops, summaries = data_parts({"z": value})
             return {"o": _jsonable(msgpack.unpackb(ops, raw=False, strict_map_key=False)),
                     "s": _jsonable(msgpack.unpackb(summaries, raw=False, strict_map_key=False))}
@@ -554,14 +558,39 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
     fmt_row = table.get(rk.meta("format"))
     report.format = int(fmt_row["v"]) if fmt_row and fmt_row.get("v", b"").isdigit() else 1
     data: set[str] = set()
+    # the shapes first (format 5): few, and every shaped d| row is checked against its own
+    shapes: dict[str, tuple[bytes, bytes]] = {}
+    shape_keys: dict[str, bytes] = {}
+    for key, cols in table.scan(rk.SHAPE + rk.SEP, rk.prefix_end(rk.SHAPE + rk.SEP)):
+        try:
+            c = rk.decode(key).checksum or ""
+            shape_keys[c] = key
+            shapes[c] = data_parts(cols)
+            decode_canonical(shapes[c][0])
+            Summaries(shapes[c][1])
+        except (ValueError, FllError, UnicodeDecodeError):
+            shapes.pop(c, None)
+            report.corrupt.append(key)
+    used_shapes: set[str] = set()
     for key, cols in table.scan(rk.DATA + rk.SEP, rk.prefix_end(rk.DATA + rk.SEP)):
         stored = rk.decode(key).checksum or ""
         data.add(stored)
         try:
-            ops, summaries = data_parts(cols)
-            decode_canonical(ops)
-            Summaries(summaries)
-        except (ValueError, FllError):
+            if SHAPED in cols:
+                shape_checksum, eps = shape_ref(cols)
+                used_shapes.add(shape_checksum)
+                if shape_checksum not in shapes:
+                    raise ValueError("its shape row is missing or corrupt")
+                ops = join_shape(shapes[shape_checksum][0], eps)
+                if decode_canonical(ops).checksum != stored:
+                    raise ValueError("its shape and endpoints make another set")
+                Summaries(shapes[shape_checksum][1], [EndPoint(e["namespace"], e["name"])
+                                                      for e in eps])
+            else:
+                ops, summaries = data_parts(cols)
+                decode_canonical(ops)
+                Summaries(summaries)
+        except (ValueError, FllError, IndexError, TypeError, KeyError):
             report.corrupt.append(key)
     referenced: set[str] = set()
     # runs seen in b|/f| rows, and twins expected, checked a batch at a time so
@@ -614,7 +643,7 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
         if progress:
             progress(1)
         kind = key[:1]
-        if kind in (rk.DATA, rk.META) and key[1:2] == rk.SEP:
+        if kind in (rk.DATA, rk.META, rk.SHAPE) and key[1:2] == rk.SEP:
             continue
         try:
             k = rk.decode(key)
@@ -686,7 +715,8 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
     check_runs()
     check_twins()
     check_firsts()
-    report.orphans = [rk.data(c) for c in sorted(data - referenced)]
+    report.orphans = [rk.data(c) for c in sorted(data - referenced)] + \
+        [shape_keys[c] for c in sorted(set(shape_keys) - used_shapes)]
     if repair and not report.clean:
         with maintenance(table, "fsck --repair"):
             _repair(table, report)
@@ -742,9 +772,11 @@ def _repair(table: Table, report: FsckReport) -> None:
     def drop_orphans(t: Table, keys: list[bytes]) -> None:
         gone = []
         for key, cols in t.get_many(keys).items():
+            if key[:1] == rk.SHAPE:
+                continue  # after the data rows: `drop_unused_shapes`
             checksum = rk.decode(key).checksum or ""
             try:
-                info = decode_data(cols)
+                info = decode_data(cols, t)
             except (ValueError, FllError):
                 continue  # corrupt: reported, never deleted
             if not set_used_since(t, checksum, _set_endpoints(info), 0):
@@ -795,7 +827,7 @@ def _repair(table: Table, report: FsckReport) -> None:
                 continue
             data = t.get(rk.data(cols["c"].decode()))
             try:
-                info = decode_data(data) if data else None
+                info = decode_data(data, t) if data else None
             except (ValueError, FllError):
                 info = None
             if info is None:
@@ -817,6 +849,8 @@ def _repair(table: Table, report: FsckReport) -> None:
     for items, fix in steps:
         for batch in chunks(items):
             atomically(table, functools.partial(_apply, fix, batch))
+    if report.orphans:
+        drop_unused_shapes(table)
 
 
 def _apply(fix: Callable[[Table, list], None], batch: list, table: Table) -> None:
@@ -838,13 +872,15 @@ class PurgeReport:
     index_rows: int = 0
     bucket_rows: int = 0
     data_rows: int = 0
+    shape_rows: int = 0
     #: bucket and data rows a dry run already counted (a set spans batches)
     counted: set = field(default_factory=set, repr=False)
 
     def to_dict(self) -> dict:
         return {"before_ms": self.before_ms, "before": iso_ms(self.before_ms),
                 "dry_run": self.dry_run, "runs": self.runs, "index_rows": self.index_rows,
-                "bucket_rows": self.bucket_rows, "data_rows": self.data_rows}
+                "bucket_rows": self.bucket_rows, "data_rows": self.data_rows,
+                "shape_rows": self.shape_rows}
 
 
 def count_runs_before(table: Table, before_ms: int) -> int:
@@ -905,6 +941,8 @@ def _purge(store: LineageStore, before_ms: int, *, dry_run: bool = False,
         if len(batch) >= _BATCH:
             flush()
     flush()
+    if not dry_run and report.data_rows:
+        report.shape_rows = drop_unused_shapes(table)
     if not dry_run:  # schemas reported by purged runs
         old: list[bytes] = []
         for key, _ in table.scan(rk.SCHEMA + rk.SEP, rk.prefix_end(rk.SCHEMA + rk.SEP)):
@@ -913,6 +951,35 @@ def _purge(store: LineageStore, before_ms: int, *, dry_run: bool = False,
                 old.append(key)
         _delete(table, old)
     return report
+
+
+def _shapes_used(table: Table) -> set[str]:
+    """The shapes the ``d|`` rows name (one scan of them)."""
+    used = set()
+    for _, cols in table.scan(rk.DATA + rk.SEP, rk.prefix_end(rk.DATA + rk.SEP)):
+        value = cols.get(SHAPED)
+        if value is not None and len(value) >= 16:
+            used.add(rk.checksum_of(value[:16]))
+    return used
+
+
+def drop_unused_shapes(table: Table) -> int:
+    """Remove the ``p|`` rows no ``d|`` row names any more, in one transaction
+    with the scan that decides it (elsewhere under the maintenance lease, as
+    purge and repair run): a writer storing a set of a shape writes the shape
+    again in its own transaction. Returns how many went."""
+    def drop(t: Table) -> int:
+        used = _shapes_used(t)
+        gone = []
+        for key, _ in t.scan(rk.SHAPE + rk.SEP, rk.prefix_end(rk.SHAPE + rk.SEP)):
+            try:
+                if rk.decode(key).checksum not in used:
+                    gone.append(key)
+            except (ValueError, UnicodeDecodeError):
+                continue  # of no known shape: fsck reports it
+        t.delete(gone)
+        return len(gone)
+    return atomically(table, drop)
 
 
 def _purge_in_txn(store: LineageStore, keys: list[bytes], before_ms: int,

@@ -47,9 +47,11 @@ from collections import OrderedDict
 from typing import AbstractSet as Set, Iterable, Iterator, NamedTuple, Sequence
 
 import msgpack
+import xxhash
 
 from .. import rowkeys as rk
-from ..codec import Summaries, canonical_bytes, decode_canonical, summaries_to_bytes
+from ..codec import (PLACEHOLDER_NS, Summaries, canonical_bytes, decode_canonical,
+                     summaries_to_bytes)
 from ..errors import FllError, InvalidLineageError, StoreError
 from ..model import DROPPED, EndPoint, EndPointField, FieldLineageInfo, Operation
 from .base import Table
@@ -145,9 +147,101 @@ def data_parts(row: dict[str, bytes]) -> tuple[bytes, bytes]:
     return body[4:4 + n], body[4 + n:]
 
 
-def decode_data(row: dict[str, bytes]) -> FieldLineageInfo:
-    """The operation set of a ``d|`` row of any format; FllError or ValueError if corrupt."""
+def decode_data(row: dict[str, bytes], table: Table | None = None) -> FieldLineageInfo:
+    """The operation set of a ``d|`` row of any format (a row in shape form
+    reads its shape row from ``table``); FllError or ValueError if corrupt."""
+    if SHAPED in row:
+        if table is None:
+            raise ValueError("a data row in shape form read without its table")
+        shape_checksum, eps = shape_ref(row)
+        shape_row = table.get(rk.shape(shape_checksum))
+        if shape_row is None:
+            raise ValueError(f"the shape {shape_checksum} of a data row is missing")
+        return decode_canonical(join_shape(data_parts(shape_row)[0], eps))
     return decode_canonical(data_parts(row)[0])
+
+
+# -- shapes (format 5) -----------------------------------------------------------
+#
+# A daily job reading ``.../day=N`` records a new set every day that differs
+# from yesterday's only in an endpoint. Its ``d|`` row then holds only what
+# differs: ``y`` = the 16 raw bytes of its shape's checksum and the endpoints
+# (msgpack, each as the canonical operations spell it, in order of first
+# appearance). The shape, ``p|<checksum>``, is the set's canonical operations
+# with each endpoint replaced by a placeholder ``#:<i>``, and the summaries of
+# that placeholder set, encoded as a full ``d|`` row is (`data_row`): every set
+# of the shape shares it, and its summaries are the set's once the endpoints
+# are put back (`fll.codec.Summaries`), so no read computes one. A set whose
+# endpoints cannot stand apart (one dataset with two sets of properties, a
+# namespace ``#``), or whose rebuilt operations would not be byte for byte its
+# canonical ones, keeps a full row.
+SHAPED = "y"
+_ENDPOINT_FIELDS = ("destination", "source")
+
+
+def split_shape(ops: bytes) -> tuple[bytes, list[dict]] | None:
+    """(the shape's canonical bytes, the endpoints in placeholder order) of a
+    set's canonical operations, or None when it cannot be stored as a shape."""
+    doc = msgpack.unpackb(ops, raw=False)
+    eps: list[dict] = []
+    index: dict[bytes, int] = {}
+    named: dict[tuple[str, str], bytes] = {}
+    for op in doc["operations"]:
+        for field in _ENDPOINT_FIELDS:
+            ep = op.get(field)
+            if ep is None:
+                continue
+            if ep["namespace"] == PLACEHOLDER_NS:
+                return None
+            packed = msgpack.packb(ep, use_bin_type=True)
+            if named.setdefault((ep["namespace"], ep["name"]), packed) != packed:
+                return None  # one dataset, two sets of properties: a summary tells them apart
+            i = index.get(packed)
+            if i is None:
+                i = index[packed] = len(eps)
+                eps.append(ep)
+            op[field] = {"name": str(i), "namespace": PLACEHOLDER_NS, "properties": {}}
+    shape = msgpack.packb(doc, use_bin_type=True)
+    # as a reader will rebuild it, from the endpoints as stored
+    stored = shape_ref({SHAPED: bytes(16) + _pack_endpoints(eps)})[1]
+    if join_shape(shape, stored) != ops:
+        return None
+    return shape, eps
+
+
+def join_shape(shape: bytes, eps: Sequence[dict]) -> bytes:
+    """A set's canonical operations from its shape and its endpoints."""
+    doc = msgpack.unpackb(shape, raw=False)
+    for op in doc["operations"]:
+        for field in _ENDPOINT_FIELDS:
+            ep = op.get(field)
+            if ep is not None and ep.get("namespace") == PLACEHOLDER_NS:
+                op[field] = eps[int(ep["name"])]
+    return msgpack.packb(doc, use_bin_type=True)
+
+
+def _pack_endpoints(eps: list[dict]) -> bytes:
+    # [namespace, name, properties] each: the map keys the canonical form spells out, left out
+    return msgpack.packb([[e["namespace"], e["name"], e["properties"]] for e in eps],
+                         use_bin_type=True)
+
+
+def shape_ref(row: dict[str, bytes]) -> tuple[str, list[dict]]:
+    """(shape checksum, endpoints) of a ``d|`` row in shape form; ValueError if corrupt."""
+    value = row[SHAPED]
+    if len(value) < 17:
+        raise ValueError("a shaped data row too short to name its shape")
+    try:
+        packed = msgpack.unpackb(value[16:], raw=False)
+    except Exception as e:  # msgpack raises several unrelated types on garbage
+        raise ValueError(f"a shaped data row's endpoints do not decode ({e})") from None
+    if not isinstance(packed, list) or not all(
+            isinstance(e, list) and len(e) == 3 and isinstance(e[0], str)
+            and isinstance(e[1], str) and isinstance(e[2], dict) for e in packed):
+        raise ValueError("a shaped data row's endpoints are not a list of endpoints")
+    # in the canonical form's key order (name, namespace, properties)
+    return rk.checksum_of(value[:16]), [{"name": n, "namespace": ns, "properties": p}
+                                        for ns, n, p in packed]
 
 
 class RunInfo(NamedTuple):
@@ -168,10 +262,15 @@ class OperationGroup(NamedTuple):
 
 
 class _Cached:
-    __slots__ = ("raw_ops", "summaries", "_info", "_where")
+    """A decoded ``d|`` row: its summaries, and its operations decoded on first
+    use (a set stored as a shape: rebuilt from the shape and its endpoints)."""
 
-    def __init__(self, raw_ops: bytes, summaries: Summaries, where: tuple[str, bytes]):
-        self.raw_ops = raw_ops
+    __slots__ = ("_ops", "_eps", "summaries", "_info", "_where")
+
+    def __init__(self, ops: bytes, summaries: Summaries, where: tuple[str, bytes],
+                 eps: list[dict] | None = None):
+        self._ops = ops
+        self._eps = eps
         self.summaries = summaries
         self._info: FieldLineageInfo | None = None
         self._where = where
@@ -180,9 +279,13 @@ class _Cached:
     def info(self) -> FieldLineageInfo:
         if self._info is None:
             try:
-                self._info = decode_canonical(self.raw_ops)
-            except FllError:
+                ops = self._ops if self._eps is None else join_shape(self._ops, self._eps)
+                self._info = decode_canonical(ops)
+            except (FllError, ValueError, KeyError, IndexError, TypeError):
                 raise _corrupt(*self._where) from None
+            if self._eps is not None and self._info.checksum != rk.decode(self._where[1]).checksum:
+                self._info = None
+                raise _corrupt(*self._where)
         return self._info
 
 
@@ -249,6 +352,8 @@ class LineageStore:
         self._writer_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._announced = -WRITER_TTL_MS
         self._raw: dict[str, bytes] = {}
+        self._shape_rows: dict[str, bytes] = {}  # shape checksum -> its p| row's z, to write
+        self._shapes: OrderedDict[str, tuple[bytes, bytes]] = OrderedDict()  # read: ops, summaries
         declare = getattr(table, "declare_wide", None)
         if callable(declare):
             declare(WIDE_PREFIXES)
@@ -461,7 +566,7 @@ class LineageStore:
         if row is None:
             return [], {}  # its data row is gone: fsck removes what is left
         try:
-            info = decode_data(row)
+            info = decode_data(row, table)
         except (FllError, ValueError):
             return [], {}
         dsts, srcs = self._endpoints(info)
@@ -486,9 +591,27 @@ class LineageStore:
             cells.setdefault(key, set()).add(col)
         return rows, cells
 
-    @staticmethod
-    def _data_row(info: FieldLineageInfo) -> dict[str, bytes]:
-        return data_row(info)
+    def _data_rows(self, info: FieldLineageInfo) -> dict[bytes, dict[str, bytes]]:
+        """The ``d|`` row of a set, and the ``p|`` row of its shape (format 5)."""
+        key = rk.data(info.checksum)
+        if self.format < 5:
+            return {key: data_row(info)}
+        ops = canonical_bytes(info.operations)
+        split = split_shape(ops)
+        if split is None:
+            return {key: data_row(info)}
+        shape, eps = split
+        shape_checksum = xxhash.xxh3_128_hexdigest(shape)
+        z = self._shape_rows.get(shape_checksum)
+        if z is None:
+            shaped = decode_canonical(shape)
+            if shaped.checksum != shape_checksum:
+                return {key: data_row(info)}  # not canonical as rebuilt: keep it whole
+            if len(self._shape_rows) > 1024:
+                self._shape_rows.clear()
+            z = self._shape_rows[shape_checksum] = data_row(shaped)["z"]
+        value = rk.checksum_bytes(shape_checksum) + _pack_endpoints(eps)
+        return {key: {SHAPED: value}, rk.shape(shape_checksum): {"z": z}}
 
     def _record_in_txn(self, table: Table, items: dict[str, "_Pending"],
                        supersede: bool) -> int:
@@ -515,7 +638,7 @@ class LineageStore:
             dkey = data_keys[checksum]
             first = dkey not in existing and dkey not in puts
             if first:
-                puts[dkey] = self._data_row(p.info)
+                puts.update(self._data_rows(p.info))
             prog = (p.program or "").encode("utf-8")
             if prior is not None:
                 rows, cells = self._old_index(table, prior, p.run_id, start)
@@ -564,7 +687,7 @@ class LineageStore:
             if old.get("c") == p.info.checksum.encode() and old.get("w") != _PENDING:
                 continue  # recorded and written before
             if rk.data(p.info.checksum) not in data_rows:
-                data_rows[rk.data(p.info.checksum)] = self._data_row(p.info)
+                data_rows.update(self._data_rows(p.info))
         if not data_rows:
             return 0
         table.put(data_rows)
@@ -772,16 +895,63 @@ class LineageStore:
         return {t: sorted(a) for t, a in out.items()}
 
     # -- operation sets --------------------------------------------------------
-    def _decode(self, checksum: str, row: dict[str, bytes] | None) -> _Cached:
+    def _decode(self, checksum: str, row: dict[str, bytes] | None,
+                shapes: dict[str, tuple[bytes, bytes]]) -> _Cached:
         key = rk.data(checksum)
         if row is None:
             raise StoreError(f"store {self.url}: operation set {checksum} is referenced by an "
                              f"index row but its data row is missing (run `fll admin fsck`)")
         try:
+            if SHAPED in row:
+                shape_checksum, eps = shape_ref(row)
+                shape = shapes.get(shape_checksum)
+                if shape is None:
+                    raise StoreError(f"store {self.url}: operation set {checksum} has the shape "
+                                     f"{shape_checksum}, whose row is missing (run "
+                                     f"`fll admin fsck`)")
+                return _Cached(shape[0], Summaries(shape[1], [EndPoint(e["namespace"], e["name"])
+                                                              for e in eps]),
+                               (self.url, key), eps)
             ops, summaries = data_parts(row)
             return _Cached(ops, Summaries(summaries), (self.url, key))
-        except (ValueError, FllError):
+        except StoreError:
+            raise
+        except (ValueError, FllError, IndexError, TypeError):
             raise _corrupt(self.url, key) from None  # never cached: a repair shows at once
+
+    def _load_shapes(self, rows: Iterable[dict[str, bytes]]) -> dict[str, tuple[bytes, bytes]]:
+        """The shapes these ``d|`` rows name: the cache first, the rest in one
+        multi-get (an absent or corrupt shape is left out: each set naming it
+        is then a store error)."""
+        out: dict[str, tuple[bytes, bytes]] = {}
+        wanted = set()
+        with self._lock:
+            for row in rows:
+                value = row.get(SHAPED)
+                if value is not None and len(value) >= 16:
+                    c = rk.checksum_of(value[:16])
+                    hit = self._shapes.get(c)
+                    if hit is not None:
+                        self._shapes.move_to_end(c)
+                        out[c] = hit
+                    else:
+                        wanted.add(c)
+        if not wanted:
+            return out
+        found = self.table.get_many(sorted(rk.shape(c) for c in wanted))
+        for c in wanted:
+            shape_row = found.get(rk.shape(c))
+            if shape_row is None:
+                continue
+            try:
+                out[c] = parts = data_parts(shape_row)
+            except ValueError:
+                continue
+            with self._lock:
+                self._shapes[c] = parts
+                if len(self._shapes) > 1024:
+                    self._shapes.popitem(last=False)
+        return out
 
     def _remember(self, checksum: str, cached: _Cached) -> None:
         with self._lock:
@@ -806,8 +976,9 @@ class LineageStore:
                     missing.append(c)
         if missing:
             rows = self.table.get_many([rk.data(c) for c in missing])
+            shapes = self._load_shapes(rows.values())
             for c in missing:
-                cached = self._decode(c, rows.get(rk.data(c)))
+                cached = self._decode(c, rows.get(rk.data(c)), shapes)
                 self._remember(c, cached)
                 out[c] = cached
         return out

@@ -13,7 +13,8 @@ from fll import EndPoint, EndPointField, StoreError, open_store
 from fll import rowkeys as rk
 from fll.store import LineageStore, admin
 from fll.codec import canonical_bytes, summaries_to_bytes
-from fll.store.lineage import BY_SET_OF_RUN, FORMAT, decode_data, row_sets, run_cells
+from fll.store.lineage import (BY_SET_OF_RUN, FORMAT, SHAPED, data_row, decode_data, row_sets,
+                               run_cells)
 from tests.lineage_examples import chain
 
 from .conftest import open_url
@@ -69,7 +70,7 @@ def to_older_format(table, fmt: int) -> None:
                     for row, new in run_cells(run_kind, k.namespace, k.name, start, run_id,
                                               checksum).items():
                         puts.setdefault(row, {}).update(new)
-        elif fmt == 4:
+        elif fmt == 4 and kind != rk.SHAPE and not (kind == rk.DATA and SHAPED in cols):
             if key == rk.meta("format"):
                 puts[key] = {"v": b"4"}
         elif kind in (rk.BACKWARD, rk.FORWARD):
@@ -92,10 +93,13 @@ def to_older_format(table, fmt: int) -> None:
                                checksum)] = {"x": b""}
         elif kind in (rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET):
             gone.append(key)
-        elif kind == rk.DATA and fmt < 3:
-            info = decode_data(cols)
+        elif kind == rk.SHAPE:
+            gone.append(key)  # format 5's shapes: every older format has whole d| rows
+        elif kind == rk.DATA and (fmt < 3 or SHAPED in cols):
+            info = decode_data(cols, table)
             gone.append(key)
-            puts[key] = {"o": canonical_bytes(info.operations), "s": summaries_to_bytes(info)}
+            puts[key] = {"o": canonical_bytes(info.operations), "s": summaries_to_bytes(info)} \
+                if fmt < 3 else data_row(info)
         elif key == rk.meta("format"):
             gone.append(key)
             if fmt >= 2:
@@ -310,13 +314,45 @@ def test_a_data_row_of_an_unknown_encoding_is_a_corrupt_row_never_cached(tmp_pat
         store._cache.clear()
         key = rk.data(info.checksum)
         good = store.table.get(key)
-        store.table.put({key: {"z": b"\x09" + good["z"][1:]}})  # an unknown version
+        from fll.store.lineage import data_row
+        store.table.delete([key])
+        store.table.put({key: {"z": b"\x09" + data_row(info)["z"][1:]}})  # an unknown version
         for _ in range(2):
             with pytest.raises(StoreError, match=r"d\|.*is corrupt.*fll admin fsck"):
                 store.operation_set(info.checksum)
         assert admin.fsck(store.table).corrupt == [key]
+        store.table.delete([key])
         store.table.put({key: good})
         assert store.operation_set(info.checksum) == info
+
+
+def test_a_set_whose_shape_is_missing_or_wrong_is_a_store_error_and_fsck_names_it(tmp_path):
+    info = _wide(3)
+    with open_store(f"sqlite:///{tmp_path}/d.db") as store:
+        store.record(info, "r1", 1000)
+        key = rk.data(info.checksum)
+        shaped = store.table.get(key)
+        assert list(shaped) == [SHAPED]
+        shape_key = next(k for k, _ in store.table.scan(b"p|", b"p}"))
+        shape = store.table.get(shape_key)
+        store.table.delete([shape_key])
+        store._cache.clear()
+        store._shapes.clear()
+        with pytest.raises(StoreError, match=r"shape .* row is missing.*fll admin fsck"):
+            store.operation_set(info.checksum)
+        assert admin.fsck(store.table).corrupt == [key]
+        store.table.put({shape_key: shape})
+        # endpoints that make another set than the key says
+        value = shaped[SHAPED]
+        store.table.put({key: {SHAPED: value.replace(b"dst", b"dsx")}})
+        store._cache.clear()
+        with pytest.raises(StoreError, match=r"d\|.*is corrupt"):
+            store.operation_set(info.checksum)
+        assert admin.fsck(store.table).corrupt == [key]
+        store.table.put({key: shaped})
+        store._cache.clear()
+        assert store.operation_set(info.checksum) == info
+        assert admin.fsck(store.table).clean
 
 
 @pytest.mark.parametrize("fmt", [2, 3])
