@@ -941,8 +941,9 @@ def _purge(store: LineageStore, before_ms: int, *, dry_run: bool = False,
         if len(batch) >= _BATCH:
             flush()
     flush()
-    if not dry_run and report.data_rows:
-        report.shape_rows = drop_unused_shapes(table)
+    if report.data_rows:
+        report.shape_rows = _unused_shapes(table, report.counted) if dry_run \
+            else drop_unused_shapes(table)
     if not dry_run:  # schemas reported by purged runs
         old: list[bytes] = []
         for key, _ in table.scan(rk.SCHEMA + rk.SEP, rk.prefix_end(rk.SCHEMA + rk.SEP)):
@@ -961,6 +962,17 @@ def _shapes_used(table: Table) -> set[str]:
         if value is not None and len(value) >= 16:
             used.add(rk.checksum_of(value[:16]))
     return used
+
+
+def _unused_shapes(table: Table, going: set) -> int:
+    """How many shapes no ``d|`` row would name once the rows in ``going`` are gone."""
+    used = set()
+    for key, cols in table.scan(rk.DATA + rk.SEP, rk.prefix_end(rk.DATA + rk.SEP)):
+        value = cols.get(SHAPED)
+        if key not in going and value is not None and len(value) >= 16:
+            used.add(rk.checksum_of(value[:16]))
+    return sum(1 for key, _ in table.scan(rk.SHAPE + rk.SEP, rk.prefix_end(rk.SHAPE + rk.SEP))
+               if rk.decode(key).checksum not in used)
 
 
 def drop_unused_shapes(table: Table) -> int:
@@ -1021,6 +1033,8 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
             if store.format < 3:
                 rows.append(rk.by_set(BY_SET_OF_RUN[kind], ns, name, checksum, start, run_id))
             wanted.append((_BUCKET_OF[kind], ns, name, checksum, start))
+    there = table.get_many(sorted(firsts)) if firsts else {}
+    first_cells = sum(1 for k, runs in firsts.items() for r in runs if r in there.get(k, {}))
     if not dry_run:
         # the runs' cells first: the bucket and data rows are then unused
         # exactly when no other run keeps them
@@ -1062,7 +1076,7 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
         report.bucket_rows += len(stale)
         report.data_rows += len(there)
     report.runs += len(gone_runs)
-    report.index_rows += len(rows) + sum(len(v) for v in cells.values())
+    report.index_rows += len(rows) + sum(len(v) for v in cells.values()) + first_cells
 
 
 # -- migrate -------------------------------------------------------------------

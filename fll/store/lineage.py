@@ -1,18 +1,25 @@
 """The lineage store: records runs as wide rows and answers time-ranged questions.
 
-Format 4 (see `fll.rowkeys` and the README, "How runs are stored"): wide
-rows, a column per run or per set.
+Format 5 (see `fll.rowkeys` and the README, "How runs are stored"): wide
+rows, a column per run or per set; format 4 plus first-run rows and shapes.
 
 Write path (`record`): the ``d|<checksum>`` row once per distinct operation
-set (its canonical operations and summaries, deflated with a preset dictionary; see
-`data_row`); per run and endpoint one cell in the endpoint's run row of those
+set: its shape's checksum and its endpoints, the shape (``p|``: the operations
+with placeholder endpoints and their summaries) once per shape (see
+`split_shape`); or, when the set cannot be a shape, its canonical operations
+and summaries deflated with a preset dictionary (`data_row`). Per run and
+endpoint one cell in the endpoint's run row of those
 64 ms (``b|``/``f|``: run → its millisecond in the row and its checksum,
 level 0), one cell per bucket level (``g|``/``h|``: 4 s ×64 up to 2.2 years,
 checksum → b"", blind and idempotent: a set re-run in a bucket writes nothing
 new) and the top bucket's column in the endpoint's directory row; last the
 ``r|<run>`` row, whose first stored start time is the run's for good, and the
-only row holding the run's program. Write amplification: 1 + 5 + 1 cells per
-run and endpoint, of which a set re-run often adds only its run cell; a
+only row holding the run's program. A set's first run (its ``d|`` row was
+absent) writes the same cell again in a first-run row (``i|``/``o|``) instead
+of its bucket and directory cells, on backends whose questions read the
+first-run range in the same call as the cover (SQLite, Bigtable: see
+`LineageStore.first_runs`). Write amplification: 1 + 5 + 1 cells per run and
+endpoint, 2 for a first run, of which a set re-run often adds only its run cell; a
 batch merges a set's bucket cells once per 4 s bucket, since the finest
 bucket fixes every coarser one (`_index_rows`). On
 SQLite the checks and the writes are one transaction (`SQLiteTable.atomic`);
@@ -22,8 +29,9 @@ cells, after the data row (a blind put: it is content-addressed).
 Read path: a field question over ``[start, end)`` reads the canonical cover
 (`fll.rowkeys.cover4`: at most 63 rows per side per level, the edges being
 run rows whose runs are filtered by their exact time) as ONE multi-get of
-explicit row keys (HBase ``getRows``, one Bigtable ``ReadRows``, one SQLite
-statement), then each set once (one multi-get of those not cached) and its
+explicit row keys (HBase ``getRows``; on SQLite and Bigtable as key ranges in
+one call, with the first-run rows of the range), then each set once (one
+multi-get of those not cached, one more of their shapes not cached) and its
 stored summaries: two round trips, a third only when the range spans more
 than 64 top buckets (140 years: the directory row says which exist). Worst
 case: about 700 keys asked, most absent. Cost follows the sets in the range,
@@ -1021,24 +1029,32 @@ class LineageStore:
             # holding exactly its rows; one read of them asks for no absent key
             # (on SQLite 10x cheaper than a multi-get of a few hundred keys)
             ranges = _cover_ranges(heads, cover, top)
+            tails = getattr(self.table, "value_tails", None)
+            interior: list[tuple[bytes, bytes]] = []
             if self.format >= 5:
                 # and the sets' first runs in the range, which have no bucket
-                # cells: their rows from the one holding ``start``, filtered
-                # by each run's time below
-                ranges.append(rk.time_range(rk.dataset_prefix(first_kind, ns, name),
-                                            start - start % _RUN_ROW_MS, end))
+                # cells: their rows from the one holding ``start`` to the one
+                # holding ``end - 1``; the runs of those two filtered by time
+                # below, the rows between read for their sets alone where the
+                # backend can (SQLite)
+                ranges += _first_run_ranges(rk.dataset_prefix(first_kind, ns, name), start,
+                                            end, interior if tails is not None else None)
             top = None
             names = getattr(self.table, "column_names", None)
             buckets = [r for r in ranges if r[0][:1] not in (run_kind, first_kind)]
             found_in_buckets = names(buckets) if names is not None and buckets else None
-            if found_in_buckets is None:
-                rows = dict(self.table.scan_ranges(ranges))
+            first_sets = tails(interior, 1) if interior and tails is not None else set()
+            if found_in_buckets is None or first_sets is None:
+                rows = dict(self.table.scan_ranges(ranges + interior))
             else:
+                if any(len(c) != 16 for c in first_sets):
+                    raise _corrupt(self.url, interior[0][0])
+                found.update(rk.checksum_of(c) for c in first_sets)
                 # SQLite: the bucket rows' sets come back distinct from the
                 # statement itself (a 100,000-run history of one set: one name
                 # instead of a cell per bucket row); the edge run rows are
                 # read as cells, filtered by each run's time below
-                found = found_in_buckets
+                found.update(found_in_buckets)
                 edges = [r for r in ranges if r[0][:1] in (run_kind, first_kind)]
                 rows = dict(self.table.scan_ranges(edges)) if edges else {}
         else:
@@ -1269,6 +1285,24 @@ class LineageStore:
             if next(iter(self.table.scan(prefix, rk.prefix_end(prefix), limit=1)), None):
                 return True
         return False
+
+
+def _first_run_ranges(prefix: bytes, start: int, end: int,
+                      interior: list[tuple[bytes, bytes]] | None
+                      ) -> list[tuple[bytes, bytes]]:
+    """The key ranges of an endpoint's first-run rows for ``[start, end)``:
+    the rows holding ``start`` and ``end - 1``, whose runs the caller filters
+    by time, and those between, which hold only runs in the range (added to
+    ``interior`` when given, else to the edges)."""
+    start, end = max(start, 0), min(end, rk.MAX_TIME + 1)
+    if end <= start:
+        return []
+    first, last = start - start % _RUN_ROW_MS, (end - 1) - (end - 1) % _RUN_ROW_MS
+    if last - first <= _RUN_ROW_MS or interior is None:
+        return [rk.time_range(prefix, first, last + _RUN_ROW_MS)]
+    interior.append(rk.time_range(prefix, first + _RUN_ROW_MS, last))
+    return [rk.time_range(prefix, first, first + _RUN_ROW_MS),
+            rk.time_range(prefix, last, last + _RUN_ROW_MS)]
 
 
 def _cover_ranges(heads: list[bytes], cover: list[tuple[int, int]],

@@ -670,6 +670,26 @@ class SQLiteTable:
             return names
         return self._retry(read, write=False) if len(wanted) <= 100 else self._read_txn(read)
 
+    def value_tails(self, ranges: list[tuple[bytes, bytes]], skip: int) -> set[bytes] | None:
+        """The distinct values, less their first ``skip`` bytes, of the cells
+        of the rows in these key ranges (run cells: their sets), kept apart by
+        SQLite itself; None as for `column_names`."""
+        wanted = [b for b in (scan_bounds(lo, hi, None) for lo, hi in ranges) if b is not None]
+        if not wanted:
+            return set()
+        wide = self._wide
+        if self._packed_wide or not wide or len(wanted) > 100 or not all(
+                hi and any(lo.startswith(p) and hi.startswith(p) for p in wide)
+                for lo, hi in wanted):
+            return None
+
+        def read(conn: sqlite3.Connection) -> set[bytes]:
+            cond = " OR ".join("(row >= ? AND row < ?)" for _ in wanted)
+            args = [b for lo, hi in wanted for b in (lo, hi)]
+            return {bytes(v) for (v,) in conn.execute(
+                f"SELECT DISTINCT substr(val, {int(skip) + 1}) FROM wide WHERE {cond}", args)}
+        return self._retry(read, write=False)
+
     def delete(self, rows: list[bytes]) -> None:
         keys = [(bytes(r),) for r in rows]
         if keys:

@@ -89,8 +89,9 @@ def test_purge_dry_run_changes_nothing_and_counts_what_would_go(run_cli, lineage
     report = json.loads(result.stdout)
     assert full_scan(lineage_store) == before
     assert report["dry_run"] is True and report["runs"] == 3
-    # run-cdap: 1 source + 1 destination, r-ab and r-bc likewise: 1 row each per endpoint
-    assert report["index_rows"] == 3 * 2
+    # run-cdap: 1 source + 1 destination, r-ab and r-bc likewise: a run cell each per
+    # endpoint, and as each is its set's first run, a first-run cell too
+    assert report["index_rows"] == 3 * 2 * 2
     # the sets of run-cdap and r-ab go; r-bc's set is still used by r-bc-2
     assert report["data_rows"] == 2
 
@@ -111,7 +112,7 @@ def test_purge_removes_exactly_the_old_runs_and_their_unused_sets(run_cli, linea
     removed = {k for k, _ in before} - {k for k, _ in after} - \
         {k for k, _ in before if k.endswith(b"|*")}
     assert len(removed) == report["runs"] + report["index_rows"] + report["bucket_rows"] + \
-        report["data_rows"]
+        report["data_rows"] + report["shape_rows"]
     survivors = {admin.describe_row(k, c).get("run_id") for k, c in after} - {None}
     assert survivors == {"r-bc-2"}
     with open_store(lineage_store) as store:

@@ -25,13 +25,17 @@ def test_scan_json_lists_every_row_with_decoded_keys_and_values(run_cli, lineage
     assert [bytes.fromhex(r["key_hex"]) for r in rows] == [k for k, _ in full_scan(lineage_store)]
     kinds = {r["kind"] for r in rows}
     assert kinds == {"data", "backward", "forward", "run", "backward-buckets", "forward-buckets",
-                     "meta"}
+                     "meta", "backward-first", "forward-first", "shape"}
     run_row = next(r for r in rows if r["kind"] == "run" and r["run_id"] == "run-cdap")
     assert run_row["columns"]["t"] == T0
     assert run_row["start"] == "2023-11-14T22:13:20.000Z"
-    data_row = next(r for r in rows if r["kind"] == "data")
-    assert data_row["columns"]["z"]["o"]["v"] == 1  # inflated, msgpack decoded into JSON
-    assert isinstance(data_row["columns"]["z"]["o"]["operations"], list)
+    shape_row = next(r for r in rows if r["kind"] == "shape")
+    assert shape_row["columns"]["z"]["o"]["v"] == 1  # inflated, msgpack decoded into JSON
+    assert isinstance(shape_row["columns"]["z"]["o"]["operations"], list)
+    data_rows = [r["columns"]["y"] for r in rows if r["kind"] == "data"]
+    assert {d["shape"] for d in data_rows} <= {r["checksum"] for r in rows if r["kind"] == "shape"}
+    assert all(set(e) == {"name", "namespace", "properties"} for d in data_rows
+               for e in d["endpoints"])
 
 
 def test_scan_shows_inverted_time_as_an_iso_timestamp(run_cli, lineage_store):
@@ -50,7 +54,8 @@ def test_scan_of_one_dataset_and_time_range_keeps_only_its_runs(run_cli, lineage
     assert [(r["kind"], r["runs"]) for r in rows] == [("forward", ["r-bc-2"])]
     everything = json.loads(run_cli("scan", "--dataset", "ns:B:x", "--format", "json",
                                     store=lineage_store).stdout)
-    assert {r["kind"] for r in everything} == {"backward", "forward"}
+    assert {r["kind"] for r in everything} == {"backward", "forward", "backward-first",
+                                               "forward-first"}
     assert {r["name"] for r in everything} == {"B:x"}
 
 
@@ -60,8 +65,10 @@ def test_scan_time_filter_accepts_iso_8601_and_drops_rows_without_time(run_cli, 
     rows = json.loads(result.stdout)
     # the run row names its run; a run row of an endpoint holds it as a column
     assert rows and {run for r in rows for run in r.get("runs", [r.get("run_id")])} == {"r-ab"}
-    # both endpoints' 64 ms run rows hold it, though their rows start earlier
-    assert sorted(r["kind"] for r in rows) == ["backward", "forward", "run"]
+    # both endpoints' 64 ms run rows hold it, though their rows start earlier, and
+    # so do their first-run rows (it was its set's first run)
+    assert sorted(r["kind"] for r in rows) == ["backward", "backward-first", "forward",
+                                               "forward-first", "run"]
     assert [r["start_ms"] for r in rows if r["kind"] == "run"] == [T0 + 100_000]
 
 
