@@ -1025,7 +1025,9 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
                 sets[checksum] = []  # data row gone: fsck owns that case
         for kind, ns, name in sets[checksum]:
             cells.setdefault(rk.run_row(kind, ns, name, start), set()).add(run_id)
-            if store.format >= 5:  # its first-run cell, if it was its set's first run
+            if store.format >= 4:  # its first-run cell, if it was its set's first run
+                # (format 5; a store stamped 4 when this process opened it may
+                # have been upgraded since)
                 firsts.setdefault(rk.run_row(FIRST_OF_RUN[kind], ns, name, start),
                                   set()).add(run_id)
             if store.format < 4:
@@ -1248,7 +1250,8 @@ def _older_rows(table: Table) -> Iterator[bytes]:
 
 def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
             progress: Progress | None = None) -> UpgradeReport:
-    """Convert a store of format 1, 2 or 3 to format 4 in place.
+    """Convert a store of format 1, 2, 3 or 4 to format 5 in place (from 4:
+    only the stamp, format 5 adds rows without changing any).
 
     First pass, over the narrow ``b|``/``f|`` rows (one per run and endpoint)
     in key order: write each run's format-4 cells (its run cell, its set's
@@ -1260,7 +1263,8 @@ def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
     Resumable: after each batch of the first pass the last key done is kept in
     ``v|upgrade``; a rerun continues from there (every put is idempotent); the
     second pass only deletes what is of no use, so it simply runs again.
-    Writers of this fll may run meanwhile (they write format 4 rows) and
+    Writers of this fll may run meanwhile (they write format 4 rows until the
+    stamp) and
     readers keep answering: until the stamp, a store of an older format is
     answered from its run index, which holds both shapes. Writers of an older
     fll must be stopped first. A newer format than this fll knows is refused."""

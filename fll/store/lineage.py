@@ -583,7 +583,8 @@ class LineageStore:
         for kind, eps in ((rk.BACKWARD, dsts), (rk.FORWARD, srcs)):
             for ns, name in eps:
                 cells.setdefault(rk.run_row(kind, ns, name, start), set()).add(run_id)
-                if self.format >= 5:  # its first-run cell, if it was the set's first run
+                if self.format >= 4:  # its first-run cell, if it was the set's first run
+                    # (format 5, or upgraded to it since this process opened the store)
                     cells.setdefault(rk.run_row(FIRST_OF_RUN[kind], ns, name, start),
                                      set()).add(run_id)
                 if self.format < 4:
@@ -1031,7 +1032,9 @@ class LineageStore:
             ranges = _cover_ranges(heads, cover, top)
             tails = getattr(self.table, "value_tails", None)
             interior: list[tuple[bytes, bytes]] = []
-            if self.format >= 5:
+            if self.format >= 4:
+                # (a store upgraded to format 5 while this process reads it
+                # gets first-run rows from newer writers: read them from 4 on)
                 # and the sets' first runs in the range, which have no bucket
                 # cells: their rows from the one holding ``start`` to the one
                 # holding ``end - 1``; the runs of those two filtered by time

@@ -400,11 +400,43 @@ def test_a_format_4_store_upgrades_to_5_without_rewriting_a_row(tmp_path):
         report = admin.upgrade(store.table)
         assert (report.from_format, report.to_format) == (4, FORMAT) == (4, 5)
         assert [r for r in store.table.scan() if r[0] != rk.meta("format")] == rows
-    with open_store(url) as store:
+    with open_store(url) as store, open_store(url) as before:
         assert store.format == 5 and store.first_runs
         assert _answers(store) == want
         assert admin.fsck(store.table).clean
-        store.record(chain(EndPoint("n", "raw/newer"), DST, ["a"]), "new-5", 1_650_000_000_001)
+        # a process that opened the store at format 4 and reads on after the upgrade
+        before.format, before.first_runs = 4, False
+        newer = chain(EndPoint("n", "raw/newer"), DST, ["a"])
+        store.record(newer, "new-5", 1_650_000_000_001)
         assert _first_run_rows(store.table)
         assert "new-5" in {r.run_id for r in store.runs(DST, 0, rk.MAX_TIME)}
+        for reader in (store, before):
+            assert newer.checksum in reader.checksums(DST, 1_650_000_000_000, 1_650_000_000_002)
+            assert newer.checksum in reader.checksums(DST, 0, rk.MAX_TIME)
         assert admin.fsck(store.table).clean
+
+
+@pytest.mark.parametrize("table_url", ["hbase-thrift", "bigtable"], indirect=True)
+def test_a_raw_copy_answers_as_its_source_on_a_backend_without_first_run_reads(
+        tmp_path, open_table_for):
+    """HBase's questions read no first-run rows (Thrift 1 reads keys, not
+    ranges, in one call): a raw copy into it adds the bucket cells of the
+    first runs it copies; into Bigtable it copies rows as they are."""
+    import random
+
+    with open_store(f"sqlite:///{tmp_path}/src.db") as source:
+        _history(source)
+        assert _first_run_rows(source.table)
+        want = _answers(source)
+        rng = random.Random(3)
+        t0 = 1_650_000_000_000
+        probes = [(t0 + rng.randrange(0, 14 * DAY), rng.randrange(1, 5 * DAY)) for _ in range(30)]
+        sets = [source.checksums(DST, a, a + n) for a, n in probes]
+        copy = open_table_for()
+        admin.migrate(source.table, copy, batch_size=7)
+    store = LineageStore(copy)
+    assert store.format == FORMAT
+    assert store.first_runs == (not copy.url.startswith("hbase"))
+    assert _answers(store) == want
+    assert [store.checksums(DST, a, a + n) for a, n in probes] == sets
+    assert admin.fsck(copy).clean
