@@ -1030,7 +1030,7 @@ class LineageStore:
             # holding exactly its rows; one read of them asks for no absent key
             # (on SQLite 10x cheaper than a multi-get of a few hundred keys)
             ranges = _cover_ranges(heads, cover, top)
-            tails = getattr(self.table, "value_tails", None)
+            names = getattr(self.table, "column_names", None)
             interior: list[tuple[bytes, bytes]] = []
             if self.format >= 4:
                 # (a store upgraded to format 5 while this process reads it
@@ -1041,18 +1041,14 @@ class LineageStore:
                 # below, the rows between read for their sets alone where the
                 # backend can (SQLite)
                 ranges += _first_run_ranges(rk.dataset_prefix(first_kind, ns, name), start,
-                                            end, interior if tails is not None else None)
+                                            end, interior if names is not None else None)
             top = None
-            names = getattr(self.table, "column_names", None)
             buckets = [r for r in ranges if r[0][:1] not in (run_kind, first_kind)]
-            found_in_buckets = names(buckets) if names is not None and buckets else None
-            first_sets = tails(interior, 1) if interior and tails is not None else set()
-            if found_in_buckets is None or first_sets is None:
+            found_in_buckets = names(buckets, interior) if names is not None and \
+                (buckets or interior) else None
+            if found_in_buckets is None:
                 rows = dict(self.table.scan_ranges(ranges + interior))
             else:
-                if any(len(c) != 16 for c in first_sets):
-                    raise _corrupt(self.url, interior[0][0])
-                found.update(rk.checksum_of(c) for c in first_sets)
                 # SQLite: the bucket rows' sets come back distinct from the
                 # statement itself (a 100,000-run history of one set: one name
                 # instead of a cell per bucket row); the edge run rows are

@@ -49,7 +49,7 @@ import sqlite3
 import threading
 import time
 import zlib
-from typing import Callable, Iterator, Mapping, TypeVar
+from typing import Callable, Iterator, Mapping, Sequence, TypeVar
 from urllib.parse import parse_qs
 
 import msgpack
@@ -644,51 +644,46 @@ class SQLiteTable:
         found.sort(key=lambda r: r[0])
         return in_ranges(found, wanted)
 
-    def column_names(self, ranges: list[tuple[bytes, bytes]]) -> set[str] | None:
+    def column_names(self, ranges: list[tuple[bytes, bytes]],
+                     tails: Sequence[tuple[bytes, bytes]] = ()) -> set[str] | None:
         """The distinct column names of the rows in these key ranges, kept apart
         by SQLite itself (one statement per 100 ranges): a coarse bucket
         range holding the same set in many rows answers one name, not a cell
-        per row. None when a row there may be packed (written before its
-        prefix was declared wide): the caller reads the rows instead."""
-        wanted = [b for b in (scan_bounds(lo, hi, None) for lo, hi in ranges) if b is not None]
-        if not wanted:
+        per row. With ``tails``, in the same statement, the distinct values
+        less their first byte of the cells of those ranges (run cells: their
+        sets). None when a row there may be packed (written before its prefix
+        was declared wide): the caller reads the rows instead."""
+        def bounds(rs: Sequence[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+            return [b for b in (scan_bounds(lo, hi, None) for lo, hi in rs) if b is not None]
+        wanted, values = bounds(ranges), bounds(tails)
+        if not wanted and not values:
             return set()
         wide = self._wide
-        if self._packed_wide or not wide or not all(
+        if self._packed_wide or not wide or len(values) > 99 or not all(
                 hi and any(lo.startswith(p) and hi.startswith(p) for p in wide)
-                for lo, hi in wanted):
+                for lo, hi in wanted + values):
             return None
+
+        def where(part: list[tuple[bytes, bytes]]) -> tuple[str, list[bytes]]:
+            return (" OR ".join("(row >= ? AND row < ?)" for _ in part),
+                    [b for lo, hi in part for b in (lo, hi)])
 
         def read(conn: sqlite3.Connection) -> set[str]:
             names: set[str] = set()
-            for i in range(0, len(wanted), 100):
-                part = wanted[i:i + 100]
-                cond = " OR ".join("(row >= ? AND row < ?)" for _ in part)
-                args = [b for lo, hi in part for b in (lo, hi)]
-                names.update(_col_out(c) for (c,) in
-                             conn.execute(f"SELECT DISTINCT col FROM wide WHERE {cond}", args))
+            parts = [wanted[i:i + 100] for i in range(0, len(wanted), 100)] or [[]]
+            for n, part in enumerate(parts):
+                selects, args = [], []
+                if part:
+                    cond, a = where(part)
+                    selects.append(f"SELECT DISTINCT col FROM wide WHERE {cond}")
+                    args += a
+                if values and n == 0:
+                    cond, a = where(values)
+                    selects.append(f"SELECT DISTINCT substr(val, 2) FROM wide WHERE {cond}")
+                    args += a
+                names.update(_col_out(c) for (c,) in conn.execute(" UNION ".join(selects), args))
             return names
         return self._retry(read, write=False) if len(wanted) <= 100 else self._read_txn(read)
-
-    def value_tails(self, ranges: list[tuple[bytes, bytes]], skip: int) -> set[bytes] | None:
-        """The distinct values, less their first ``skip`` bytes, of the cells
-        of the rows in these key ranges (run cells: their sets), kept apart by
-        SQLite itself; None as for `column_names`."""
-        wanted = [b for b in (scan_bounds(lo, hi, None) for lo, hi in ranges) if b is not None]
-        if not wanted:
-            return set()
-        wide = self._wide
-        if self._packed_wide or not wide or len(wanted) > 100 or not all(
-                hi and any(lo.startswith(p) and hi.startswith(p) for p in wide)
-                for lo, hi in wanted):
-            return None
-
-        def read(conn: sqlite3.Connection) -> set[bytes]:
-            cond = " OR ".join("(row >= ? AND row < ?)" for _ in wanted)
-            args = [b for lo, hi in wanted for b in (lo, hi)]
-            return {bytes(v) for (v,) in conn.execute(
-                f"SELECT DISTINCT substr(val, {int(skip) + 1}) FROM wide WHERE {cond}", args)}
-        return self._retry(read, write=False)
 
     def delete(self, rows: list[bytes]) -> None:
         keys = [(bytes(r),) for r in rows]

@@ -147,7 +147,8 @@ def breakdown(path: str) -> list[tuple[str, int, int]]:
     conn = sqlite3.connect(path)
     names = {"d": "d| operation sets", "r": "r| runs", "b": "b| run cells (incoming)",
              "f": "f| run cells (outgoing)", "v": "v| meta",
-             "i": "i| first runs (incoming)", "o": "o| first runs (outgoing)"}
+             "i": "i| first runs (incoming)", "o": "o| first runs (outgoing)",
+             "p": "p| shapes (one per pipeline)"}
     out: dict[str, list[int]] = {}
     for table, col in (("rows", "0"), ("wide", "length(col)")):
         # keys are blobs: compared as hex. A bucket row ends with its level
