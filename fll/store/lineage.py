@@ -613,7 +613,10 @@ class LineageStore:
         shape_checksum = xxhash.xxh3_128_hexdigest(shape)
         z = self._shape_rows.get(shape_checksum)
         if z is None:
-            shaped = decode_canonical(shape)
+            try:
+                shaped = decode_canonical(shape)
+            except FllError:
+                return {key: data_row(info)}  # not a set with its endpoints left out
             if shaped.checksum != shape_checksum:
                 return {key: data_row(info)}  # not canonical as rebuilt: keep it whole
             if len(self._shape_rows) > 1024:
