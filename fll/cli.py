@@ -244,6 +244,18 @@ class State:
             click.get_current_context().find_root().call_on_close(self._store.close)
         return self._store
 
+    def table(self):
+        """The store's rows without reading them as lineage: what the commands
+        over raw rows (scan, get, stats, fsck, upgrade) need, in any format."""
+        if self._store is not None:
+            return self._store.table
+        from .store import open_rows
+
+        require_existing(self.url)
+        table = open_rows(self.url)
+        click.get_current_context().find_root().call_on_close(table.close)
+        return table
+
     def log(self, message: str) -> None:
         if self.verbose:
             click.echo(message, err=True)
@@ -400,7 +412,7 @@ def scan(state: State, prefix: str | None, dataset: str | None, start: str | Non
     lo = hi = None
     if start is not None or end is not None:
         lo, hi = _range(start, end)
-    table = state.store().table
+    table = state.table()
     kind, key_prefix = _scan_prefix(prefix)
     rows = admin.scan_rows(table, kinds=[kind] if kind else None, dataset=ds,
                            start_ms=lo, end_ms=hi, limit=None if key_prefix else limit,
@@ -463,11 +475,11 @@ def get(state: State, rowkey: str, hex_form: bool, fmt: str) -> None:
     from .store import admin, redact
 
     key = admin.parse_row_key(rowkey, hex_form=hex_form)
-    store = state.store()
-    cols = store.table.get(key)
+    table = state.table()
+    cols = table.get(key)
     if cols is None:
         raise NotFound(f"row {admin.printable_key(key)!r} not found in store "
-                       f"{redact(store.url)}")
+                       f"{redact(table.url)}")
     if fmt == "json":
         _echo_json(admin.describe_row(key, cols))
     elif fmt == "table":
@@ -599,7 +611,7 @@ def stats(state: State, fmt: str) -> None:
     scan). Runs whose START was received but that never completed are counted apart."""
     from .store import admin, redact
 
-    result = admin.stats(state.store().table)
+    result = admin.stats(state.table())
     result["store"] = redact(result["store"])
     if fmt == "json":
         _echo_json(result)
@@ -658,8 +670,11 @@ def lineage(state: State, field_ref: str | None, namespace: str | None, ds_name:
     """
     from . import render
     from .names import resolve_field
+    from .store.reads import ReadView, SetMerges
 
-    store = state.store()
+    # every store read of the walk done once (a hop past the depth asks each
+    # reached field's sets: one read per dataset, not per field)
+    store = ReadView(state.store(), SetMerges())
     root = resolve_field(store, field_ref, namespace, ds_name, field_name)
     lo, hi = _range(start, end)
     show = not direct_only and render.parse_indirect(indirect, "--indirect")
@@ -940,7 +955,7 @@ def fsck(state: State, repair: bool, fmt: str) -> None:
     """
     from .store import admin as adm
 
-    report = adm.fsck(state.store().table, repair=repair)
+    report = adm.fsck(state.table(), repair=repair)
     if fmt == "json":
         _echo_json(report.to_dict())
         click.get_current_context().exit(report.exit_code)
@@ -1007,7 +1022,7 @@ def upgrade(state: State, dry_run: bool, batch_size: int, fmt: str) -> None:
     an interruption and it continues). Writers may keep running meanwhile."""
     from .store import admin as adm
 
-    table = state.store().table
+    table = state.table()
     from .store.lineage import FORMAT
 
     total = adm.count_upgrade_rows(table) if 0 < adm.store_format(table) < FORMAT else 0

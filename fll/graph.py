@@ -8,12 +8,13 @@ enumerate paths.
 from __future__ import annotations
 
 import heapq
+import threading
 from collections import defaultdict
 from typing import Iterable
 
 from .errors import InvalidLineageError
 from .model import (DROPPED, EndPoint, EndPointField, InputField, Operation, ReadOperation,
-                    TransformOperation, WriteOperation)
+                    Transformation, TransformOperation, WriteOperation)
 
 
 class _Interner:
@@ -256,6 +257,39 @@ class OperationGraph:
             # a field read and never used reaches nothing: in neither summary
         return result
 
+    def dropped_fields(self) -> list[EndPointField]:
+        """Source fields whose every path ends in a drop (a transform with no
+        outputs): the outgoing summary's DROPPED, found by one linear pass of
+        booleans instead of the reach sets `outgoing_summary` builds."""
+        to_dest: dict[str, bool] = {}
+        to_drop: dict[str, bool] = {}
+
+        def reach(consumer: Operation) -> tuple[bool, bool]:
+            if isinstance(consumer, WriteOperation):
+                return True, False
+            return to_dest[consumer.name], to_drop[consumer.name]
+
+        for op in reversed(self.operations):
+            if isinstance(op, TransformOperation):
+                dest = drop = not op.outputs
+                dest = False
+                for out_name in op.outputs:
+                    for consumer in self.consumers.get((op.name, out_name), ()):
+                        d, x = reach(consumer)
+                        dest, drop = dest or d, drop or x
+                to_dest[op.name], to_drop[op.name] = dest, drop
+        found: dict[EndPointField, list[bool]] = {}
+        for op in self.operations:
+            if isinstance(op, ReadOperation):
+                for f in op.outputs:
+                    seen = found.setdefault(EndPointField(EndPoint(op.source.namespace,
+                                                                   op.source.name), f),
+                                            [False, False])
+                    for consumer in self.consumers.get((op.name, f), ()):
+                        d, x = reach(consumer)
+                        seen[0], seen[1] = seen[0] or d, seen[1] or x
+        return [f for f, (d, x) in found.items() if x and not d]
+
     # -- per-field operation subgraphs --------------------------------------
     def incoming_operations(self, efield: EndPointField) -> list[Operation]:
         seen: set[str] = set()
@@ -290,3 +324,254 @@ class OperationGraph:
             for out_name in op.outputs:
                 stack.extend(self.consumers.get((op.name, out_name), ()))
         return [op for op in self.operations if op.name in seen]
+
+
+# -- transformation tags along paths ------------------------------------------
+
+_DIRECT_RANK = {"IDENTITY": 1, "TRANSFORMATION": 2, "AGGREGATION": 3}
+
+
+def compose_pair(x: Transformation, y: Transformation) -> tuple[Transformation, ...]:
+    """One dependency through a step tagged ``x`` then a step tagged ``y``: INDIRECT
+    wins over DIRECT (the value only shaped the result; the INDIRECT step's
+    subtype says how); two DIRECT steps keep the strongest subtype (the earlier
+    on a tie), masked if either masked."""
+    indirect = tuple(t for t in (x, y) if t.type == "INDIRECT")
+    if indirect:
+        return indirect
+    best = max((x, y), key=lambda t: _DIRECT_RANK.get(t.subtype, 0))
+    return (Transformation("DIRECT", best.subtype, best.description,
+                           x.masking or y.masking),)
+
+
+def compose_tags(a: tuple[Transformation, ...], b: tuple[Transformation, ...]
+                 ) -> tuple[Transformation, ...]:
+    """Tags of a path made of a step tagged ``a`` followed by a step tagged ``b``.
+
+    An untagged step says nothing, so it is neutral. A step may tag one input
+    both DIRECT and INDIRECT (a column passed through and also filtered on):
+    those are two dependencies, so every tag of ``a`` is composed with every tag
+    of ``b`` and all results are kept. Associative, which is what lets a
+    stored summary compose a shared group's tags once for all who read it."""
+    if not a:
+        return b
+    if not b:
+        return a
+    out: dict[Transformation, None] = {}
+    for x in a:
+        for y in b:
+            out.update(dict.fromkeys(compose_pair(x, y)))
+    return tuple(out)
+
+
+def tag_order(t: Transformation) -> tuple:
+    """The order tags are listed in: by type, subtype, description, masking."""
+    return (t.type, t.subtype, t.description, t.masking)
+
+
+class TagStates:
+    """Interned tag states, so a summary composes each distinct (state, step) once.
+
+    A *state* is what all paths from a source field to some point carry: the
+    union of their composed tags, and whether one of those paths carried no tag
+    at all (an untagged path composes to whatever the next step says, so it
+    must be kept apart from the tags of the others). A *step* is the tags one
+    transform puts on one input; a step is a state without untagged paths,
+    and the empty step is neutral. States are small ints; 0 is "one untagged
+    path" and 1 the empty (neutral) step.
+    """
+
+    UNTAGGED, NEUTRAL = 0, 1
+
+    def __init__(self, tags: Iterable[Transformation] = (),
+                 states: Iterable[tuple[frozenset[int], bool]] = ()) -> None:
+        """Empty, or the tables a stored summary kept (`fll.codec.Summaries`)."""
+        self.tags: list[Transformation] = list(tags)
+        self._tag_ids = {t: i for i, t in enumerate(self.tags)}
+        self.states: list[tuple[frozenset[int], bool]] = list(states)
+        self._ids = {s: i for i, s in enumerate(self.states)}
+        self._compose: dict[tuple[int, int], int] = {}
+        self._union: dict[tuple[int, int], int] = {}
+        # readers share a decoded summary across threads: a new id is taken under it
+        self._lock = threading.Lock()
+        if not self.states:
+            self.state(frozenset(), True)
+            self.state(frozenset(), False)
+        elif self.states[:2] != [(frozenset(), True), (frozenset(), False)]:
+            raise ValueError("tag states do not start with the untagged path and the empty step")
+
+    def state(self, tags: frozenset[int], untagged: bool) -> int:
+        key = (tags, untagged)
+        found = self._ids.get(key)
+        if found is None:
+            with self._lock:
+                found = self._ids.get(key)
+                if found is None:
+                    found = len(self.states)
+                    self.states.append(key)
+                    self._ids[key] = found
+        return found
+
+    def tag(self, t: Transformation) -> int:
+        found = self._tag_ids.get(t)
+        if found is None:
+            with self._lock:
+                found = self._tag_ids.get(t)
+                if found is None:
+                    found = len(self.tags)
+                    self.tags.append(t)
+                    self._tag_ids[t] = found
+        return found
+
+    def step(self, tags: Iterable[Transformation]) -> int:
+        return self.state(frozenset(self.tag(t) for t in tags), False)
+
+    def union(self, a: int, b: int) -> int:
+        if a == b or b < 0:
+            return a
+        if a < 0:
+            return b
+        key = (a, b) if a < b else (b, a)
+        found = self._union.get(key)
+        if found is None:
+            (ta, ua), (tb, ub) = self.states[a], self.states[b]
+            found = self._union[key] = self.state(ta | tb, ua or ub)
+        return found
+
+    def compose(self, state: int, step: int) -> int:
+        """``state`` carried on through ``step`` (or two steps, one after the other)."""
+        if step == self.NEUTRAL:
+            return state
+        if state == self.NEUTRAL:
+            return step
+        key = (state, step)
+        found = self._compose.get(key)
+        if found is None:
+            (ta, untagged), (tb, _) = self.states[state], self.states[step]
+            out: set[int] = set(tb) if untagged else set()
+            for x in ta:
+                for y in tb:
+                    out.update(self.tag(t) for t in compose_pair(self.tags[x], self.tags[y]))
+            found = self._compose[key] = self.state(frozenset(out), False)
+        return found
+
+    def listed(self, state: int) -> list[Transformation]:
+        """A state's tags as answers list them (`tag_order`)."""
+        return sorted((self.tags[i] for i in self.states[state][0]), key=tag_order)
+
+
+#: a group at most this large (after expanding the groups it reads) is stored
+#: expanded: short chains and narrow sets read as flat lists, wide ones as shared groups
+FLAT_GROUP = 32
+
+
+class LineageGroups:
+    """The summaries of one operation set as shared groups, linear in its operations.
+
+    A transform's outputs all depend on all its inputs, so every field it
+    writes shares one *group*: the transform's source fields (``leaves``, each
+    with its tag state) and the groups it reads from other transforms
+    (``refs``, each with the step this transform puts on that input). A
+    destination field names one group (its ``root``); an all-to-all transform
+    of n inputs and n outputs is then n leaves and n roots naming one group,
+    not n x n edges. Groups are interned by content and only those some
+    destination reads are kept; a group whose expansion has at most
+    `FLAT_GROUP` members is stored expanded, so a narrow set reads flat.
+
+    ``fields``: every source and destination field (indexes below point here);
+    ``nodes``: per group, (leaves as [field, state, …], refs as [group, step, …]);
+    ``roots``: destination field → its group (-1: it has no source field);
+    ``read``: the source fields read; ``dropped``: source fields whose every
+    path ends in a drop (the outgoing summary's DROPPED).
+    """
+
+    def __init__(self, graph: "OperationGraph"):
+        self.states = TagStates()
+        self.fields: list[EndPointField] = []
+        self._field_ids: dict[EndPointField, int] = {}
+        nodes: list[tuple[dict[int, int], dict[tuple[int, int], None]]] = []
+        interned: dict[tuple, int] = {}
+        st = self.states
+
+        def field_id(ef: EndPointField) -> int:
+            found = self._field_ids.get(ef)
+            if found is None:
+                found = self._field_ids[ef] = len(self.fields)
+                self.fields.append(ef)
+            return found
+
+        def node(leaves: dict[int, int], refs: dict[tuple[int, int], None]) -> int:
+            """The group of these members (-1 when empty), expanded when small."""
+            if not refs and not leaves:
+                return -1
+            if not leaves and len(refs) == 1:
+                (target, step), = refs
+                if step == st.NEUTRAL:
+                    return target  # reading one group unchanged is that group
+            size = len(leaves)
+            for target, _ in refs:
+                t_leaves, t_refs = nodes[target]
+                size += len(t_leaves) if not t_refs else FLAT_GROUP + 1
+            if refs and size <= FLAT_GROUP:
+                flat = dict(leaves)
+                for target, step in refs:
+                    for f, s in nodes[target][0].items():
+                        flat[f] = st.union(flat.get(f, -1), st.compose(s, step))
+                leaves, refs = flat, {}
+            key = (tuple(sorted(leaves.items())), tuple(sorted(refs)))
+            found = interned.get(key)
+            if found is None:
+                found = interned[key] = len(nodes)
+                nodes.append((leaves, refs))
+            return found
+
+        def member(origin: Operation, name: str, step: int,
+                   leaves: dict[int, int], refs: dict[tuple[int, int], None]) -> None:
+            if isinstance(origin, ReadOperation):
+                f = field_id(EndPointField(EndPoint(origin.source.namespace, origin.source.name),
+                                           name))
+                leaves[f] = st.union(leaves.get(f, -1), st.compose(st.UNTAGGED, step))
+            else:
+                target = group_of.get(origin.name, -1)
+                if target >= 0:
+                    refs[(target, step)] = None
+
+        group_of: dict[str, int] = {}
+        into: dict[int, tuple[dict[int, int], dict[tuple[int, int], None]]] = {}
+        for op in graph.operations:
+            if isinstance(op, TransformOperation):
+                leaves: dict[int, int] = {}
+                refs: dict[tuple[int, int], None] = {}
+                for inp in op.inputs:
+                    member(graph.by_name[inp.origin], inp.name,
+                           st.step(op.transformations.get(inp, ())), leaves, refs)
+                group_of[op.name] = node(leaves, refs)
+            elif isinstance(op, WriteOperation):
+                dest = EndPoint(op.destination.namespace, op.destination.name)
+                for inp in op.inputs:
+                    d = field_id(EndPointField(dest, inp.name))
+                    leaves, refs = into.setdefault(d, ({}, {}))
+                    member(graph.by_name[inp.origin], inp.name, st.NEUTRAL, leaves, refs)
+        roots = {d: node(leaves, refs) for d, (leaves, refs) in into.items()}
+        # keep the groups some destination reads, numbered anew
+        keep: dict[int, int] = {}
+        stack = [r for r in roots.values() if r >= 0]
+        while stack:
+            n = stack.pop()
+            if n in keep:
+                continue
+            keep[n] = -1
+            stack.extend(t for t, _ in nodes[n][1])
+        order = sorted(keep)
+        keep = {old: new for new, old in enumerate(order)}
+        self.nodes: list[tuple[list[int], list[int]]] = []
+        for old in order:
+            leaves, refs = nodes[old]
+            self.nodes.append(([x for f, s in leaves.items() for x in (f, s)],
+                               [x for t, s in refs for x in (keep[t], s)]))
+        self.roots = {d: keep.get(r, -1) for d, r in roots.items()}
+        self.read = sorted({field_id(EndPointField(EndPoint(op.source.namespace, op.source.name),
+                                                   f))
+                            for op in graph.operations if isinstance(op, ReadOperation)
+                            for f in op.outputs})
+        self.dropped = sorted(field_id(ef) for ef in graph.dropped_fields())

@@ -202,8 +202,10 @@ class TransformOperation:
         object.__setattr__(self, "inputs", _inputs(self.inputs, self.name))
         object.__setattr__(self, "outputs", _names(self.outputs, "outputs", self.name))
         tags: dict[InputField, tuple[Transformation, ...]] = {}
-        for key, value in dict(self.transformations or {}).items():
-            if key not in self.inputs:
+        given = dict(self.transformations or {})
+        known = frozenset(self.inputs) if given else frozenset()  # a wide transform: no scan each
+        for key, value in given.items():
+            if key not in known:
                 raise InvalidLineageError(
                     f"operation {self.name!r}: transformation tags given for "
                     f"{key.origin}.{key.name}, which is not one of its inputs",

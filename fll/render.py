@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from .errors import BadRequest
-from .model import EndPoint, EndPointField, FieldLineageInfo, Transformation
+from .model import EndPoint, EndPointField, Transformation
 
 DIRECTIONS = ("incoming", "outgoing", "both")
 INDIRECT_CHOICES = ("show", "hide")
@@ -91,14 +91,9 @@ class EdgeTags:
     paths; one pass per (operation set, destination field), memoised, so a walk
     asks each destination once."""
 
-    def __init__(self, store, start_ms: int, end_ms: int, names: Names | None = None,
-                 cache=None):
+    def __init__(self, store, start_ms: int, end_ms: int, names: Names | None = None):
         self.store, self.start_ms, self.end_ms = store, start_ms, end_ms
         self.names = names or Names(store)
-        # a server's per-(operation set, dataset) cache, shared across requests:
-        # one pass per set and dataset instead of one per set and field
-        self.cache = cache
-        self._sets: dict[str, FieldLineageInfo] = {}
         self._into: dict[EndPointField, dict[EndPointField, list[Transformation]]] = {}
 
     def into(self, dest: EndPointField) -> dict[EndPointField, list[Transformation]]:
@@ -106,20 +101,14 @@ class EdgeTags:
         hit = self._into.get(dest)
         if hit is not None:
             return hit
-        from .openlineage import input_transformations
-
         merged: dict[EndPointField, list[Transformation]] = {}
         for ep in self.names.equivalents(dest.endpoint):
             here = EndPointField(ep, dest.field)
-            for c in self.store.checksums(ep, self.start_ms, self.end_ms, "incoming"):
-                if self.cache is not None:
-                    found = self.cache.of_field(self.store, c, here)
-                else:
-                    info = self._sets.get(c)
-                    if info is None:
-                        info = self._sets[c] = self.store.operation_set(c)
-                    found = input_transformations(info, here)
-                for src, tags in found.items():
+            sets = self.store.checksums(ep, self.start_ms, self.end_ms, "incoming")
+            # the tags were composed when the sets were recorded: read, never rebuilt
+            got = self.store.summaries(sets)
+            for c in sets:
+                for src, tags in got[c].incoming_tags(here).items():
                     # one name per dataset (endpoints also compare their properties)
                     key = self.names.field(src)
                     cur = merged.setdefault(key, [])

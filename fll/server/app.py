@@ -4,7 +4,7 @@ OpenLineage ingest.
 FastAPI (on Starlette, served by uvicorn) was chosen for its generated OpenAPI
 document and query-parameter handling; answers are built as plain dicts by
 `fll.server.views` and sent as they are, so key names match design/rest-api.md
-exactly. Each request reads the store through a `fll.server.reads.ReadView`
+exactly. Each request reads the store through a `fll.store.reads.ReadView`
 (every read once). The hot read routes are also answered in front of the
 framework on the event loop (`fll.server.fast`), with the same handlers; the
 other read routes are plain functions run in the thread pool (the store is
@@ -43,7 +43,7 @@ from .guard import (DEFAULT_BODY_TIMEOUT, DEFAULT_INGEST_WAIT, DEFAULT_MAX_FIELD
 from .fast import FastReads, bool_param, int_param, str_param
 from .ingest import GroupCommit, IngestRoute, parse_json
 from .paths import RawPathMiddleware, segment
-from .reads import ReadView, SetMerges
+from ..store.reads import ReadView, SetMerges
 from .stalls import StallLog
 from .responses import JSONResponse
 
@@ -163,7 +163,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     commit on the event loop (`fll.server.checkpoint`); None: SQLite's own
     auto-checkpoints.
     ``fast_reads``: False answers every route through the framework, each
-    reading the store directly (no `fll.server.fast`, no `fll.server.reads`,
+    reading the store directly (no `fll.server.fast`, no `fll.store.reads`,
     no `fll.server.ingest.IngestRoute`):
     the same answers, slower; what benchmarks and tests compare against.
     """
@@ -177,13 +177,11 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     stalls = StallLog(log_stalls) if log_stalls else None
     writer = GroupCommit(lineage, write_lock if write_lock is not None else threading.Lock(),
                          stalls=stalls)
-    # as many entries as a server keeps decoded sets (fll serve --cache-sets)
-    tcache = views.TransformationCache(size=32_768)
     # answers merged over a list of operation sets, shared by this process's requests
     merges = SetMerges(size=16_384)
 
     def reader() -> LineageStore:
-        """The store as one request reads it (every read once; see fll.server.reads):
+        """The store as one request reads it (every read once; see fll.store.reads):
         a stand-in with the store's reading methods."""
         return cast(LineageStore, ReadView(lineage, merges)) if fast_reads else lineage
 
@@ -268,8 +266,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
             raise BadRequest("direction is required: incoming, outgoing or both", "direction")
         s, e = time_range(start, end)
         return JSONResponse(views.field_summary(reader(), _field(ns, ds, field), s, e, direction,
-                                                lvl(level, "level"), parse_indirect(indirect),
-                                                tcache))
+                                                lvl(level, "level"), parse_indirect(indirect)))
 
     @app.get(_V3 + "/lineage/fields/{field}/operations", tags=["cdap"])
     def lineage_field_operations(ns: str, ds: str, field: str,
@@ -334,7 +331,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         if not nodeId:
             raise BadRequest("nodeId is required", "nodeId")
         s, e = time_range(start, end, required=False)
-        return JSONResponse(views.column_lineage(reader(), tcache, nodeId,
+        return JSONResponse(views.column_lineage(reader(), nodeId,
                                                  lvl(depth, "depth", minimum=0),
                                                  withDownstream, s, e,
                                                  parse_indirect(indirect)))
@@ -497,8 +494,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
             raise BadRequest("direction is required: incoming, outgoing or both", "direction")
         s, e = time_range(start, end)
         return views.field_summary(reader(), EndPointField(EndPoint(names[0], names[1]), names[2]), s, e,
-                                   direction, lvl(level, "level"), parse_indirect(indirect or ""),
-                                   tcache)
+                                   direction, lvl(level, "level"), parse_indirect(indirect or ""))
 
     def fast_operations(names: list[str], q: dict[str, str]) -> Any:
         direction = str_param(q, "direction", "both")
@@ -522,7 +518,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         if not node:
             raise BadRequest("nodeId is required", "nodeId")
         s, e = time_range(start, end, required=False)
-        return views.column_lineage(reader(), tcache, node, lvl(depth, "depth", minimum=0),
+        return views.column_lineage(reader(), node, lvl(depth, "depth", minimum=0),
                                     downstream, s, e, parse_indirect(indirect or ""))
 
     app.fast = None if not fast_reads else FastReads({

@@ -16,14 +16,11 @@ what a caller can get wrong.
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Any, Callable, Iterable
 
 from ..errors import BadRequest, NotFound
 from ..model import (EndPoint, EndPointField, Operation, ReadOperation, Transformation,
                      TransformOperation)
-from ..openlineage import dataset_input_transformations, input_transformations
 from ..render import EdgeTags, Names, edge_kind
 from ..rowkeys import MAX_TIME
 from ..store.lineage import LineageStore
@@ -151,8 +148,7 @@ def dataset_fields(store: LineageStore, ep: EndPoint, start: int, end: int,
 
 
 def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
-                  direction: str, level: int, show_indirect: bool = True,
-                  cache: "TransformationCache | None" = None) -> dict:
+                  direction: str, level: int, show_indirect: bool = True) -> dict:
     """Fields ``ef`` comes from / goes to, ``level`` hops across datasets.
 
     CDAP's shape, plus one key per dataset group when any of its edges is
@@ -170,7 +166,7 @@ def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
         # a field with lineage in the range is known; only without any does the
         # 404 check need every set the dataset ever had
         require_field(store, ef)
-    tagger = _Tags(store, start, end, names, cache)
+    tagger = _Tags(store, start, end, names)
     answer: dict[str, Any] = {"incoming": None, "outgoing": None}
     for d in dirs:
         step = steps[d]
@@ -395,78 +391,32 @@ def dataset_properties(store: LineageStore, ep: EndPoint, start: int, end: int) 
 
 # -- Marquez-compatible column lineage ------------------------------------------------
 
-class TransformationCache:
-    """Per (operation set, destination dataset): every written field's inputs with
-    their composed transformation tags, computed in ONE pass over the set (a
-    per-field pass made a dataset-wide request quadratic in the width). An
-    operation set never changes, so entries never go stale."""
-
-    def __init__(self, size: int = 2_000):
-        # (checksum, EndPoint) -> per field; (checksum, EndPointField) -> one field
-        self._data: OrderedDict[tuple[str, Any], dict] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
-
-    def of_dataset(self, store: LineageStore, checksum: str, ep: EndPoint
-                   ) -> dict[str, dict[EndPointField, list[Transformation]]]:
-        key = (checksum, ep)
-        with self._lock:
-            hit = self._data.get(key)
-            if hit is not None:
-                self._data.move_to_end(key)
-                return hit
-        value = dataset_input_transformations(store.operation_set(checksum), ep)
-        with self._lock:
-            self._data[key] = value
-            if len(self._data) > self._size:
-                self._data.popitem(last=False)
-        return value
-
-    def get(self, store: LineageStore, checksum: str, ef: EndPointField
-            ) -> dict[EndPointField, list[Transformation]]:
-        return self.of_dataset(store, checksum, ef.endpoint).get(ef.field, {})
-
-    def of_field(self, store: LineageStore, checksum: str, ef: EndPointField
-                 ) -> dict[EndPointField, list[Transformation]]:
-        """One field's inputs and tags: from the dataset's entry when a request
-        already composed it, else one pass over that field's operations only
-        (a walk that tags a few fields of a wide dataset must not compose them
-        all), kept for the next request."""
-        with self._lock:
-            whole = self._data.get((checksum, ef.endpoint))
-            if whole is not None:
-                return whole.get(ef.field, {})
-            hit = self._data.get((checksum, ef))
-            if hit is not None:
-                self._data.move_to_end((checksum, ef))
-                return hit
-        value = input_transformations(store.operation_set(checksum), ef)
-        with self._lock:
-            self._data[(checksum, ef)] = value
-            if len(self._data) > self._size:
-                self._data.popitem(last=False)
-        return value
+def set_inputs(store: LineageStore, checksum: str, ef: EndPointField
+               ) -> dict[EndPointField, list[Transformation]]:
+    """``ef``'s source fields and their tags in one operation set, from its
+    stored summaries (composed at record time: nothing is rebuilt per read;
+    kept with the decoded set, so bounded by the store's set cache). Shared:
+    never change it."""
+    return store.summaries([checksum])[checksum].incoming_tags(ef)
 
 
-def merged_inputs(store: LineageStore, cache: TransformationCache, ef: EndPointField,
-                  start: int, end: int, drop_indirect: bool = False, whole: bool = False
-                  ) -> dict[EndPointField, list[Transformation]]:
+def merged_inputs(store: LineageStore, ef: EndPointField, start: int, end: int,
+                  drop_indirect: bool = False) -> dict[EndPointField, list[Transformation]]:
     """``ef``'s source fields (as recorded, under the names the sets give them)
     with their tags merged over the range's operation sets, in set order; with
     ``drop_indirect`` an input only INDIRECT in a set is left out of that set.
     Kept per list of sets when the store is a request's `ReadView` (the list is
     the key, so a write that adds a set is a new key): a whole-history question
     over a dataset with a hundred sets merges them once, not per request.
-    ``whole``: compose each set for the whole dataset at once (a walk over many
-    of its fields), else for this field only (`TransformationCache`).
     The answer is shared: never change it."""
     sets = tuple(store.checksums(ef.endpoint, start, end, "incoming"))
-    per_set = cache.get if whole else cache.of_field
+    if len(sets) == 1 and not drop_indirect:
+        return set_inputs(store, sets[0], ef)  # one set: its own answer, not a copy
 
     def compute() -> dict[EndPointField, list[Transformation]]:
         merged: dict[EndPointField, list[Transformation]] = {}
         for c in sets:
-            for src, tags in per_set(store, c, ef).items():
+            for src, tags in set_inputs(store, c, ef).items():
                 if drop_indirect and edge_kind(tags) == "INDIRECT":
                     continue
                 cur = merged.setdefault(src, [])
@@ -479,22 +429,20 @@ def merged_inputs(store: LineageStore, cache: TransformationCache, ef: EndPointF
     return merges.get(key, compute)
 
 
-def named_inputs(store: LineageStore, cache: TransformationCache, names: Names,
-                 f: EndPointField, start: int, end: int, drop_indirect: bool = False,
-                 whole: bool = False) -> dict[EndPointField, list[Transformation]]:
+def named_inputs(store: LineageStore, names: Names, f: EndPointField, start: int, end: int,
+                 drop_indirect: bool = False) -> dict[EndPointField, list[Transformation]]:
     """``f``'s inputs over every name of its dataset, each source under one name,
     tags merged in the order the sets give them (a fresh dict)."""
     merged: dict[EndPointField, list[Transformation]] = {}
-    per_set = cache.get if whole else cache.of_field
     kept = getattr(store, "merges", None) is not None
     for ep in names.equivalents(f.endpoint):
         here = EndPointField(ep, f.field)
-        raw = merged_inputs(store, cache, here, start, end, drop_indirect, whole) if kept else None
+        raw = merged_inputs(store, here, start, end, drop_indirect) if kept else None
         if raw is None or any(names.field(src) != src for src in raw):
             # set by set (without a request's ReadView, or when two sources are one
             # dataset under two names: their tags must interleave set by set)
             for c in store.checksums(ep, start, end, "incoming"):
-                for src, tags in per_set(store, c, here).items():
+                for src, tags in set_inputs(store, c, here).items():
                     if drop_indirect and edge_kind(tags) == "INDIRECT":
                         continue
                     cur = merged.setdefault(names.field(src), [])
@@ -508,14 +456,14 @@ def named_inputs(store: LineageStore, cache: TransformationCache, names: Names,
 
 class _Tags(EdgeTags):
     """`EdgeTags` whose per-destination merge comes from `named_inputs` (kept
-    per list of sets across requests) when the server's cache is given."""
+    per list of sets across requests) when the store is a request's view."""
 
     def into(self, dest: EndPointField) -> dict[EndPointField, list[Transformation]]:
-        if self.cache is None or getattr(self.store, "merges", None) is None:
+        if getattr(self.store, "merges", None) is None:
             return super().into(dest)
         hit = self._into.get(dest)
         if hit is None:
-            hit = self._into[dest] = named_inputs(self.store, self.cache, self.names, dest,
+            hit = self._into[dest] = named_inputs(self.store, self.names, dest,
                                                   self.start_ms, self.end_ms)
         return hit
 
@@ -599,7 +547,7 @@ def _order(f: EndPointField) -> tuple[str, str, str]:
     return (f.endpoint.namespace, f.endpoint.name, f.field)
 
 
-def column_lineage(store: LineageStore, cache: TransformationCache, node_id: str, depth: int,
+def column_lineage(store: LineageStore, node_id: str, depth: int,
                    with_downstream: bool, start: int, end: int,
                    show_indirect: bool = True) -> dict:
     """Marquez's column-lineage graph. As Marquez writes it, every edge listed
@@ -625,8 +573,8 @@ def column_lineage(store: LineageStore, cache: TransformationCache, node_id: str
 
     def inputs_of(f: EndPointField) -> dict[EndPointField, list[Transformation]]:
         if f not in inputs_memo:
-            inputs_memo[f] = named_inputs(store, cache, names, f, start, end,
-                                          drop_indirect=not show_indirect, whole=True)
+            inputs_memo[f] = named_inputs(store, names, f, start, end,
+                                          drop_indirect=not show_indirect)
         return inputs_memo[f]
 
     outgoing = _step(store, names, "outgoing")

@@ -24,13 +24,25 @@ except ImportError:  # pragma: no cover - the bigtable extra is not installed
 
 DEFAULT_URL = "sqlite:///fll-data/fll.db"
 
-__all__ = ["Table", "LineageStore", "RunInfo", "OperationGroup", "open_store", "open_table",
+__all__ = ["Table", "LineageStore", "RunInfo", "OperationGroup", "open_store", "open_table", "open_rows",
            "register_backend", "known_schemes", "redact", "DEFAULT_URL", "default_url"]
 
 
 def default_url() -> str:
     """`FLL_STORE` if set, else the embedded default ``./fll-data/fll.db``."""
     return os.environ.get("FLL_STORE") or DEFAULT_URL
+
+
+def open_rows(url: str | None = None) -> Table:
+    """A store's table for reading and writing rows as they are, in any format
+    (what `fll admin upgrade`, fsck and the row commands work on)."""
+    from .lineage import WIDE_PREFIXES
+
+    table = open_table(url or default_url())
+    declare = getattr(table, "declare_wide", None)
+    if callable(declare):
+        declare(WIDE_PREFIXES)
+    return table
 
 
 def open_store(url: str | None = None, **options) -> LineageStore:

@@ -31,8 +31,8 @@ from ..codec import Summaries, decode_canonical
 from ..errors import BadRequest, FllError
 from ..model import EndPoint
 from .base import Table
-from .lineage import (BY_SET_OF_RUN, FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, WIDE_PREFIXES,
-                      SHAPED, LineageStore, data_parts, decode_data, join_shape, row_sets,
+from .lineage import (FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, WIDE_PREFIXES, SHAPED,
+                      LineageStore, data_parts, data_row, decode_data, join_shape, row_sets,
                       run_cells, set_used_since, shape_ref, unused_buckets)
 
 Progress = Callable[[int], None]
@@ -546,17 +546,20 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
     row is referenced, every run cell has its twins (its set's bucket cells at
     each level and its directory cell), every bucket cell is kept by a run, and
     no row of an older format is left; with ``repair``, fix what can be fixed.
-    A store of an older format (not upgraded yet, or being upgraded: it holds
-    rows of both shapes) is checked for what the formats share: data, run and
-    run-index rows; its bucket rows are checked once `fll admin upgrade` has run.
+    A store of an older format is refused: `fll admin upgrade` converts it
+    first (a rerun finishes an interrupted one).
 
     Two scans without a lock: the ``d|`` rows, then every row. Writers may run
     meanwhile, so every repair re-checks its row inside the transaction that
     changes it (one per batch) and leaves alone what a writer completed since.
     """
+    from .lineage import FORMAT, OlderFormat
+
     report = FsckReport()
-    fmt_row = table.get(rk.meta("format"))
-    report.format = int(fmt_row["v"]) if fmt_row and fmt_row.get("v", b"").isdigit() else 1
+    found = store_format(table)
+    if 0 < found < FORMAT:
+        raise OlderFormat(table.url, found)  # its rows are read by `upgrade` alone
+    report.format = found or FORMAT
     data: set[str] = set()
     # the shapes first (format 5): few, and every shaped d| row is checked against its own
     shapes: dict[str, tuple[bytes, bytes]] = {}
@@ -1003,7 +1006,6 @@ def _purge_in_txn(store: LineageStore, keys: list[bytes], before_ms: int,
 def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms: int,
                  report: PurgeReport, *, dry_run: bool) -> None:
     runs = table.get_many(keys)
-    rows: list[bytes] = []  # narrow rows of an older format, in a store not upgraded yet
     cells: dict[bytes, set[str]] = {}
     wanted: list[tuple[bytes, str, str, str, int]] = []
     sets: dict[str, list[tuple[bytes, str, str]]] = {}
@@ -1025,22 +1027,16 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
                 sets[checksum] = []  # data row gone: fsck owns that case
         for kind, ns, name in sets[checksum]:
             cells.setdefault(rk.run_row(kind, ns, name, start), set()).add(run_id)
-            if store.format >= 4:  # its first-run cell, if it was its set's first run
-                # (format 5; a store stamped 4 when this process opened it may
-                # have been upgraded since)
-                firsts.setdefault(rk.run_row(FIRST_OF_RUN[kind], ns, name, start),
-                                  set()).add(run_id)
-            if store.format < 4:
-                rows.append(rk.dataset_prefix(kind, ns, name) + rk.run_suffix(start, run_id))
-            if store.format < 3:
-                rows.append(rk.by_set(BY_SET_OF_RUN[kind], ns, name, checksum, start, run_id))
+            # its first-run cell, if it was its set's first run
+            firsts.setdefault(rk.run_row(FIRST_OF_RUN[kind], ns, name, start),
+                              set()).add(run_id)
             wanted.append((_BUCKET_OF[kind], ns, name, checksum, start))
     there = table.get_many(sorted(firsts)) if firsts else {}
     first_cells = sum(1 for k, runs in firsts.items() for r in runs if r in there.get(k, {}))
     if not dry_run:
         # the runs' cells first: the bucket and data rows are then unused
         # exactly when no other run keeps them
-        table.delete(rows + gone_runs)
+        table.delete(gone_runs)
         table.delete_columns({k: sorted(v) for k, v in (cells | firsts).items()})
         stale = unused_buckets(table, wanted)
         unused = [rk.data(c) for c, eps in sets.items()
@@ -1078,7 +1074,7 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
         report.bucket_rows += len(stale)
         report.data_rows += len(there)
     report.runs += len(gone_runs)
-    report.index_rows += len(rows) + sum(len(v) for v in cells.values()) + first_cells
+    report.index_rows += sum(len(v) for v in cells.values()) + first_cells
 
 
 # -- migrate -------------------------------------------------------------------
@@ -1206,6 +1202,8 @@ class UpgradeReport:
     rewritten_rows: int = 0
     #: format 2 rows removed: the by-set index and bucket rows keyed by hex checksum
     removed_rows: int = 0
+    #: ``d|`` and ``p|`` rows rewritten with this format's summaries
+    data_rows: int = 0
     resumed_from: bytes | None = None
 
     def to_dict(self) -> dict:
@@ -1214,6 +1212,7 @@ class UpgradeReport:
                 "bucket_rows_written": self.bucket_rows,
                 "index_rows_rewritten": self.rewritten_rows,
                 "older_rows_removed": self.removed_rows,
+                "data_rows_rewritten": self.data_rows,
                 "resumed_from": None if self.resumed_from is None
                 else printable_key(self.resumed_from)}
 
@@ -1227,8 +1226,9 @@ def store_format(table: Table) -> int:
 
 
 def count_upgrade_rows(table: Table) -> int:
-    """How many ``b|``/``f|`` rows an upgrade reads (its progress bar's length)."""
-    return sum(1 for kind in (rk.BACKWARD, rk.FORWARD)
+    """How many rows an upgrade reads (its progress bar's length): the ``b|``/``f|``
+    rows, and the ``d|`` and ``p|`` rows it may rewrite."""
+    return sum(1 for kind in (rk.BACKWARD, rk.FORWARD, rk.DATA, rk.SHAPE)
                for _ in table.scan(kind + rk.SEP, rk.prefix_end(kind + rk.SEP)))
 
 
@@ -1339,9 +1339,62 @@ def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
                 older.clear()
     if not dry_run:
         _delete(table, older)
+    report.data_rows = _upgrade_data_rows(table, dry_run, batch_size, progress)
+    if not dry_run:
         table.put({rk.meta("format"): {"v": str(FORMAT).encode()}})
         table.delete([rk.meta("upgrade")])
     return report
+
+
+def _older_data_parts(row: dict[str, bytes]) -> tuple[bytes, bytes]:
+    """(operations, summaries) of a whole ``d|`` or ``p|`` row of any format:
+    format 2 kept them plain in ``o`` and ``s``."""
+    if "z" not in row and "o" in row and "s" in row:
+        return row["o"], row["s"]
+    return data_parts(row)
+
+
+def _upgrade_data_rows(table: Table, dry_run: bool, batch_size: int,
+                       progress: Progress | None) -> int:
+    """Rewrite every whole ``d|`` row and every ``p|`` shape whose summaries are
+    not this format's (format 6: `fll.codec.summaries_to_bytes`) from its
+    operations; a ``d|`` row in shape form names its shape and needs nothing.
+    Idempotent (a row is content-addressed: the same operations give the same
+    row), so an interrupted upgrade simply runs it again. A row that does not
+    decode is left as it is: fsck reports it. Returns the rows rewritten."""
+    from ..codec import SUMMARY_VERSION
+
+    done = 0
+    batch: dict[bytes, dict[str, bytes]] = {}
+
+    def current(summaries: bytes) -> bool:
+        try:
+            return msgpack.unpackb(summaries, raw=False).get("v") == SUMMARY_VERSION
+        except Exception:
+            return False
+
+    for prefix in (rk.DATA + rk.SEP, rk.SHAPE + rk.SEP):
+        for key, cols in table.scan(prefix, rk.prefix_end(prefix)):
+            if SHAPED in cols:
+                continue
+            try:
+                ops, summaries = _older_data_parts(cols)
+                if current(summaries) and "z" in cols:
+                    continue
+                new = data_row(decode_canonical(ops))
+            except (FllError, ValueError):
+                continue
+            done += 1
+            if not dry_run:
+                batch[key] = new
+                if len(batch) >= batch_size:
+                    table.put(batch)
+                    batch.clear()
+            if progress:
+                progress(1)
+    if batch:
+        table.put(batch)
+    return done
 
 
 # -- logical migration -----------------------------------------------------------

@@ -85,7 +85,7 @@ def _now_ms() -> int:
 
 
 #: the row layout this module writes and reads (see the README, "How runs are stored")
-FORMAT = 5
+FORMAT = 6
 #: key prefixes of the rows that gather a column per run or per set: a backend
 #: that stores rows packed keeps these a cell at a time (`SQLiteTable.declare_wide`)
 WIDE_PREFIXES = (rk.BACKWARD + rk.SEP, rk.FORWARD + rk.SEP, rk.BACKWARD_BUCKET + rk.SEP,
@@ -111,8 +111,10 @@ BY_SET_OF_RUN = {rk.BACKWARD: rk.BACKWARD_BY_SET, rk.FORWARD: rk.FORWARD_BY_SET}
 # instead of 549. Dropping the summaries (computing them on first read) would
 # save 183 more, but a set read for the first time would cost about 2.7 ms
 # instead of 0.35 (measured on the bench's 10-field set): wide ranges over
-# many sets, beyond the cache, would pay it on every question. Format 2 rows
-# (``o`` and ``s``, plain) read as before. The dictionary of version 1 must
+# many sets, beyond the cache, would pay it on every question; and with tags
+# (format 6) far more. Older rows (format 2's plain ``o`` and ``s``, the
+# summaries of formats 2-5) are converted by `fll.store.admin.upgrade`, never
+# read here. The dictionary of version 1 must
 # never change: a new one takes a new version byte.
 _ZDICT_1 = (b"\xa6source\x83\xa4name\xa9namespace\xaaproperties\x80\xa4type\xa4READ\x85"
             b"\xabdescription\xabdestination\x83\xa4name\xa9namespace\xaaproperties\x80"
@@ -134,13 +136,11 @@ def data_row(info: FieldLineageInfo) -> dict[str, bytes]:
 
 
 def data_parts(row: dict[str, bytes]) -> tuple[bytes, bytes]:
-    """(canonical operations, summaries) of a ``d|`` row of any format;
+    """(canonical operations, summaries) of a whole ``d|`` row (or a ``p|`` row);
     ValueError when it is not one."""
     z = row.get("z")
     if z is None:
-        if "o" not in row or "s" not in row:
-            raise ValueError("a data row without operations or summaries")
-        return row["o"], row["s"]
+        raise ValueError("a data row without operations and summaries")
     zdict = _ZDICTS.get(z[0]) if z else None
     if zdict is None:
         raise ValueError(f"data row encoding {z[:1]!r} is unknown to this fll")
@@ -304,6 +304,16 @@ class _Pending(NamedTuple):
     program: str | None
 
 
+class OlderFormat(StoreError):
+    """A store of a format older than `FORMAT`: `fll admin upgrade` converts it."""
+
+    def __init__(self, url: str, found: int):
+        super().__init__(f"store {url} has format {found}; this fll reads and writes format "
+                         f"{FORMAT}: convert it with `fll --store {url} admin upgrade` "
+                         f"(stop the writers of the older fll first)")
+        self.found = found
+
+
 def _conflict(run_id: str, prior: str, checksum: str) -> InvalidLineageError:
     return InvalidLineageError(
         f"run {run_id!r} is already recorded with operation set {prior}; "
@@ -370,11 +380,14 @@ class LineageStore:
         # a question reads the first-run rows of its range in the same call
         # as its cover; on HBase (keys, not ranges, in one call) every run
         # writes its bucket cells, as in format 4
-        self.first_runs = self.format >= 5 and bool(getattr(table, "one_call_ranges", False))
+        self.first_runs = bool(getattr(table, "one_call_ranges", False))
 
     def _open_format(self) -> int:
         """The store's format version; an empty store is stamped with this one's.
-        A store without a stamp but with rows predates versioning: format 1."""
+        A store without a stamp but with rows predates versioning: format 1.
+        This class reads and writes one format, `FORMAT`: a store of an older
+        one is refused until `fll admin upgrade` converts it (the only code
+        that reads older formats, `fll.store.admin.upgrade`)."""
         row = self.table.get(rk.meta("format"))
         if row is None or "v" not in row:
             if next(iter(self.table.scan(limit=1)), None) is None:
@@ -383,14 +396,17 @@ class LineageStore:
                 except StoreError:
                     pass  # read-only access: an empty store reads the same in any format
                 return FORMAT
-            return 1
-        try:
-            found = int(row["v"])
-        except ValueError:
-            raise _corrupt(self.url, rk.meta("format")) from None
+            found = 1
+        else:
+            try:
+                found = int(row["v"])
+            except ValueError:
+                raise _corrupt(self.url, rk.meta("format")) from None
         if found > FORMAT:
             raise StoreError(f"store {self.url} has format {found}, newer than format "
                              f"{FORMAT} this fll reads; upgrade fll")
+        if found < FORMAT:
+            raise OlderFormat(self.url, found)
         return found
 
     def close(self) -> None:
@@ -583,14 +599,9 @@ class LineageStore:
         for kind, eps in ((rk.BACKWARD, dsts), (rk.FORWARD, srcs)):
             for ns, name in eps:
                 cells.setdefault(rk.run_row(kind, ns, name, start), set()).add(run_id)
-                if self.format >= 4:  # its first-run cell, if it was the set's first run
-                    # (format 5, or upgraded to it since this process opened the store)
-                    cells.setdefault(rk.run_row(FIRST_OF_RUN[kind], ns, name, start),
-                                     set()).add(run_id)
-                if self.format < 4:
-                    rows.append(rk.dataset_prefix(kind, ns, name) + rk.run_suffix(start, run_id))
-                if self.format < 3:
-                    rows.append(rk.by_set(BY_SET_OF_RUN[kind], ns, name, checksum, start, run_id))
+                # its first-run cell, if it was the set's first run
+                cells.setdefault(rk.run_row(FIRST_OF_RUN[kind], ns, name, start),
+                                 set()).add(run_id)
         # bucket cells are shared by every run of the set in the bucket: only
         # those no other run keeps go
         wanted = [(kind, ns, name, checksum, start)
@@ -603,9 +614,7 @@ class LineageStore:
     def _data_rows(self, info: FieldLineageInfo) -> dict[bytes, dict[str, bytes]]:
         """The ``d|`` row of a set, and the ``p|`` row of its shape (format 5)."""
         key = rk.data(info.checksum)
-        if self.format < 5:
-            return {key: data_row(info)}
-        ops = canonical_bytes(info.operations)
+        ops =  canonical_bytes(info.operations)
         split = split_shape(ops)
         if split is None:
             return {key: data_row(info)}
@@ -1015,11 +1024,6 @@ class LineageStore:
         the edges; a second only when the range spans more than 64 top
         buckets. Cost follows the sets in the range, never the history."""
         bucket_kind, run_kind = _BUCKET_KINDS[direction], _RUN_KINDS[direction]
-        if self.format < 4:
-            # a store of an older format not upgraded yet: its bucket rows are
-            # of another shape; the run index of the range answers (both shapes)
-            return sorted({r.checksum for r in self._scan_runs(run_kind, endpoint, start, end,
-                                                                programs=False)})
         ns, name = endpoint.namespace, endpoint.name
         cover, top = rk.cover4(start, end)
         # the keys as rk.run_row / rk.bucket4 build them, a prefix per level made once
@@ -1035,16 +1039,13 @@ class LineageStore:
             ranges = _cover_ranges(heads, cover, top)
             names = getattr(self.table, "column_names", None)
             interior: list[tuple[bytes, bytes]] = []
-            if self.format >= 4:
-                # (a store upgraded to format 5 while this process reads it
-                # gets first-run rows from newer writers: read them from 4 on)
-                # and the sets' first runs in the range, which have no bucket
-                # cells: their rows from the one holding ``start`` to the one
-                # holding ``end - 1``; the runs of those two filtered by time
-                # below, the rows between read for their sets alone where the
-                # backend can (SQLite)
-                ranges += _first_run_ranges(rk.dataset_prefix(first_kind, ns, name), start,
-                                            end, interior if names is not None else None)
+            # and the sets' first runs in the range, which have no bucket
+            # cells: their rows from the one holding ``start`` to the one
+            # holding ``end - 1``; the runs of those two filtered by time
+            # below, the rows between read for their sets alone where the
+            # backend can (SQLite)
+            ranges += _first_run_ranges(rk.dataset_prefix(first_kind, ns, name), start,
+                                        end, interior if names is not None else None)
             top = None
             buckets = [r for r in ranges if r[0][:1] not in (run_kind, first_kind)]
             found_in_buckets = names(buckets, interior) if names is not None and \

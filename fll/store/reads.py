@@ -26,7 +26,6 @@ from typing import Any, Callable, Hashable, Iterable
 from ..codec import Summaries, summaries_of
 from ..model import DROPPED, EndPoint, EndPointField
 
-_Map = dict[EndPointField, frozenset[EndPointField]]
 
 
 class SetMerges:
@@ -60,35 +59,51 @@ _MISS = object()
 
 
 class _Merged:
-    """One dataset's lineage over one list of operation sets, one direction.
+    """One dataset's lineage over one list of operation sets, one direction,
+    each field's answer merged when first asked (a dataset of an all-to-all set
+    of n fields answers n questions of n fields each: merging them all up front
+    cost n x n).
 
-    ``by_key``: every summary key of the dataset → the union of its targets
-    (what `LineageStore.incoming`/`outgoing` answer per field); ``fmap``: the
-    dataset's destination (incoming) or source (outgoing) fields → the same
-    unions (what `LineageStore.field_map` answers). The dropped marker is left
-    out of both, as the store's answers leave it out."""
+    ``fields``: the dataset's destination (incoming) or source (outgoing)
+    fields in any of the sets; `targets`: a field's union of sources
+    (incoming) or destinations (outgoing) over the sets, the dropped marker
+    left out, as `LineageStore.incoming`/`outgoing` answer. With one set the
+    set's own answer is shared, not copied."""
 
-    __slots__ = ("by_key", "fmap")
+    __slots__ = ("_summaries", "_incoming", "fields", "_memo", "_lock")
 
-    def __init__(self, by_key: _Map, fmap: _Map):
-        self.by_key = by_key
-        self.fmap = fmap
+    def __init__(self, ep: EndPoint, direction: str, summaries: Iterable[Summaries]):
+        self._summaries = list(summaries)
+        self._incoming = direction == "incoming"
+        self.fields = frozenset(
+            f for s in self._summaries
+            for f in (s.destination_fields if self._incoming else s.source_fields)
+            if f.endpoint == ep)
+        self._memo: dict[EndPointField, frozenset[EndPointField]] = {}
+        self._lock = threading.Lock()
+
+    def targets(self, f: EndPointField) -> frozenset[EndPointField]:
+        hit = self._memo.get(f)
+        if hit is not None:
+            return hit
+        parts = [t for s in self._summaries
+                 for t in [(s.incoming if self._incoming else s.outgoing).get(f)] if t]
+        if len(parts) == 1 and DROPPED not in parts[0]:
+            found = parts[0]
+        else:
+            found = frozenset().union(*parts) - {DROPPED}
+        with self._lock:
+            if len(self._memo) < _MEMO_FIELDS:  # bounded: its sets are, in the store's cache
+                self._memo[f] = found
+        return found
+
+
+#: answers a `_Merged` keeps, per dataset, list of sets and direction
+_MEMO_FIELDS = 4096
 
 
 def _merge(ep: EndPoint, direction: str, summaries: Iterable[Summaries]) -> _Merged:
-    by_key: dict[EndPointField, set[EndPointField]] = {}
-    fmap: dict[EndPointField, set[EndPointField]] = {}
-    for s in summaries:
-        table = s.incoming if direction == "incoming" else s.outgoing
-        mine = s.destination_fields if direction == "incoming" else s.source_fields
-        for k, targets in table.items():
-            if k.endpoint == ep:
-                by_key.setdefault(k, set()).update(targets)
-        for f in mine:
-            if f.endpoint == ep:
-                fmap.setdefault(f, set()).update(table.get(f, frozenset()))
-    return _Merged({k: frozenset(v - {DROPPED}) for k, v in by_key.items()},
-                   {k: frozenset(v - {DROPPED}) for k, v in fmap.items()})
+    return _Merged(ep, direction, summaries)
 
 
 class ReadView:
@@ -156,23 +171,22 @@ class ReadView:
     def fields(self, endpoint: EndPoint, start: int, end: int,
                prefix: str | None = None) -> list[str]:
         names = {f.field for d in ("incoming", "outgoing")
-                 for f in self._merged(endpoint, start, end, d).fmap}
+                 for f in self._merged(endpoint, start, end, d).fields}
         if prefix:
             low = prefix.lower()
             names = {n for n in names if n.lower().startswith(low)}
         return sorted(names)
 
     def incoming(self, efield: EndPointField, start: int, end: int) -> set[EndPointField]:
-        return set(self._merged(efield.endpoint, start, end, "incoming").by_key.get(
-            efield, frozenset()))
+        return set(self._merged(efield.endpoint, start, end, "incoming").targets(efield))
 
     def outgoing(self, efield: EndPointField, start: int, end: int, *,
                  include_dropped: bool = False) -> set[EndPointField]:
         if include_dropped:
             return self.store.outgoing(efield, start, end, include_dropped=True)
-        return set(self._merged(efield.endpoint, start, end, "outgoing").by_key.get(
-            efield, frozenset()))
+        return set(self._merged(efield.endpoint, start, end, "outgoing").targets(efield))
 
     def field_map(self, endpoint: EndPoint, start: int, end: int,
                   direction: str = "incoming") -> dict[EndPointField, set[EndPointField]]:
-        return {f: set(t) for f, t in self._merged(endpoint, start, end, direction).fmap.items()}
+        merged = self._merged(endpoint, start, end, direction)
+        return {f: set(merged.targets(f)) for f in merged.fields}
