@@ -28,7 +28,7 @@ import msgpack
 
 from .. import rowkeys as rk
 from ..codec import Summaries, decode_canonical
-from ..errors import BadRequest, FllError
+from ..errors import BadRequest, FllError, StoreError
 from ..model import EndPoint
 from .base import Table
 from .lineage import (FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, WIDE_PREFIXES, SHAPED,
@@ -501,7 +501,6 @@ def maintenance(table: Table, what: str, *, lease_ms: int = 3_600_000) -> Iterat
     if callable(getattr(table, "atomic", None)):
         yield
         return
-    from ..errors import StoreError
     from .lineage import LEASE, WRITER_PREFIX, _now_ms
 
     key = rk.meta(LEASE)
@@ -559,6 +558,9 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
     found = store_format(table)
     if 0 < found < FORMAT:
         raise OlderFormat(table.url, found)  # its rows are read by `upgrade` alone
+    if found > FORMAT:
+        raise StoreError(f"store {table.url} has format {found}, newer than format {FORMAT} "
+                         f"this fll reads; upgrade fll")
     report.format = found or FORMAT
     data: set[str] = set()
     # the shapes first (format 5): few, and every shaped d| row is checked against its own
@@ -1273,7 +1275,6 @@ def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
     found = store_format(table)
     report = UpgradeReport(table.url, found, FORMAT, dry_run)
     if found > FORMAT:
-        from ..errors import StoreError
         raise StoreError(f"store {table.url} has format {found}, newer than format {FORMAT} "
                          f"this fll knows; upgrade fll")
     if found in (0, FORMAT):

@@ -1,20 +1,25 @@
-"""Store formats: a store of format 1 (before time buckets), 2 (by-set index,
-hex bucket keys, programs in index rows, plain data rows) or 3 (narrow run and
-bucket rows) reads as before, upgrades in place to format 4, resumes an interrupted upgrade, migrates run by
-run to any backend, and a store of a newer format is refused with one line
-naming both versions."""
+"""Store formats: this fll reads and writes one format (6). A store of any
+older one (1: before time buckets; 2: by-set index, hex bucket keys, programs
+in index rows, plain data rows; 3: narrow run and bucket rows; 4: wide rows;
+5: first-run rows and shapes; 1-5 with summaries that list every edge and no
+tags) is refused with one line naming the upgrade, until `fll admin upgrade`
+converts it in place (resumably) to answer exactly as before; a store of a
+newer format is refused with one line naming both versions."""
 from __future__ import annotations
 
 import json
+import struct
+import zlib
 
+import msgpack
 import pytest
 
 from fll import EndPoint, EndPointField, StoreError, open_store
 from fll import rowkeys as rk
 from fll.store import LineageStore, admin
-from fll.codec import canonical_bytes, summaries_to_bytes
-from fll.store.lineage import (BY_SET_OF_RUN, FORMAT, SHAPED, data_row, decode_data, row_sets,
-                               run_cells)
+from fll.codec import canonical_bytes, decode_canonical, summaries_to_bytes
+from fll.store.lineage import (_ZDICTS, BY_SET_OF_RUN, FORMAT, SHAPED, OlderFormat, data_parts,
+                               decode_data, row_sets, run_cells)
 from tests.lineage_examples import chain
 
 from .conftest import open_url
@@ -49,18 +54,56 @@ def _answers(store: LineageStore) -> dict:
     return out
 
 
+def summaries_v1(info) -> bytes:
+    """The summaries formats 2-5 stored: every edge listed, no tags."""
+    eps: list = []
+    fields: list = []
+    index: dict = {}
+
+    def f(ef):
+        if ef not in index:
+            e = (ef.endpoint.namespace, ef.endpoint.name)
+            if e not in eps:
+                eps.append(e)
+            index[ef] = len(fields)
+            fields.append([eps.index(e), ef.field])
+        return index[ef]
+    inc = sorted((f(k), sorted(f(x) for x in v)) for k, v in info.incoming_summary().items())
+    out = sorted((f(k), sorted(f(x) for x in v)) for k, v in info.outgoing_summary().items())
+    src = sorted(f(EndPointField(ep, n)) for ep, ns in info.source_fields().items() for n in ns)
+    dst = sorted(f(EndPointField(ep, n)) for ep, ns in info.destination_fields().items()
+                 for n in ns)
+    return msgpack.packb({"v": 1, "endpoints": [list(e) for e in eps], "fields": fields,
+                          "in": inc, "out": out, "src": src, "dst": dst}, use_bin_type=True)
+
+
+def data_row_v1(info) -> dict[str, bytes]:
+    """A whole d| row (or p| row) as formats 3-5 wrote it."""
+    ops = canonical_bytes(info.operations)
+    z = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zdict=_ZDICTS[1])
+    body = z.compress(struct.pack(">I", len(ops)) + ops + summaries_v1(info)) + z.flush()
+    return {"z": bytes([1]) + body}
+
+
 def to_older_format(table, fmt: int) -> None:
-    """Rewrite a store's rows as format ``fmt`` (1 to 4) wrote them: format 4
-    without first-run rows, every run with its bucket cells; before it a
-    narrow index row per run and endpoint; format 3 with narrow bucket rows
-    (4 s x16 levels, raw checksum in the key); format 2 with the by-set index
-    ``B|``/``F|``, the program in every index row, plain ``o``/``s`` data rows
-    and hex-keyed bucket rows; format 1 like 2 without buckets nor a stamp."""
+    """Rewrite a store's rows as format ``fmt`` (1 to 5) wrote them: every
+    whole d| and p| row with the summaries of formats 2-5; format 4
+    without first-run rows nor shapes, every run with its bucket cells; before
+    it a narrow index row per run and endpoint; format 3 with narrow bucket
+    rows (4 s x16 levels, raw checksum in the key); format 2 with the by-set
+    index ``B|``/``F|``, the program in every index row, plain ``o``/``s``
+    data rows and hex-keyed bucket rows; format 1 like 2 without buckets nor
+    a stamp."""
     puts: dict[bytes, dict[str, bytes]] = {}
     gone: list[bytes] = []
     for key, cols in list(table.scan()):
         kind = key[:1]
-        if kind in (rk.FIRST_BACKWARD, rk.FIRST_FORWARD):
+        if fmt == 5:
+            if kind == rk.SHAPE or (kind == rk.DATA and SHAPED not in cols):
+                puts[key] = data_row_v1(decode_canonical(data_parts(cols)[0]))
+            elif key == rk.meta("format"):
+                puts[key] = {"v": b"5"}
+        elif kind in (rk.FIRST_BACKWARD, rk.FIRST_FORWARD):
             # format 4 had no first-run rows: every run had its bucket cells
             gone.append(key)
             if fmt == 4:
@@ -70,7 +113,7 @@ def to_older_format(table, fmt: int) -> None:
                     for row, new in run_cells(run_kind, k.namespace, k.name, start, run_id,
                                               checksum).items():
                         puts.setdefault(row, {}).update(new)
-        elif fmt == 4 and kind != rk.SHAPE and not (kind == rk.DATA and SHAPED in cols):
+        elif fmt == 4 and kind not in (rk.SHAPE, rk.DATA):
             if key == rk.meta("format"):
                 puts[key] = {"v": b"4"}
         elif kind in (rk.BACKWARD, rk.FORWARD):
@@ -95,11 +138,11 @@ def to_older_format(table, fmt: int) -> None:
             gone.append(key)
         elif kind == rk.SHAPE:
             gone.append(key)  # format 5's shapes: every older format has whole d| rows
-        elif kind == rk.DATA and (fmt < 3 or SHAPED in cols):
+        elif kind == rk.DATA:
             info = decode_data(cols, table)
             gone.append(key)
-            puts[key] = {"o": canonical_bytes(info.operations), "s": summaries_to_bytes(info)} \
-                if fmt < 3 else data_row(info)
+            puts[key] = {"o": canonical_bytes(info.operations), "s": summaries_v1(info)} \
+                if fmt < 3 else data_row_v1(info)
         elif key == rk.meta("format"):
             gone.append(key)
             if fmt >= 2:
@@ -109,7 +152,8 @@ def to_older_format(table, fmt: int) -> None:
 
 
 def _older_rows(table) -> list[bytes]:
-    """Rows format 4 never has: narrow run and bucket rows, by-set rows."""
+    """Rows format 6 never has: narrow run and bucket rows, by-set rows, data
+    rows with the older summaries."""
     out = []
     for key, cols in table.scan():
         if key[:1] in (rk.BACKWARD_BY_SET, rk.FORWARD_BY_SET):
@@ -117,12 +161,13 @@ def _older_rows(table) -> list[bytes]:
         elif key[:1] in (rk.BACKWARD, rk.FORWARD, rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET):
             if not rk.is_wide(key) and not key.endswith(b"|*"):
                 out.append(key)
-        elif key[:1] == rk.DATA and "o" in cols:
-            pass  # a format-2 data row reads as well: the upgrade leaves it
+        elif key[:1] in (rk.DATA, rk.SHAPE) and SHAPED not in cols:
+            if "z" not in cols or msgpack.unpackb(data_parts(cols)[1])["v"] != 2:
+                out.append(key)
     return out
 
 
-@pytest.fixture(params=[1, 2, 3])
+@pytest.fixture(params=[1, 2, 3, 4, 5])
 def older(tmp_path, request):
     url = f"sqlite:///{tmp_path}/old.db"
     with open_store(url) as store:
@@ -134,24 +179,36 @@ def older(tmp_path, request):
 
 
 @pytest.fixture
-def format1(older):
-    return older[0], older[1]
-
-
-def test_an_older_store_answers_as_before_and_upgrades_in_place(older):
-    url, want, fmt = older
+def format1(tmp_path):
+    url = f"sqlite:///{tmp_path}/old.db"
     with open_store(url) as store:
-        assert store.format == fmt
-        assert _answers(store) == want
-        assert admin.fsck(store.table).clean
-        rows = sorted(store.table.scan())
-        dry = admin.upgrade(store.table, dry_run=True)
-        assert dry.from_format == fmt and dry.index_rows > 0 and dry.removed_rows > 0
-        assert sorted(store.table.scan()) == rows  # the dry run changed nothing
-        report = admin.upgrade(store.table, batch_size=7)
-        assert report.bucket_rows > 0 and admin.store_format(store.table) == FORMAT
-        assert report.index_rows == 80 and report.removed_rows == dry.removed_rows
-        assert _older_rows(store.table) == []
+        _history(store)
+        want = _answers(store)
+        to_older_format(store.table, 1)
+    return url, want
+
+
+def test_an_older_store_is_refused_until_upgraded_in_place_then_answers_as_before(older):
+    url, want, fmt = older
+    for _ in range(2):  # nothing about the refusal changes the store
+        with pytest.raises(OlderFormat, match=rf"format {fmt}; this fll reads and writes "
+                                              rf"format {FORMAT}: .*admin upgrade"):
+            open_store(url)
+    table = open_url(url)
+    with pytest.raises(OlderFormat):
+        admin.fsck(table)
+    rows = sorted(table.scan())
+    dry = admin.upgrade(table, dry_run=True)
+    assert dry.from_format == fmt and dry.data_rows > 0
+    assert (dry.index_rows > 0 and dry.removed_rows > 0) == (fmt < 4)
+    assert sorted(table.scan()) == rows  # the dry run changed nothing
+    report = admin.upgrade(table, batch_size=7)
+    assert admin.store_format(table) == FORMAT
+    assert (report.index_rows, report.removed_rows) == ((80, dry.removed_rows) if fmt < 4
+                                                        else (0, 0))
+    assert report.data_rows == dry.data_rows
+    assert _older_rows(table) == []
+    table.close()
     with open_store(url) as store:
         assert store.format == FORMAT
         assert _answers(store) == want
@@ -160,48 +217,16 @@ def test_an_older_store_answers_as_before_and_upgrades_in_place(older):
         assert admin.upgrade(store.table).from_format == FORMAT  # nothing left to do
 
 
-def _before(answers: dict) -> dict:
-    """The answers over ranges that end before the late run."""
-    return {k: v for k, v in answers.items() if not (isinstance(k, tuple) and k[1] == rk.MAX_TIME)}
+def test_the_cli_names_the_upgrade_for_an_older_store_in_one_line_and_exit_3(format1):
+    from click.testing import CliRunner
 
-
-def test_runs_recorded_into_an_older_store_before_its_upgrade_are_answered_throughout(older):
-    """This fll writes format 4 rows into a store not upgraded yet: its queries
-    read both shapes, fsck of the half-old store is clean, and the upgrade keeps them."""
-    url, want, fmt = older
-    late = chain(EndPoint("n", "raw/late"), DST, ["a", "late"])
-    t = 1_650_000_000_000 + 50 * DAY
-    with open_store(url) as store:
-        assert store.record(late, "late-run", t, "p-late")
-        assert late.checksum in store.checksums(DST, t, t + 1)
-        assert store.fields(DST, t - DAY, t + DAY) == ["a", "late"]
-        assert store.runs(DST, t, t + 1)[0].program == "p-late"
-        assert _before(_answers(store)) == _before(want)  # the older runs, unchanged
-        assert admin.fsck(store.table).clean
-        admin.upgrade(store.table, batch_size=5)
-    with open_store(url) as store:
-        assert late.checksum in store.checksums(DST, t, t + 1)
-        assert _before(_answers(store)) == _before(want)
-        assert admin.fsck(store.table).clean
-
-
-def test_an_older_store_can_be_purged_and_superseded_before_its_upgrade(older):
-    url, want, fmt = older
-    t0 = 1_650_000_000_000
-    with open_store(url) as store:
-        keep = [r for r in store.runs(DST, t0 + 5 * DAY, rk.MAX_TIME)]
-        other = chain(EndPoint("n", "raw/other"), DST, ["a", "z"])
-        assert store.record(other, keep[0].run_id, 0, supersede=True)
-        admin.purge(store, t0 + 5 * DAY)
-        assert store.runs(DST, 0, t0 + 5 * DAY) == []
-        assert [r.run_id for r in store.runs(DST, 0, rk.MAX_TIME)] == [r.run_id for r in keep]
-        assert store.checksums(DST, 0, t0 + 5 * DAY) == []
-        admin.upgrade(store.table)
-        fsck = admin.fsck(store.table)
-        assert fsck.clean, fsck.to_dict()
-        assert store.fields(DST, 0, rk.MAX_TIME) == sorted({"a", "z"} | {
-            f for r in keep[1:] for f in store.operation_set(r.checksum).destination_fields()
-            .get(DST, ())})
+    from fll.cli import main
+    url, _ = format1
+    for args in (["lineage", "n:dst:a"], ["datasets"], ["admin", "fsck"]):
+        result = CliRunner().invoke(main, ["--store", url, *args])
+        assert result.exit_code == 3, result.output
+        assert "format 1" in result.output and "admin upgrade" in result.output
+        assert len(result.output.strip().splitlines()) == 1
 
 
 class _PutsThenFails:
@@ -218,15 +243,20 @@ class _PutsThenFails:
         return getattr(self.inner, name)
 
 
-def test_an_interrupted_upgrade_resumes_where_it_stopped(format1):
+@pytest.mark.parametrize("fails_after", [5, 40])
+def test_an_interrupted_upgrade_resumes_where_it_stopped(format1, fails_after):
+    # 5: in the index pass; 40: in the data rows' pass
     url, want = format1
-    with open_store(url) as store:
-        with pytest.raises(StoreError, match="connection lost"):
-            admin.upgrade(_PutsThenFails(store.table, 5), batch_size=4)
-        assert admin.store_format(store.table) < FORMAT
-        report = admin.upgrade(store.table, batch_size=4)
-        assert report.resumed_from is not None
-        assert admin.store_format(store.table) == FORMAT
+    table = open_url(url)
+    with pytest.raises(StoreError, match="connection lost"):
+        admin.upgrade(_PutsThenFails(table, fails_after), batch_size=4)
+    assert admin.store_format(table) < FORMAT
+    with pytest.raises(OlderFormat):
+        LineageStore(table)  # half converted: still refused
+    report = admin.upgrade(table, batch_size=4)
+    assert report.resumed_from is not None
+    assert admin.store_format(table) == FORMAT
+    table.close()
     with open_store(url) as store:
         assert _answers(store) == want
         assert admin.fsck(store.table).clean
@@ -249,8 +279,12 @@ def test_a_store_of_a_newer_format_is_refused_naming_both_versions(tmp_path):
 
 
 @pytest.mark.parametrize("table_url", ["sqlite", "bigtable", "hbase-thrift"], indirect=True)
-def test_migrate_copies_runs_from_a_format_1_store_to_any_backend(format1, open_table_for):
+def test_migrate_copies_runs_from_an_upgraded_format_1_store_to_any_backend(format1,
+                                                                            open_table_for):
     url, want = format1
+    table = open_url(url)
+    admin.upgrade(table)
+    table.close()
     with open_store(url) as source:
         destination = LineageStore(open_table_for())
         report = admin.migrate_runs(source, destination, batch_size=6)
@@ -355,7 +389,7 @@ def test_a_set_whose_shape_is_missing_or_wrong_is_a_store_error_and_fsck_names_i
         assert admin.fsck(store.table).clean
 
 
-@pytest.mark.parametrize("fmt", [2, 3])
+@pytest.mark.parametrize("fmt", [2, 3, 5])
 @pytest.mark.parametrize("table_url", ["bigtable", "hbase-thrift"], indirect=True)
 def test_an_older_store_upgrades_in_place_on_backends_without_transactions(open_table_for,
                                                                            fmt):
@@ -363,10 +397,10 @@ def test_an_older_store_upgrades_in_place_on_backends_without_transactions(open_
     _history(store)
     want = _answers(store)
     to_older_format(store.table, fmt)
-    store = LineageStore(store.table)
-    assert store.format == fmt and _answers(store) == want
+    with pytest.raises(OlderFormat):
+        LineageStore(store.table)
     report = admin.upgrade(store.table, batch_size=9)
-    assert report.index_rows == 80 and report.removed_rows > 0
+    assert report.index_rows == (80 if fmt < 4 else 0) and report.data_rows > 0
     assert _older_rows(store.table) == []
     store = LineageStore(store.table)
     assert store.format == FORMAT and _answers(store) == want
@@ -376,44 +410,6 @@ def test_an_older_store_upgrades_in_place_on_backends_without_transactions(open_
 
 def _first_run_rows(table) -> list[bytes]:
     return [k for k, _ in table.scan() if k[:1] in (rk.FIRST_BACKWARD, rk.FIRST_FORWARD)]
-
-
-def test_a_format_4_store_upgrades_to_5_without_rewriting_a_row(tmp_path):
-    """Format 5 only adds first-run rows: a format-4 store is read as it is,
-    gets none until it is upgraded (a format-4 reader beside it would miss
-    them), and the upgrade only stamps the format."""
-    url = f"sqlite:///{tmp_path}/four.db"
-    with open_store(url) as store:
-        _history(store)
-        want = _answers(store)
-        assert _first_run_rows(store.table)
-        to_older_format(store.table, 4)
-        assert not _first_run_rows(store.table)
-    with open_store(url) as store:
-        assert store.format == 4 and not store.first_runs
-        assert _answers(store) == want
-        assert admin.fsck(store.table).clean
-        store.record(chain(EndPoint("n", "raw/new"), DST, ["a"]), "new-4", 1_650_000_000_000)
-        assert not _first_run_rows(store.table)
-        want = _answers(store)
-        rows = [r for r in store.table.scan() if r[0] != rk.meta("format")]
-        report = admin.upgrade(store.table)
-        assert (report.from_format, report.to_format) == (4, FORMAT) == (4, 5)
-        assert [r for r in store.table.scan() if r[0] != rk.meta("format")] == rows
-    with open_store(url) as store, open_store(url) as before:
-        assert store.format == 5 and store.first_runs
-        assert _answers(store) == want
-        assert admin.fsck(store.table).clean
-        # a process that opened the store at format 4 and reads on after the upgrade
-        before.format, before.first_runs = 4, False
-        newer = chain(EndPoint("n", "raw/newer"), DST, ["a"])
-        store.record(newer, "new-5", 1_650_000_000_001)
-        assert _first_run_rows(store.table)
-        assert "new-5" in {r.run_id for r in store.runs(DST, 0, rk.MAX_TIME)}
-        for reader in (store, before):
-            assert newer.checksum in reader.checksums(DST, 1_650_000_000_000, 1_650_000_000_002)
-            assert newer.checksum in reader.checksums(DST, 0, rk.MAX_TIME)
-        assert admin.fsck(store.table).clean
 
 
 @pytest.mark.parametrize("table_url", ["hbase-thrift", "bigtable"], indirect=True)
