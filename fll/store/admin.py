@@ -31,9 +31,10 @@ from ..codec import Summaries, decode_canonical
 from ..errors import BadRequest, FllError, StoreError
 from ..model import EndPoint
 from .base import Table
-from .lineage import (FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, WIDE_PREFIXES, SHAPED,
-                      LineageStore, data_parts, data_row, decode_data, join_shape, row_sets,
-                      run_cells, set_used_since, shape_ref, unused_buckets)
+from .lineage import (FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, SHAPED, WIDE_PREFIXES,
+                      LineageStore, data_parts, data_row, decode_data, has_lineage_rows,
+                      join_shape, row_sets, run_cells, set_used_since, shape_ref,
+                      unused_buckets)
 
 Progress = Callable[[int], None]
 _T = struct.Struct(">q")
@@ -1224,7 +1225,7 @@ def store_format(table: Table) -> int:
     row = table.get(rk.meta("format"))
     if row is not None and row.get("v", b"").isdigit():
         return int(row["v"])
-    return 0 if next(iter(table.scan(limit=1)), None) is None else 1
+    return 1 if has_lineage_rows(table) else 0
 
 
 def count_upgrade_rows(table: Table) -> int:

@@ -304,6 +304,14 @@ class _Pending(NamedTuple):
     program: str | None
 
 
+def has_lineage_rows(table: Table) -> bool:
+    """Whether a table holds a row other than meta rows (a maintenance lease or
+    a writer's row is no content: a table of only those is a new store)."""
+    meta = rk.META + rk.SEP
+    return any(True for lo, hi in ((b"", meta), (rk.prefix_end(meta), b""))
+               for _ in table.scan(lo, hi, limit=1))
+
+
 class OlderFormat(StoreError):
     """A store of a format older than `FORMAT`: `fll admin upgrade` converts it."""
 
@@ -390,7 +398,7 @@ class LineageStore:
         that reads older formats, `fll.store.admin.upgrade`)."""
         row = self.table.get(rk.meta("format"))
         if row is None or "v" not in row:
-            if next(iter(self.table.scan(limit=1)), None) is None:
+            if not has_lineage_rows(self.table):
                 try:
                     self.table.put({rk.meta("format"): {"v": str(FORMAT).encode()}})
                 except StoreError:

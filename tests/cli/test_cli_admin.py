@@ -8,9 +8,9 @@ import pytest
 
 from fll import (EndPoint, EndPointField, FieldLineageInfo, InputField, ReadOperation,
                  StoreError, WriteOperation, open_store)
-from fll.codec import canonical_bytes, summaries_to_bytes
 from fll import rowkeys as rk
 from fll.store import admin, open_table
+from fll.store.lineage import data_row
 from tests.cli.conftest import RUNS, T0, B, C, build_store
 from tests.lineage_examples import cdap_example
 
@@ -32,8 +32,7 @@ def broken_store(lineage_store):
     lonely = FieldLineageInfo([ReadOperation("r", "orphan", EndPoint("ns", "o"), ["x"]),
                                WriteOperation("w", "", EndPoint("ns", "p"),
                                               [InputField("r", "x")])])
-    table.put({rk.data(lonely.checksum): {"o": canonical_bytes(lonely.operations),
-                                          "s": summaries_to_bytes(lonely)}})
+    table.put({rk.data(lonely.checksum): data_row(lonely)})
     dangling = rk.run_row(rk.BACKWARD, "ns", "ghost", T0)
     table.put({dangling: {"ghost-run": b"\x00" * 16}})
     table.delete([rk.run("r-ab")])  # as if a crash hit between index rows and run row
