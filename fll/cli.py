@@ -967,6 +967,8 @@ def fsck(state: State, repair: bool, fmt: str) -> None:
               ("stale_bucket_rows", "bucket row no run keeps"),
               ("first_run_cells_without_their_run", "first-run cell without its run cell"),
               ("unfinished_runs", "run whose index rows were never all written"),
+              ("schema_rows_without_their_schema", "schema row naming a missing schema"),
+              ("unused_schemas", "schema no schema row names"),
               ("older_format_rows", "row of an older format left by an upgrade"),
               ("corrupt_rows", "corrupt row"),
               ("unknown_rows", "row of no fll shape")]

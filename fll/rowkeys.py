@@ -64,11 +64,14 @@ FIRST_BACKWARD = b"i"
 FIRST_FORWARD = b"o"
 #: format 5: what the operation sets of one shape share (see `fll.store.lineage`)
 SHAPE = b"p"
+#: format 6: a schema's fields, once per distinct schema; ``s|`` rows name it
+SCHEMA_BODY = b"q"
 KINDS = {BACKWARD_BUCKET: "backward-buckets", FORWARD_BUCKET: "forward-buckets",
          META: "meta", DATA: "data", BACKWARD: "backward", FORWARD: "forward",
          BACKWARD_BY_SET: "backward-by-set", FORWARD_BY_SET: "forward-by-set", RUN: "run",
          SCHEMA: "schema", ALIAS: "alias", ALIASED_BY: "aliased-by",
-         FIRST_BACKWARD: "backward-first", FIRST_FORWARD: "forward-first", SHAPE: "shape"}
+         FIRST_BACKWARD: "backward-first", FIRST_FORWARD: "forward-first", SHAPE: "shape",
+         SCHEMA_BODY: "schema-body"}
 
 _ESCAPE = {ord("%"): "%25", ord("|"): "%7C"}
 _ESCAPE.update({c: f"%{c:02X}" for c in range(0x20)})
@@ -117,6 +120,10 @@ def data(checksum: str) -> bytes:
 
 def shape(checksum: str) -> bytes:
     return SHAPE + SEP + escape(checksum)
+
+
+def schema_body(checksum: str) -> bytes:
+    return SCHEMA_BODY + SEP + escape(checksum)
 
 
 @lru_cache(maxsize=16384)
@@ -365,6 +372,8 @@ def decode(key: bytes) -> Key:
         return Key("data", checksum=unescape(rest))
     if kind == SHAPE:
         return Key("shape", checksum=unescape(rest))
+    if kind == SCHEMA_BODY:
+        return Key("schema-body", checksum=unescape(rest))
     if kind == RUN:
         return Key("run", run_id=unescape(rest))
     if kind == META:

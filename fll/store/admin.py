@@ -25,6 +25,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Iterator
 
 import msgpack
+import xxhash
 
 from .. import rowkeys as rk
 from ..codec import Summaries, decode_canonical
@@ -33,7 +34,7 @@ from ..model import EndPoint
 from .base import Table
 from .lineage import (FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, SHAPED, WIDE_PREFIXES,
                       LineageStore, data_parts, data_row, decode_data, has_lineage_rows,
-                      join_shape, row_sets, run_cells, set_used_since, shape_ref,
+                      join_shape, row_sets, run_cells, SCHEMA_REF, set_used_since, shape_ref,
                       unused_buckets)
 
 Progress = Callable[[int], None]
@@ -187,6 +188,10 @@ def decode_column(kind: str, column: str, value: bytes) -> Any:
             ops, summaries = data_parts({"z": value})
             return {"o": _jsonable(msgpack.unpackb(ops, raw=False, strict_map_key=False)),
                     "s": _jsonable(msgpack.unpackb(summaries, raw=False, strict_map_key=False))}
+        if kind == "schema" and column == SCHEMA_REF:  # the schema it names (format 6)
+            return {"schema": rk.checksum_of(value)}
+        if kind == "schema-body" or (kind == "schema" and column == "f"):
+            return _jsonable(msgpack.unpackb(value, raw=False))
         if kind == "run" and column == "t":
             return _T.unpack(value)[0]
         if kind in ("backward", "forward", "backward-first", "forward-first") \
@@ -375,6 +380,10 @@ class FsckReport:
     #: ``i|``/``o|`` cells whose run cell is not the same (row, run)
     stray_firsts: list[tuple[bytes, str]] = field(default_factory=list)
     unfinished: list[bytes] = field(default_factory=list)  # r| rows still pending (w=0)
+    #: ``s|`` rows naming a schema whose ``q|`` row is missing
+    dangling_schemas: list[bytes] = field(default_factory=list)
+    #: ``q|`` rows (schema bodies) no ``s|`` row names
+    unused_schemas: list[bytes] = field(default_factory=list)
     corrupt: list[bytes] = field(default_factory=list)    # rows that do not decode
     unknown: list[bytes] = field(default_factory=list)    # keys of no fll shape
     #: rows of an older format left in an upgraded store (narrow run and bucket rows, B|/F|)
@@ -389,6 +398,7 @@ class FsckReport:
                 + len(self.missing_runs)
                 + len(self.missing_twins) + len(self.stale_buckets) + len(self.unfinished)
                 + len(self.stray_firsts)
+                + len(self.dangling_schemas) + len(self.unused_schemas)
                 + len(self.legacy) + len(self.corrupt)
                 + len(self.unknown))
 
@@ -419,6 +429,8 @@ class FsckReport:
                 "stale_bucket_rows": cells(self.stale_buckets),
                 "first_run_cells_without_their_run": cells(self.stray_firsts),
                 "unfinished_runs": keys(self.unfinished),
+                "schema_rows_without_their_schema": keys(self.dangling_schemas),
+                "unused_schemas": keys(self.unused_schemas),
                 "older_format_rows": keys(self.legacy),
                 "corrupt_rows": keys(self.corrupt),
                 "unknown_rows": keys(self.unknown)}
@@ -578,6 +590,19 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
             shapes.pop(c, None)
             report.corrupt.append(key)
     used_shapes: set[str] = set()
+    # schema bodies (format 6): few, each checked against the digest it is keyed by
+    bodies: dict[bytes, bytes] = {}
+    for key, cols in table.scan(rk.SCHEMA_BODY + rk.SEP,
+                                rk.prefix_end(rk.SCHEMA_BODY + rk.SEP)):
+        try:
+            digest = rk.checksum_bytes(rk.decode(key).checksum or "")
+            msgpack.unpackb(cols["f"], raw=False)
+            if xxhash.xxh3_128_digest(cols["f"]) != digest:
+                raise ValueError("not the schema its key names")
+            bodies[digest] = key
+        except (ValueError, KeyError, UnicodeDecodeError, msgpack.UnpackException):
+            report.corrupt.append(key)
+    named_schemas: set[bytes] = set()
     for key, cols in table.scan(rk.DATA + rk.SEP, rk.prefix_end(rk.DATA + rk.SEP)):
         stored = rk.decode(key).checksum or ""
         data.add(stored)
@@ -649,11 +674,20 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
         if progress:
             progress(1)
         kind = key[:1]
-        if kind in (rk.DATA, rk.META, rk.SHAPE) and key[1:2] == rk.SEP:
+        if kind in (rk.DATA, rk.META, rk.SHAPE, rk.SCHEMA_BODY) and key[1:2] == rk.SEP:
             continue
         try:
             k = rk.decode(key)
-            if kind in (rk.SCHEMA, rk.ALIAS, rk.ALIASED_BY):
+            if kind == rk.SCHEMA:
+                digest = cols[SCHEMA_REF]
+                if len(digest) != 16:
+                    raise ValueError("a schema reference of another size")
+                named_schemas.add(digest)
+                if digest not in bodies and table.get(rk.schema_body(
+                        rk.checksum_of(digest))) is None:  # (not written since the scan)
+                    report.dangling_schemas.append(key)
+                continue
+            if kind in (rk.ALIAS, rk.ALIASED_BY):
                 continue  # no operation set behind these
             if kind == rk.RUN:
                 if "t" in cols:
@@ -723,6 +757,8 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
     check_firsts()
     report.orphans = [rk.data(c) for c in sorted(data - referenced)] + \
         [shape_keys[c] for c in sorted(set(shape_keys) - used_shapes)]
+    report.unused_schemas = sorted(key for digest, key in bodies.items()
+                                   if digest not in named_schemas)
     if repair and not report.clean:
         with maintenance(table, "fsck --repair"):
             _repair(table, report)
@@ -818,6 +854,15 @@ def _repair(table: Table, report: FsckReport) -> None:
                                   runs.get(RUN_OF_FIRST[k[:1]] + k[1:], {}).get(c)
                                   != rows[k][c]}))
 
+    def drop_dangling_schemas(t: Table, keys: list[bytes]) -> None:
+        # still naming a body that is not there (a writer writes both at once)
+        rows = t.get_many(keys)
+        refs = {k: cols.get(SCHEMA_REF, b"") for k, cols in rows.items()}
+        present = t.get_many([rk.schema_body(rk.checksum_of(d)) for d in set(refs.values())
+                              if len(d) == 16])
+        t.delete([k for k, d in refs.items()
+                  if len(d) == 16 and rk.schema_body(rk.checksum_of(d)) not in present])
+
     def drop_stale(t: Table, cells: list[Cell]) -> None:
         gone: set[Cell] = set()
         for cell in cells:  # in key order: children before their parents
@@ -851,12 +896,15 @@ def _repair(table: Table, report: FsckReport) -> None:
         (report.stray_firsts, drop_stray_firsts),
         (report.unfinished, finish_runs),
         (report.legacy, lambda t, b: t.delete(b)),
+        (report.dangling_schemas, drop_dangling_schemas),
         (report.orphans, drop_orphans)]
     for items, fix in steps:
         for batch in chunks(items):
             atomically(table, functools.partial(_apply, fix, batch))
     if report.orphans:
         drop_unused_shapes(table)
+    if report.unused_schemas:
+        drop_unused_schemas(table)
 
 
 def _apply(fix: Callable[[Table, list], None], batch: list, table: Table) -> None:
@@ -957,6 +1005,8 @@ def _purge(store: LineageStore, before_ms: int, *, dry_run: bool = False,
             if k.start_ms is not None and k.start_ms < before_ms:
                 old.append(key)
         _delete(table, old)
+        if old:
+            drop_unused_schemas(table)
     return report
 
 
@@ -995,6 +1045,24 @@ def drop_unused_shapes(table: Table) -> int:
                     gone.append(key)
             except (ValueError, UnicodeDecodeError):
                 continue  # of no known shape: fsck reports it
+        t.delete(gone)
+        return len(gone)
+    return atomically(table, drop)
+
+
+def drop_unused_schemas(table: Table) -> int:
+    """Remove the ``q|`` rows (schema bodies) no ``s|`` row names any more, in one
+    transaction with the scan that decides it (elsewhere under the maintenance
+    lease): a writer writes a schema's body in the same batch as the row
+    naming it. Returns how many went."""
+    def drop(t: Table) -> int:
+        used = {cols.get(SCHEMA_REF) for _, cols in
+                t.scan(rk.SCHEMA + rk.SEP, rk.prefix_end(rk.SCHEMA + rk.SEP))}
+        gone = []
+        for key, _ in t.scan(rk.SCHEMA_BODY + rk.SEP, rk.prefix_end(rk.SCHEMA_BODY + rk.SEP)):
+            checksum = rk.decode(key).checksum or ""
+            if rk.checksum_bytes(checksum) not in used:
+                gone.append(key)
         t.delete(gone)
         return len(gone)
     return atomically(table, drop)
@@ -1207,6 +1275,8 @@ class UpgradeReport:
     removed_rows: int = 0
     #: ``d|`` and ``p|`` rows rewritten with this format's summaries
     data_rows: int = 0
+    #: ``s|`` rows that held their schema, now naming it (stored once, ``q|``)
+    schema_rows: int = 0
     resumed_from: bytes | None = None
 
     def to_dict(self) -> dict:
@@ -1216,6 +1286,7 @@ class UpgradeReport:
                 "index_rows_rewritten": self.rewritten_rows,
                 "older_rows_removed": self.removed_rows,
                 "data_rows_rewritten": self.data_rows,
+                "schema_rows_rewritten": self.schema_rows,
                 "resumed_from": None if self.resumed_from is None
                 else printable_key(self.resumed_from)}
 
@@ -1342,10 +1413,48 @@ def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
     if not dry_run:
         _delete(table, older)
     report.data_rows = _upgrade_data_rows(table, dry_run, batch_size, progress)
+    report.schema_rows = _upgrade_schema_rows(table, dry_run, batch_size)
     if not dry_run:
         table.put({rk.meta("format"): {"v": str(FORMAT).encode()}})
         table.delete([rk.meta("upgrade")])
     return report
+
+
+def _upgrade_schema_rows(table: Table, dry_run: bool, batch_size: int) -> int:
+    """Turn every ``s|`` row that holds its schema (``f``, formats 1-5) into one
+    naming it (`SCHEMA_REF`), the schema stored once in its ``q|`` row; the
+    body before the row naming it, so a rerun after an interruption finds
+    either form. Returns the rows converted."""
+    done = 0
+    batch: dict[bytes, dict[str, bytes]] = {}
+    for key, cols in table.scan(rk.SCHEMA + rk.SEP, rk.prefix_end(rk.SCHEMA + rk.SEP)):
+        body = cols.get("f")
+        if body is None:
+            continue
+        done += 1
+        if dry_run:
+            continue
+        digest = xxhash.xxh3_128_digest(body)
+        batch[rk.schema_body(rk.checksum_of(digest))] = {"f": body}
+        batch[key] = {SCHEMA_REF: digest}
+        if len(batch) >= batch_size:
+            _put_replacing(table, batch)
+    if batch:
+        _put_replacing(table, batch)
+    return done
+
+
+def _put_replacing(table: Table, batch: dict[bytes, dict[str, bytes]]) -> None:
+    """Put rows whose old columns must go (a put adds columns): each row's
+    columns not in the new value are deleted after the put, in one
+    transaction where the backend has them."""
+    def write(t: Table) -> None:
+        t.put(batch)
+        old = t.get_many(list(batch))
+        extra = {k: sorted(set(cols) - set(batch[k])) for k, cols in old.items()}
+        t.delete_columns({k: c for k, c in extra.items() if c})
+    atomically(table, write)
+    batch.clear()
 
 
 def _older_data_parts(row: dict[str, bytes]) -> tuple[bytes, bytes]:
@@ -1388,14 +1497,13 @@ def _upgrade_data_rows(table: Table, dry_run: bool, batch_size: int,
                 continue
             done += 1
             if not dry_run:
-                batch[key] = new
+                batch[key] = new  # format 2's plain "o" and "s" go with the put
                 if len(batch) >= batch_size:
-                    table.put(batch)
-                    batch.clear()
+                    _put_replacing(table, batch)
             if progress:
                 progress(1)
     if batch:
-        table.put(batch)
+        _put_replacing(table, batch)
     return done
 
 
@@ -1447,7 +1555,8 @@ def migrate_runs(source: LineageStore, destination: LineageStore, *, batch_size:
             flush()
     flush()
     other: dict[bytes, dict[str, bytes]] = {}
-    for kind in (rk.SCHEMA, rk.ALIAS, rk.ALIASED_BY):
+    # a schema's body before the rows naming it
+    for kind in (rk.SCHEMA_BODY, rk.SCHEMA, rk.ALIAS, rk.ALIASED_BY):
         for key, cols in source.table.scan(kind + rk.SEP, rk.prefix_end(kind + rk.SEP)):
             other[key] = cols
             if len(other) >= batch_size:

@@ -184,6 +184,12 @@ def decode_data(row: dict[str, bytes], table: Table | None = None) -> FieldLinea
 # namespace ``#``), or whose rebuilt operations would not be byte for byte its
 # canonical ones, keeps a full row.
 SHAPED = "y"
+#: the column of an ``s|`` row: the 16-byte digest of its schema, whose fields
+#: are in the ``q|`` row of that digest (format 6: a schema is stored once, not
+#: once per run that reports it)
+SCHEMA_REF = "h"
+#: schemas a store keeps decoded by digest
+_SCHEMAS_KEPT = 1024
 _ENDPOINT_FIELDS = ("destination", "source")
 
 
@@ -380,6 +386,8 @@ class LineageStore:
         self._raw: dict[str, bytes] = {}
         self._shape_rows: dict[str, bytes] = {}  # shape checksum -> its p| row's z, to write
         self._shapes: OrderedDict[str, tuple[bytes, bytes]] = OrderedDict()  # read: ops, summaries
+        # schemas read, by their digest (content-addressed: never stale)
+        self._schema_bodies: OrderedDict[bytes, list] = OrderedDict()
         declare = getattr(table, "declare_wide", None)
         if callable(declare):
             declare(WIDE_PREFIXES)
@@ -825,7 +833,9 @@ class LineageStore:
     def record_schema(self, namespace: str, name: str, run_id: str, start_ms: int,
                       fields: Sequence[tuple[str, str | None]]) -> None:
         """Store the schema (field name → type or None) a run reported for a dataset.
-        Idempotent; time-ranged like runs, so `schema` answers for any range."""
+        Idempotent; time-ranged like runs, so `schema` answers for any range. The
+        fields are stored once per distinct schema (``q|``), the run's row names
+        them by digest (``s|``)."""
         _check_name(namespace, "namespace")
         _check_name(name, "dataset name")
         _check_run(run_id, start_ms)
@@ -836,8 +846,14 @@ class LineageStore:
                 raise InvalidLineageError(f"schema of {namespace}:{name}, field {i + 1}: "
                                           f"expected (name, type or None), got {f!r}")
             pairs.append([f[0], f[1]])
-        self.table.put({rk.schema(namespace, name, start_ms, run_id): {
-            "f": msgpack.packb(pairs, use_bin_type=True)}})
+        body = msgpack.packb(pairs, use_bin_type=True)
+        digest = xxhash.xxh3_128_digest(body)
+        # the body always, first in the batch (one transaction on SQLite): a purge
+        # removing an unused body between a cached "already there" and the
+        # reference would leave the reference naming nothing. Content-addressed,
+        # so a body written again is the same row, still stored once.
+        self.table.put({rk.schema_body(rk.checksum_of(digest)): {"f": body},
+                        rk.schema(namespace, name, start_ms, run_id): {SCHEMA_REF: digest}})
 
     def schema(self, namespace: str, name: str, start_ms: int,
                end_ms: int) -> dict[str, str | None] | None:
@@ -845,8 +861,30 @@ class LineageStore:
         (field name → type or None, in the reported order), or None."""
         lo, hi = rk.time_range(rk.dataset_prefix(rk.SCHEMA, namespace, name), start_ms, end_ms)
         for key, cols in self.table.scan(lo, hi, limit=1):
+            digest = cols.get(SCHEMA_REF, b"")
+            if len(digest) != 16:
+                raise _corrupt(self.url, key)
+            with self._lock:
+                pairs = self._schema_bodies.get(digest)
+                if pairs is not None:
+                    self._schema_bodies.move_to_end(digest)
+            if pairs is None:
+                body_key = rk.schema_body(rk.checksum_of(digest))
+                row = self.table.get(body_key)
+                if row is None:
+                    raise StoreError(f"store {self.url}: schema row {key!r} names a schema "
+                                     f"whose row is missing (run `fll admin fsck`)")
+                try:
+                    pairs = msgpack.unpackb(row["f"], raw=False)
+                    if xxhash.xxh3_128_digest(row["f"]) != digest:
+                        raise ValueError("not the schema named")
+                except Exception:
+                    raise _corrupt(self.url, body_key) from None  # never cached
+                with self._lock:
+                    self._schema_bodies[digest] = pairs
+                    if len(self._schema_bodies) > _SCHEMAS_KEPT:
+                        self._schema_bodies.popitem(last=False)
             try:
-                pairs = msgpack.unpackb(cols["f"], raw=False)
                 return {str(n): (None if t is None else str(t)) for n, t in pairs}
             except Exception:
                 raise _corrupt(self.url, key) from None
