@@ -18,8 +18,8 @@ from fll import EndPoint, EndPointField, StoreError, open_store
 from fll import rowkeys as rk
 from fll.store import LineageStore, admin
 from fll.codec import canonical_bytes, decode_canonical, summaries_to_bytes
-from fll.store.lineage import (_ZDICTS, BY_SET_OF_RUN, FORMAT, SHAPED, OlderFormat, data_parts,
-                               decode_data, row_sets, run_cells)
+from fll.store.lineage import (_ZDICTS, BY_SET_OF_RUN, FORMAT, SCHEMA_REF, SHAPED, OlderFormat,
+                               data_parts, decode_data, row_sets, run_cells)
 from tests.lineage_examples import chain
 
 from .conftest import open_url
@@ -98,7 +98,13 @@ def to_older_format(table, fmt: int) -> None:
     gone: list[bytes] = []
     for key, cols in list(table.scan()):
         kind = key[:1]
-        if fmt == 5:
+        if kind == rk.SCHEMA:  # every older format kept the schema in its run's row
+            body = table.get(rk.schema_body(rk.checksum_of(cols[SCHEMA_REF])))["f"]
+            gone.append(key)
+            puts[key] = {"f": body}
+        elif kind == rk.SCHEMA_BODY:
+            gone.append(key)
+        elif fmt == 5:
             if kind == rk.SHAPE or (kind == rk.DATA and SHAPED not in cols):
                 puts[key] = data_row_v1(decode_canonical(data_parts(cols)[0]))
             elif key == rk.meta("format"):
@@ -161,6 +167,8 @@ def _older_rows(table) -> list[bytes]:
         elif key[:1] in (rk.BACKWARD, rk.FORWARD, rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET):
             if not rk.is_wide(key) and not key.endswith(b"|*"):
                 out.append(key)
+        elif key[:1] == rk.SCHEMA and SCHEMA_REF not in cols:
+            out.append(key)
         elif key[:1] in (rk.DATA, rk.SHAPE) and SHAPED not in cols:
             if "z" not in cols or msgpack.unpackb(data_parts(cols)[1])["v"] != 2:
                 out.append(key)
@@ -206,7 +214,7 @@ def test_an_older_store_is_refused_until_upgraded_in_place_then_answers_as_befor
     assert admin.store_format(table) == FORMAT
     assert (report.index_rows, report.removed_rows) == ((80, dry.removed_rows) if fmt < 4
                                                         else (0, 0))
-    assert report.data_rows == dry.data_rows
+    assert report.data_rows == dry.data_rows and report.schema_rows == dry.schema_rows == 1
     assert _older_rows(table) == []
     table.close()
     with open_store(url) as store:
