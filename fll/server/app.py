@@ -38,8 +38,9 @@ from . import spark_ingest, views
 from .checkpoint import Checkpointer
 from .collector import FreezeOld
 from .errors import ApiError, CatchAllMiddleware, install
-from .guard import (DEFAULT_BODY_TIMEOUT, DEFAULT_INGEST_WAIT, DEFAULT_MAX_FIELDS,
-                    DEFAULT_MAX_INGESTS, IngestLimitMiddleware, TokenMiddleware, check_fields)
+from .guard import (DEFAULT_BODY_MEMORY, DEFAULT_BODY_TIMEOUT, DEFAULT_INGEST_WAIT,
+                    DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS, DEFAULT_MAX_INGESTS,
+                    IngestLimitMiddleware, TokenMiddleware, check_fields)
 from .fast import FastReads, bool_param, int_param, str_param
 from .ingest import GroupCommit, IngestRoute, parse_json
 from .paths import RawPathMiddleware, segment
@@ -49,7 +50,7 @@ from .responses import JSONResponse
 
 log = logging.getLogger("fll.server")
 
-MAX_BODY = 10 * 1024 * 1024
+MAX_BODY = DEFAULT_MAX_BODY
 MAX_LEVEL = 100
 # column-lineage fields up to which an ingest runs on the event loop (a few ms)
 INLINE_FIELDS = 2_000
@@ -135,6 +136,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                public_reads: bool = False, max_ingests: int = DEFAULT_MAX_INGESTS,
                ingest_wait: float = DEFAULT_INGEST_WAIT, max_fields: int = DEFAULT_MAX_FIELDS,
                body_timeout: float = DEFAULT_BODY_TIMEOUT, ingest_slots: Any = None,
+               body_memory: int = DEFAULT_BODY_MEMORY,
                fast_reads: bool = True, write_lock: Any = None,
                log_stalls: float | None = None, gc_freeze: bool = False,
                checkpoint_every: float | None = None) -> FastAPI:
@@ -147,6 +149,9 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     a slot before 503. ``max_fields``: column-lineage fields per event (413 above).
     ``body_timeout``: seconds for a request body to arrive (408 after).
     ``max_body``: largest accepted request body in bytes (413 above).
+    ``body_memory``: bytes of ingest bodies this process holds at once beyond
+    each body's first 64 KiB (503 above; `fll.server.guard`). An ingest's body
+    is read whole before it takes one of the ``max_ingests`` slots.
     ``ingest_slots``: a semaphore shared by worker processes (``fll serve
     --workers``), so ``max_ingests`` holds for the whole server.
     ``max_level``: hard cap of ``level`` and ``depth`` (400 above).
@@ -226,7 +231,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     if fast_reads:
         app.add_middleware(IngestRoute, answer=lambda *a: answer_ingest(*a))
     app.add_middleware(IngestLimitMiddleware, max_ingests=max_ingests, ingest_wait=ingest_wait,
-                       body_timeout=body_timeout, slots=ingest_slots)
+                       body_timeout=body_timeout, slots=ingest_slots, max_body=max_body,
+                       body_memory=body_memory)
     if token:
         app.add_middleware(TokenMiddleware, token=token, public_reads=public_reads)
     app.add_middleware(CatchAllMiddleware)

@@ -40,6 +40,7 @@ _SETTINGS: dict[str, tuple[type, Any]] = {
     "max_fields": (int, guard.DEFAULT_MAX_FIELDS),
     "header_timeout": (float, guard.DEFAULT_HEADER_TIMEOUT),
     "body_timeout": (float, guard.DEFAULT_BODY_TIMEOUT),
+    "body_memory": (int, guard.DEFAULT_BODY_MEMORY // 2**20),  # MiB
     "cache_sets": (int, DEFAULT_CACHE_SETS),
 }
 
@@ -121,6 +122,10 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
 @click.option("--body-timeout", type=click.FloatRange(0, min_open=True), default=None,
               help=f"Seconds a request body has to arrive, then 408 "
                    f"[default: {guard.DEFAULT_BODY_TIMEOUT:g}].")
+@click.option("--body-memory", type=click.IntRange(1), default=None, metavar="MIB",
+              help=f"MiB of ingest bodies each server process holds at once, arriving or "
+                   f"waiting for a slot (beyond each body's first 64 KiB); more is 503 "
+                   f"[default: {guard.DEFAULT_BODY_MEMORY // 2**20}].")
 @click.option("--cache-sets", type=click.IntRange(1), default=None,
               help=f"Decoded operation sets each server process keeps in memory "
                    f"[default: {DEFAULT_CACHE_SETS}].")
@@ -198,6 +203,7 @@ def _run_worker(store: Any, sock: socket.socket, token: str | None, settings: di
                      max_ingests=settings["max_ingests"], ingest_wait=settings["ingest_wait"],
                      max_fields=settings["max_fields"], body_timeout=settings["body_timeout"],
                      ingest_slots=ingest_slots, write_lock=write_lock,
+                     body_memory=settings["body_memory"] * 2**20,
                      log_stalls=settings.get("log_stalls"),
                      gc_freeze=settings.get("gc_freeze", True),
                      checkpoint_every=settings.get("checkpoint_every", CHECKPOINT_EVERY))
