@@ -222,9 +222,10 @@ def _module_present(module: str) -> bool:
 class State:
     """Global options and the store, opened on first use and closed with the context."""
 
-    def __init__(self, store_option: str | None, verbose: bool):
+    def __init__(self, store_option: str | None, verbose: bool, create: bool = False):
         self.store_option = store_option
         self.verbose = verbose
+        self.create = create
         self._url: str | None = None
         self._store: LineageStore | None = None
 
@@ -240,13 +241,49 @@ class State:
 
             if not create:
                 require_existing(self.url)
+            new = create and new_store(self.url, self.create)
             self._store = open_store(self.url)
             click.get_current_context().find_root().call_on_close(self._store.close)
+            if new:
+                announce_new_store(self.url)
         return self._store
 
     def log(self, message: str) -> None:
         if self.verbose:
             click.echo(message, err=True)
+
+
+def _sqlite_file(url: str) -> str | None:
+    """The file an SQLite store URL names (as the backend opens it), else None."""
+    if not url.lower().startswith("sqlite://"):
+        return None
+    path = url.split("://", 1)[1][1:].partition("?")[0]
+    return path if path and path != ":memory:" else None
+
+
+def new_store(url: str, create: bool) -> bool:
+    """Whether opening ``url`` makes a new, empty SQLite store (its file is not
+    there). Its directory must exist: a missing directory is a typo in the store
+    path, not a first start, and is refused in one line naming it (`StoreError`)
+    unless ``create`` (``--create``) or ``url`` is the built-in default
+    (``./fll-data/fll.db``, which nobody types)."""
+    from .store import DEFAULT_URL, redact
+
+    path = _sqlite_file(url)
+    if path is None or Path(path).exists():
+        return False
+    parent = Path(os.path.abspath(path)).parent
+    if not parent.is_dir() and not create and url != DEFAULT_URL:
+        raise StoreError(f"store {redact(url)}: directory {parent} does not exist (a typo in "
+                         f"the store path?); give --create to create it and a new store")
+    return True
+
+
+def announce_new_store(url: str) -> None:
+    """The one line that says a command created a new, empty store."""
+    from .store import redact
+
+    click.echo(f"fll: created a new, empty store {redact(url)}", err=True)
 
 
 def require_existing(url: str) -> None:
@@ -336,16 +373,20 @@ def format_option(*choices: str, default: str | None = None) -> Callable:
 @click.group(cls=RootGroup, name="fll", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--store", "store_url", metavar="URL", help=STORE_HELP)
 @click.option("--verbose", "-v", is_flag=True, help="Log progress and show tracebacks on errors.")
+@click.option("--create", is_flag=True, help="Let a command that records (record, admin init, "
+              "serve, run) create a new SQLite store whose directory does not exist yet "
+              "(without it, that is refused as a likely typo).")
 @click.version_option(__version__, prog_name="fll")
 @click.pass_context
-def main(ctx: click.Context, store_url: str | None, verbose: bool) -> None:
+def main(ctx: click.Context, store_url: str | None, verbose: bool, create: bool) -> None:
     """Field-level lineage store: scan rows, query lineage, record, export, repair."""
-    ctx.obj = State(store_url, verbose)
+    ctx.obj = State(store_url, verbose, create)
     if ctx.invoked_subcommand in _LAZY:
-        # hand --store (or FLL_STORE, or the config file) to the lazily loaded
-        # command, whose own --store option still wins
+        # hand --store (or FLL_STORE, or the config file) and --create to the lazily
+        # loaded command, whose own options still win
         url = ctx.obj.url
-        ctx.default_map = {ctx.invoked_subcommand: {"store": url, "store_url": url}}
+        ctx.default_map = {ctx.invoked_subcommand: {"store": url, "store_url": url,
+                                                    "create": create}}
 
 
 # -- rows ----------------------------------------------------------------------------

@@ -102,7 +102,10 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
 
 @click.command("serve")
 @click.option("--store", "store_url", metavar="URL", default=None,
-              help=STORE_HELP + " A missing SQLite file is created, with a warning.")
+              help=STORE_HELP + " A missing SQLite file is created in an existing "
+                                "directory, with a warning.")
+@click.option("--create", is_flag=True, default=False,
+              help="Also create a missing SQLite store's directory (else refused: a typo).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535),
               help="Port to bind (0: one the OS picks, printed at start).")
@@ -149,8 +152,8 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
               help="Allow a non-loopback bind without a token.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
-def serve(store_url: str | None, host: str, port: int, token: str | None, insecure: bool,
-          log_level: str, workers: int, log_stalls: float | None, gc_freeze: bool,
+def serve(store_url: str | None, create: bool, host: str, port: int, token: str | None,
+          insecure: bool, log_level: str, workers: int, log_stalls: float | None, gc_freeze: bool,
           checkpoint_every: float, **limits: Any) -> None:
     """Serve the REST API (CDAP v3 field lineage, column lineage, OpenLineage ingest)."""
     check_bind(host, token, insecure)
@@ -159,13 +162,19 @@ def serve(store_url: str | None, host: str, port: int, token: str | None, insecu
     settings["gc_freeze"] = gc_freeze
     settings["checkpoint_every"] = checkpoint_every or None
 
-    from ..cli import EXIT_STORE, CliError, configured_store_url
+    from ..cli import EXIT_STORE, CliError, configured_store_url, new_store
+    from ..errors import StoreError
     from ..store import open_store, redact
 
     url = configured_store_url(store_url)
     # A missing SQLite file is created (a first `fll serve` takes ingests), but
-    # never silently: a typo in --store would otherwise serve an empty store.
-    if _missing_sqlite(url):
+    # never silently, and never with its directory unless --create: a typo in
+    # --store would otherwise build a new tree and serve an empty store.
+    try:
+        missing = new_store(url, create)
+    except StoreError as e:
+        raise CliError(f"fll serve: error: {e}", EXIT_STORE) from None
+    if missing:
         click.echo(f"fll serve: store {redact(url)} does not exist: serving a NEW, EMPTY store "
                    f"(check --store for a typo)", err=True)
     # bind before anything is printed: a busy port is one line and exit 3, and
@@ -348,15 +357,6 @@ def _access(token: str | None, public_reads: bool) -> str:
     if not token:
         return "reads and writes are open"
     return "writes need the token, reads are open" if public_reads else "every data route needs the token"
-
-
-def _missing_sqlite(url: str) -> bool:
-    if not url.lower().startswith("sqlite://"):
-        return False
-    from pathlib import Path
-
-    path = url.split("://", 1)[1][1:].partition("?")[0]
-    return bool(path) and path != ":memory:" and not Path(path).exists()
 
 
 def _url_host(host: str) -> str:

@@ -1,7 +1,7 @@
 """Normal ingests and reads beside hundreds of slow-body and idle connections.
 
     .venv/bin/python scripts/bench/slow_bodies.py [--slow 500] [--idle 500]
-        [--requests 200] [--workers 1] [--token T] [--json]
+        [--requests 200] [--seconds 0] [--workers 1] [--token T] [--json]
 
 Starts ``fll serve`` on 127.0.0.1 over a fresh SQLite store (default limits:
 8 ingest slots, 60 s body timeout, 10 s header timeout), seeds it with a few
@@ -13,7 +13,10 @@ other, twice:
 - quiet: nothing else on the server;
 - held: beside ``--slow`` connections that each declare a 1 MB ingest body and
   send 14 bytes of it, and ``--idle`` connections that send nothing
-  (`fll.testing.holders`: each one the server closes is opened again).
+  (`fll.testing.holders`: each one the server closes is opened again);
+  with ``--seconds S`` the held phase goes on for at least S seconds (past the
+  10 s header timeout and the 60 s body timeout, so every held connection is
+  closed by the server and opened again meanwhile).
 
 It prints, per phase, the answers' statuses and p50/p99/max latency of the
 ingests and the reads, and checks that every run answered 201 is in the store.
@@ -70,7 +73,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def phase(base: str, token: str | None, requests: int) -> dict:
+def phase(base: str, token: str | None, requests: int, seconds: float = 0.0) -> dict:
     """``requests`` ingests and as many reads, alternating; their statuses and times."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     read = "/v3/namespaces/mart/datasets/customers/lineage/fields/email"
@@ -82,7 +85,10 @@ def phase(base: str, token: str | None, requests: int) -> dict:
     # no keep-alive: each request a new connection, which the kernel may give any worker
     with httpx.Client(base_url=base, headers=headers, timeout=30,
                       limits=httpx.Limits(max_keepalive_connections=0)) as client:
-        for _ in range(requests):
+        until = time.monotonic() + seconds
+        done = 0
+        while done < requests or time.monotonic() < until:
+            done += 1
             rid = str(uuid.uuid4())
             began = time.monotonic()
             r = client.post("/api/v1/lineage", json=event(rid))
@@ -94,7 +100,7 @@ def phase(base: str, token: str | None, requests: int) -> dict:
             r = client.get(read, params=params)
             reads.append(time.monotonic() - began)
             statuses[f"read {r.status_code}"] = statuses.get(f"read {r.status_code}", 0) + 1
-    return {"statuses": statuses, "recorded": recorded,
+    return {"statuses": statuses, "recorded": recorded, "requests": done,
             **{f"{what}_{name}_ms": round(fn(times) * 1000, 1)
                for what, times in (("ingest", ingests), ("read", reads))
                for name, fn in (("p50", lambda t: percentile(t, 0.5)),
@@ -106,11 +112,13 @@ def phase(base: str, token: str | None, requests: int) -> dict:
 @click.option("--idle", default=500, show_default=True, help="Connections that send nothing.")
 @click.option("--requests", default=200, show_default=True,
               help="Ingests (and as many reads) per phase.")
+@click.option("--seconds", default=0.0, show_default=True,
+              help="Make the held phase last at least this long.")
 @click.option("--workers", default=1, show_default=True, help="fll serve --workers.")
 @click.option("--token", default=None, help="fll serve --token (the holders send it too).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def main(slow: int, idle: int, requests: int, workers: int, token: str | None,
-         as_json: bool) -> None:
+def main(slow: int, idle: int, requests: int, seconds: float, workers: int,
+         token: str | None, as_json: bool) -> None:
     workdir = tempfile.mkdtemp(prefix="fll-bench-")
     port = free_port()
     store = f"sqlite:///{workdir}/slow.db"
@@ -129,7 +137,7 @@ def main(slow: int, idle: int, requests: int, workers: int, token: str | None,
         quiet = phase(base, token, requests)
         with Holders(port, slow=slow, idle=idle, token=token) as holders:
             opened = holders.open_now()
-            held = phase(base, token, requests)
+            held = phase(base, token, requests, seconds)
             reopened, failed = holders.reopened, holders.failed
         with open_store(store) as s:
             runs = {r.run_id for r in s.runs(EndPoint("mart", "customers"), 0, 2**62)}
@@ -152,7 +160,8 @@ def main(slow: int, idle: int, requests: int, workers: int, token: str | None,
         click.echo(json.dumps(result))
         return
     click.echo(f"fll serve --workers {workers}{' --token' if token else ''}: {requests} "
-               f"ingests + {requests} reads per phase; held: {slow} slow-body + {idle} idle "
+               f"ingests + {requests} reads quiet, {held['requests']} + {held['requests']} "
+               f"held; held: {slow} slow-body + {idle} idle "
                f"connections ({opened} open at start, {reopened} reopened after the server "
                f"closed them, {failed} failed to open)")
     for name, p in (("quiet", quiet), ("held", held)):
