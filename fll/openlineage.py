@@ -59,7 +59,7 @@ from .model import (EndPoint, EndPointField, FieldLineageInfo, InputField, Opera
                     ReadOperation, Transformation, TransformOperation, WriteOperation)
 
 __all__ = ["dataset_input_transformations", "run_event_to_lineage", "union", "normal_form", "event_kind", "dataset_facts",
-           "DatasetFacts", "check_static_event", "export_run_id", "RUN_FACET", "check_shape", "facet_from_info", "export_events", "input_transformations",
+           "DatasetFacts", "check_static_event", "static_column_lineage", "export_run_id", "RUN_FACET", "check_shape", "facet_from_info", "export_events", "input_transformations",
            "event_run_id", "event_time_ms", "PRODUCER", "RUN_EVENT_SCHEMA_URL",
            "COLUMN_LINEAGE_SCHEMA_URL", "PROPERTIES_FACET"]
 
@@ -221,7 +221,11 @@ def check_shape(event: Any) -> None:
 def event_run_id(event: Any) -> str:
     """The run id of a RunEvent: `run.runId`, or the original id fll exported
     it from, when the `fllRun` facet names one that maps to `run.runId`."""
-    run = _obj(_obj(event, "$").get("run"), "$.run")
+    ev = _obj(event, "$")
+    if ev.get("run") is None:
+        raise BadRequest("$.run is missing: a RunEvent (as its schemaURL or eventType says) "
+                         "must carry run.runId", "$.run")
+    run = _obj(ev["run"], "$.run")
     rid = _str(run.get("runId"), "$.run.runId")
     facets = run.get("facets")
     facet = facets.get(RUN_FACET) if isinstance(facets, dict) else None
@@ -447,12 +451,25 @@ def union(prior: FieldLineageInfo, event: Any) -> FieldLineageInfo | None:
 
 # -- DatasetEvent, JobEvent, schemas and symlinks ---------------------------------
 
+_KINDS = {"RunEvent": "run", "DatasetEvent": "dataset", "JobEvent": "job"}
+
+
 def event_kind(event: Any) -> str:
-    """``run``, ``dataset`` or ``job``: which of the spec's three events this is
-    (2-0-2: a RunEvent has ``run``, a DatasetEvent ``dataset``, a JobEvent a
-    ``job`` and no ``run``)."""
+    """``run``, ``dataset`` or ``job``: which of the spec's three events this is,
+    told apart as Marquez does: by the last segment of ``schemaURL``
+    (``…/OpenLineage.json#/$defs/RunEvent``, ``…#/definitions/JobEvent`` in
+    older specs), so an event that says it is a RunEvent is checked as one
+    (no ``run``: 422 naming ``$.run``) and never taken for another kind.
+    Without a ``schemaURL`` naming a kind, by what only each kind has
+    (2-0-2): ``eventType`` or ``run`` a RunEvent, else ``dataset`` a
+    DatasetEvent, else ``job`` a JobEvent."""
     ev = _obj(event, "$")
-    if "run" in ev:
+    url = ev.get("schemaURL")
+    if url is not None:
+        kind = _KINDS.get(_str(url, "$.schemaURL").rstrip("/").rsplit("/", 1)[-1])
+        if kind is not None:
+            return kind
+    if "eventType" in ev or "run" in ev:
         return "run"
     if "dataset" in ev:
         return "dataset"
@@ -504,13 +521,14 @@ class DatasetFacts(NamedTuple):
     symlinks: list[tuple[str, str]]               # SymlinksDatasetFacet: other names
 
 
-def dataset_facts(event: Any) -> list[DatasetFacts]:
+def dataset_facts(event: Any, kind: str | None = None) -> list[DatasetFacts]:
     """Schemas and symlinks of every dataset an event of any kind names
-    (``dataset`` of a DatasetEvent, ``inputs``/``outputs`` otherwise), validated."""
+    (``dataset`` of a DatasetEvent, ``inputs``/``outputs`` otherwise), validated.
+    ``kind``: the event's `event_kind`, when the caller knows it."""
     ev = _obj(event, "$")
     found: list[tuple[dict, str]] = []
-    if "dataset" in ev and "run" not in ev:
-        found.append((_obj(ev["dataset"], "$.dataset"), "$.dataset"))
+    if (kind or event_kind(ev)) == "dataset":
+        found.append((_obj(ev.get("dataset"), "$.dataset"), "$.dataset"))
     for side in ("inputs", "outputs"):
         for i, ds in enumerate(_list_or_none(ev.get(side), f"$.{side}")):
             found.append((_obj(ds, f"$.{side}[{i}]"), f"$.{side}[{i}]"))
@@ -524,13 +542,31 @@ def dataset_facts(event: Any) -> list[DatasetFacts]:
     return out
 
 
-def check_static_event(event: Any) -> None:
-    """The checks a DatasetEvent or JobEvent must pass."""
+def check_static_event(event: Any, kind: str | None = None) -> None:
+    """The checks a DatasetEvent or JobEvent must pass (a JobEvent needs ``job``,
+    a DatasetEvent ``dataset``)."""
     ev = _obj(event, "$")
+    kind = kind or event_kind(ev)
     event_time_ms(ev)
-    if "job" in ev:
+    if kind == "job" or "job" in ev:
         _job_program(ev)
-    dataset_facts(ev)
+    dataset_facts(ev, kind)
+
+
+def static_column_lineage(event: Any, kind: str | None = None) -> list[str]:
+    """The JSON paths of the ``columnLineage`` facets a DatasetEvent or JobEvent
+    carries: the job's declared (static) lineage, which fll does not keep
+    (column lineage is kept per run), so the answer names each of them."""
+    ev = _obj(event, "$")
+    found: list[tuple[Any, str]] = []
+    if (kind or event_kind(ev)) == "dataset":
+        found.append((ev.get("dataset"), "$.dataset"))
+    for side in ("inputs", "outputs"):
+        for i, ds in enumerate(_list_or_none(ev.get(side), f"$.{side}")):
+            found.append((ds, f"$.{side}[{i}]"))
+    return [f"{path}.facets.columnLineage" for d, path in found
+            if isinstance(d, dict) and isinstance(d.get("facets"), dict)
+            and d["facets"].get("columnLineage") is not None]
 
 
 def _build(lineage: dict[EndPoint, dict[str, dict[EndPointField, tuple[Transformation, ...]]]],

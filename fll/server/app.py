@@ -82,6 +82,12 @@ def limit(value: int, name: str, *, minimum: int = 1, cap: int = MAX_LEVEL) -> i
     return value
 
 
+# why a DatasetEvent's or JobEvent's columnLineage facet is not kept
+_STATIC_LINEAGE = ("the job's declared (static) column lineage, outside any run: fll keeps "
+                   "column lineage per run, so it was not recorded; send it with the job's "
+                   "RunEvents (START or COMPLETE) to have it kept")
+
+
 def _endpoint(ns: str, ds: str) -> EndPoint:
     ns, ds = segment(ns), segment(ds)
     return EndPoint(ns, ds)
@@ -360,6 +366,10 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         200: everything the event says is already recorded.
         202: nothing to record (no column lineage, schema or symlinks facet);
         a RunEvent's time still fixes the run's start if it is the first seen.
+        A DatasetEvent's or JobEvent's columnLineage (declared, static lineage)
+        is not kept: the answer lists each under ``notKept`` with the reason.
+        422: not a valid event; the reason names the JSON path (a RunEvent, as
+        its ``schemaURL`` or ``eventType`` says, without ``run``: ``$.run``).
         409: the run was recorded through the store API with other operations.
         """
         return await answer_ingest(request.headers.get("content-length"),
@@ -396,19 +406,25 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         if kind != "run":
             return _static_event(event, kind)
         check_shape(event)
-        facts = ol.dataset_facts(event)
+        facts = ol.dataset_facts(event, kind)
         parsed = run_event_to_lineage(event) if _has_column_lineage(event) else None
         if parsed is None:
             run_id, at = event_run_id(event), event_time_ms(event)
+            symlinks = any(f.symlinks for f in facts)
 
             def claim() -> JSONResponse:
                 # the first event the STORE saw fixes the start, whichever server got
                 # it (recording lineage does the same claim itself)
                 start_ms = lineage.claim_run_start(run_id, at)
                 schemas = _keep_facts(facts, run_id, start_ms)
-                return JSONResponse({"recorded": False, "runId": run_id, "schemas": schemas,
-                                     "reason": "no output carries a columnLineage facet"},
-                                    status_code=202)
+                # a schema or symlink kept is something recorded: 201, as the
+                # route says (a START often carries only its datasets' schemas)
+                kept = schemas > 0 or symlinks
+                reason = "no output carries a columnLineage facet"
+                if kept:
+                    reason += "; the datasets' schemas and symlinks were recorded"
+                return JSONResponse({"recorded": kept, "runId": run_id, "schemas": schemas,
+                                     "reason": reason}, status_code=201 if kept else 202)
             return claim
         info, run_id, start_ms, program = parsed
 
@@ -467,21 +483,33 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         return n
 
     def _static_event(event: dict, kind: str) -> Callable[[], JSONResponse]:
-        """A DatasetEvent or JobEvent: no run, so no lineage; their dataset
-        schemas and symlinks are kept (201), anything else is acknowledged (202)."""
-        ol.check_static_event(event)
+        """A DatasetEvent or JobEvent: no run, so no run lineage; their dataset
+        schemas and symlinks are kept (201), anything else is acknowledged (202).
+        Column lineage they carry (a job's declared, static lineage) is not
+        kept, since fll keeps column lineage per run: the answer names every
+        such facet under ``notKept`` (a valid event is never a 4xx, as in
+        Marquez, which accepts every JobEvent)."""
+        ol.check_static_event(event, kind)
         at = event_time_ms(event)
-        facts = ol.dataset_facts(event)
+        facts = ol.dataset_facts(event, kind)
         owner = (f"{kind}Event:{event['job']['namespace']}/{event['job']['name']}"
                  if kind == "job" else f"{kind}Event")
+        not_kept = ol.static_column_lineage(event, kind)
+        if not_kept:
+            log.info("a %s event's column lineage was not recorded (%s): fll keeps column "
+                     "lineage per run", kind, ", ".join(not_kept))
 
         def keep() -> JSONResponse:
             schemas = _keep_facts(facts, owner, at)
             recorded = schemas > 0 or any(f.symlinks for f in facts)
             body: dict[str, Any] = {"recorded": recorded, "event": kind, "schemas": schemas}
+            if not_kept:
+                body["notKept"] = [{"path": path, "reason": _STATIC_LINEAGE} for path in not_kept]
             if not recorded:
                 body["reason"] = (f"a {kind} event without schema or symlinks facets carries "
-                                  f"nothing fll keeps")
+                                  f"nothing fll keeps" if not not_kept else
+                                  f"a {kind} event's column lineage is not recorded (see "
+                                  f"notKept) and it has no schema or symlinks facets")
             return JSONResponse(body, status_code=201 if recorded else 202)
         return keep
 
