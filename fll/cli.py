@@ -725,7 +725,10 @@ def lineage(state: State, field_ref: str | None, namespace: str | None, ds_name:
 # -- record / export -------------------------------------------------------------------
 
 def _is_openlineage(item: Any) -> bool:
-    return isinstance(item, dict) and ("eventType" in item or ("run" in item and "job" in item))
+    """An OpenLineage event of any kind (a record document has none of these keys)."""
+    return isinstance(item, dict) and (
+        "eventType" in item or "schemaURL" in item or ("run" in item and "job" in item)
+        or ("eventTime" in item and ("dataset" in item or "job" in item)))
 
 
 def _load_json_file(file: str) -> Any:
@@ -852,6 +855,10 @@ def record(state: State, file: str | None, spool: str | None, run_id: str | None
     # starts at the earliest eventTime and has the union of their lineage, as
     # `fll serve` records it (fll.openlineage)
     ol_runs: dict[str, list] = {}
+    # what events say about datasets, kept beside lineage as `fll serve` keeps it:
+    # (facts, owner, time or None for a run's stored start)
+    facts_: list[tuple[list, str, int | None]] = []
+    not_kept: list[str] = []
     for i, item in enumerate(items):
         w = where if len(items) == 1 and not isinstance(data, list) else f"{where}[{i}]"
         if not _is_openlineage(item):
@@ -863,7 +870,16 @@ def record(state: State, file: str | None, spool: str | None, run_id: str | None
             raise BadRequest(f"{w}: is an OpenLineage event, but fll.openlineage is not "
                              f"available ({e})", "FILE") from None
         try:
+            kind = ol.event_kind(item)
+            if kind != "run":  # a DatasetEvent or JobEvent: schemas and symlinks only
+                ol.check_static_event(item, kind)
+                facts_.append((ol.dataset_facts(item, kind),
+                               ol.schema_owner(item, kind) or ol.static_owner(item, kind),
+                               ol.event_time_ms(item)))
+                not_kept += [f"{w}: {p}" for p in ol.static_column_lineage(item, kind)]
+                continue
             rid, t = ol.event_run_id(item), ol.event_time_ms(item)
+            facts_.append((ol.dataset_facts(item, kind), run_id or rid, None))
             if not _has_column_lineage(item):
                 skipped.append(w)
                 if rid in ol_runs:
@@ -879,15 +895,20 @@ def record(state: State, file: str | None, spool: str | None, run_id: str | None
                 and ol.normal_form(info) == info:
             info = ol.union(old[0], item) or info
         ol_runs[rid] = [info, rid, min(t, old[2]) if old else t, prog]
+    starts: dict[str, int] = {}  # an OpenLineage run's start: its earliest eventTime
     for info, rid, t, prog in ol_runs.values():
+        starts[run_id or rid] = start_ms_or(start, t)
         if info is not None:
             runs_.append((info, run_id or rid, start_ms_or(start, t), program or prog))
-    if not runs_:
-        raise BadRequest(f"{where}: nothing to record (no operations and no event with a "
-                         f"columnLineage facet)", "FILE")
+    if not runs_ and not any(f.schema is not None or f.symlinks
+                             for facts, _, _ in facts_ for f in facts):
+        raise BadRequest(f"{where}: nothing to record (no operations, no event with a "
+                         f"columnLineage facet, no schema or symlinks facet)", "FILE")
     store = state.store(create=True)
-    new = store.record_many(runs_)
+    new = store.record_many(runs_) if runs_ else 0
+    schemas, aliases = _keep_dataset_facts(store, facts_, starts)
     result = {"recorded": new, "unchanged": len(runs_) - new, "skipped": skipped,
+              "schemas": schemas, "aliases": aliases, "notKept": not_kept,
               "runs": [{"run_id": r, "start_ms": s, "checksum": info.checksum}
                        for info, r, s, _ in runs_]}
     if fmt == "json":
@@ -897,8 +918,31 @@ def record(state: State, file: str | None, spool: str | None, run_id: str | None
         click.echo(f"{r}  {info.checksum}")
     for w in skipped:
         click.echo(f"skipped {w}: event carries no columnLineage facet", err=True)
-    click.echo(f"recorded {new} new run(s), {len(runs_) - new} already present",
+    for w in not_kept:
+        click.echo(f"not kept {w}: a DatasetEvent's or JobEvent's column lineage is declared "
+                   f"lineage outside any run; fll keeps column lineage per run", err=True)
+    click.echo(f"recorded {new} new run(s), {len(runs_) - new} already present"
+               + (f"; {schemas} schema(s), {aliases} alias(es)" if schemas or aliases else ""),
                err=True)
+
+
+def _keep_dataset_facts(store: Any, facts_: list, starts: dict[str, int]) -> tuple[int, int]:
+    """Record the schemas and symlinks events named, as `fll serve` does: a run's
+    under the run's stored start (else its earliest event), a DatasetEvent's or
+    JobEvent's at its time. (schemas, aliases) written."""
+    schemas = aliases = 0
+    for facts, owner, at in facts_:
+        if at is None:
+            run = store.run(owner)
+            at = run.start_ms if run is not None else starts[owner]
+        for f in facts:
+            if f.schema is not None:
+                store.record_schema(f.namespace, f.name, owner, at, f.schema)
+                schemas += 1
+            for alias_ns, alias_name in f.symlinks:
+                store.record_alias(alias_ns, alias_name, f.namespace, f.name)
+                aliases += 1
+    return schemas, aliases
 
 
 @main.command()
@@ -914,7 +958,9 @@ def export(state: State, dataset: str | None, namespace: str | None, ds_name: st
     """Export the runs that read or wrote a dataset in [start, end).
 
     json: the shape `fll record` reads (round trip); openlineage: RunEvents
-    with columnLineage facets for Marquez or any OpenLineage consumer.
+    with columnLineage and schema facets for Marquez or any OpenLineage
+    consumer, and DatasetEvents for the schemas and aliases fll knows without
+    a run, so `fll record` of them answers as this store does.
     """
     from .store.admin import iso_ms
 
@@ -931,8 +977,13 @@ def export(state: State, dataset: str | None, namespace: str | None, ds_name: st
         except ImportError as e:
             raise BadRequest(f"--format openlineage needs fll.openlineage ({e})",
                              "format") from None
-        events = {e["run"]["runId"]: e for n in names for e in export_events(store, n, lo, hi)}
-        docs = sorted(events.values(), key=lambda e: (e["eventTime"], e["run"]["runId"]))
+        # a run under several names once; DatasetEvents (schemas known without a
+        # run, aliases) once each
+        events = {(e["run"]["runId"] if "run" in e else json.dumps(e, sort_keys=True)): e
+                  for n in names for e in export_events(store, n, lo, hi)}
+        docs = sorted(events.values(), key=lambda e: (e["eventTime"], "run" not in e,
+                                                      e["run"]["runId"] if "run" in e
+                                                      else json.dumps(e, sort_keys=True)))
     else:
         docs = []
         runs = {r.run_id: r for n in names for r in store.runs(n, lo, hi)}

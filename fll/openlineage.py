@@ -50,16 +50,19 @@ from datetime import datetime, timezone
 import uuid
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
+import msgpack
 import orjson
 
 from . import __version__
+from . import rowkeys as rk
 from .codec import operation_to_dict, operations_from_list
-from .errors import BadRequest, FllError, InvalidLineageError
+from .errors import BadRequest, FllError, InvalidLineageError, StoreError
 from .model import (EndPoint, EndPointField, FieldLineageInfo, InputField, Operation,
                     ReadOperation, Transformation, TransformOperation, WriteOperation)
 
 __all__ = ["dataset_input_transformations", "run_event_to_lineage", "union", "normal_form", "event_kind", "dataset_facts",
-           "DatasetFacts", "check_static_event", "static_column_lineage", "export_run_id", "RUN_FACET", "check_shape", "facet_from_info", "export_events", "input_transformations",
+           "DatasetFacts", "check_static_event", "static_column_lineage", "export_run_id",
+           "schema_rows", "schema_owner", "static_owner", "SCHEMA_OWNER_FACET", "RUN_FACET", "check_shape", "facet_from_info", "export_events", "input_transformations",
            "event_run_id", "event_time_ms", "PRODUCER", "RUN_EVENT_SCHEMA_URL",
            "COLUMN_LINEAGE_SCHEMA_URL", "PROPERTIES_FACET"]
 
@@ -76,6 +79,14 @@ PROPERTIES_SCHEMA_URL = f"{PRODUCER}/spec/FllPropertiesDatasetFacet.json"
 #: export → record gives back the same run (same id, program and checksum).
 RUN_FACET = "fllRun"
 RUN_FACET_SCHEMA_URL = f"{PRODUCER}/spec/FllRunFacet.json"
+#: Our own dataset facet on an exported DatasetEvent: who reported the schema
+#: (a run id, ``datasetEvent``, ``jobEvent:<ns>/<name>``), kept on the way back.
+SCHEMA_OWNER_FACET = "fllSchema"
+SCHEMA_OWNER_SCHEMA_URL = f"{PRODUCER}/spec/FllSchemaDatasetFacet.json"
+DATASET_EVENT_SCHEMA_URL = \
+    "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent"
+SCHEMA_SCHEMA_URL = "https://openlineage.io/spec/facets/1-1-1/SchemaDatasetFacet.json"
+SYMLINKS_SCHEMA_URL = "https://openlineage.io/spec/facets/1-0-1/SymlinksDatasetFacet.json"
 # UUID v5 namespace of exported run ids that are no UUID themselves
 _RUN_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "urn:fll:run")
 
@@ -815,11 +826,104 @@ def _normal(info: FieldLineageInfo, event: dict) -> FieldLineageInfo:
 
 
 def export_events(store, endpoint: EndPoint, start_ms: int, end_ms: int) -> list[dict]:
-    """A COMPLETE RunEvent for every run that wrote ``endpoint`` in ``[start_ms, end_ms)``,
-    oldest first; each event describes the whole run (all its outputs)."""
+    """What the store knows of ``endpoint`` in ``[start_ms, end_ms)`` as OpenLineage
+    events, so that recording them into an empty store answers as the store does:
+
+    - a COMPLETE RunEvent for every run that wrote it, oldest first, each
+      describing the whole run (all its outputs), every dataset of it with the
+      SchemaDatasetFacet the run reported for it, if any;
+    - a DatasetEvent for every schema of ``endpoint`` that no such run reported
+      (one from a DatasetEvent or JobEvent, or a RunEvent without column
+      lineage), at its time, its owner kept in the `SCHEMA_OWNER_FACET`;
+    - a DatasetEvent with the SymlinksDatasetFacet of its aliases, if it has any.
+    """
     events = []
-    for run in sorted(store.runs(endpoint, start_ms, end_ms, "incoming"),
-                      key=lambda r: (r.start_ms, r.run_id)):
+    runs = sorted(store.runs(endpoint, start_ms, end_ms, "incoming"),
+                  key=lambda r: (r.start_ms, r.run_id))
+    for run in runs:
         info = store.operation_set(run.checksum)
-        events.append(info_to_event(info, run.run_id, run.start_ms, run.program))
+        event = info_to_event(info, run.run_id, run.start_ms, run.program)
+        for ds in event["inputs"] + event["outputs"]:
+            fields = _schema_at(store, ds["namespace"], ds["name"], run.start_ms, run.run_id)
+            if fields is not None:
+                ds.setdefault("facets", {})["schema"] = _schema_facet(fields)
+        events.append(event)
+    told = {(r.start_ms, r.run_id) for r in runs}
+    for at, owner, fields in schema_rows(store, endpoint.namespace, endpoint.name,
+                                         start_ms, end_ms):
+        if (at, owner) in told:
+            continue
+        events.append(_dataset_event(endpoint, at, {
+            "schema": _schema_facet(fields),
+            SCHEMA_OWNER_FACET: {"_producer": PRODUCER, "_schemaURL": SCHEMA_OWNER_SCHEMA_URL,
+                                 "owner": owner}}))
+    aliases = store.aliases(endpoint.namespace, endpoint.name)
+    if aliases:
+        events.append(_dataset_event(endpoint, max(start_ms, 0), {"symlinks": {
+            "_producer": PRODUCER, "_schemaURL": SYMLINKS_SCHEMA_URL,
+            "identifiers": [{"namespace": ns, "name": name, "type": "DATASET"}
+                            for ns, name in aliases]}}))
     return events
+
+
+def _dataset_event(endpoint: EndPoint, at: int, facets: dict) -> dict:
+    return {"eventTime": _iso(at), "producer": PRODUCER, "schemaURL": DATASET_EVENT_SCHEMA_URL,
+            "dataset": {"namespace": endpoint.namespace, "name": endpoint.name,
+                        "facets": facets}}
+
+
+def _schema_facet(fields: list[tuple[str, str | None]]) -> dict:
+    return {"_producer": PRODUCER, "_schemaURL": SCHEMA_SCHEMA_URL,
+            "fields": [{"name": n} if t is None else {"name": n, "type": t} for n, t in fields]}
+
+
+def _schema_value(url: str, key: bytes, cols: dict) -> list[tuple[str, str | None]]:
+    try:
+        pairs = msgpack.unpackb(cols["f"], raw=False)
+        return [(str(n), None if t is None else str(t)) for n, t in pairs]
+    except Exception:
+        raise StoreError(f"store {url}: the schema row {key!r} is corrupt") from None
+
+
+def _schema_at(store, namespace: str, name: str, at: int,
+               owner: str) -> list[tuple[str, str | None]] | None:
+    """The schema ``owner`` (a run id) reported for the dataset at ``at``, or None."""
+    key = rk.schema(namespace, name, at, owner)
+    cols = store.table.get(key)
+    return None if not cols or "f" not in cols else _schema_value(store.url, key, cols)
+
+
+def schema_rows(store, namespace: str, name: str, start_ms: int, end_ms: int
+                ) -> list[tuple[int, str, list[tuple[str, str | None]]]]:
+    """Every schema reported for the dataset in ``[start_ms, end_ms)``: (time, owner,
+    fields), oldest first. The owner is the run id of a RunEvent, else
+    ``datasetEvent`` or ``jobEvent:<ns>/<name>``. Read as `LineageStore.schema`
+    reads the newest (the rows are the store's, untouched)."""
+    lo, hi = rk.time_range(rk.dataset_prefix(rk.SCHEMA, namespace, name), start_ms, end_ms)
+    out = []
+    for key, cols in store.table.scan(lo, hi):
+        k = rk.decode(key)
+        if k.start_ms is None or k.run_id is None or "f" not in cols:
+            continue
+        out.append((k.start_ms, k.run_id, _schema_value(store.url, key, cols)))
+    return sorted(out, key=lambda r: (r[0], r[1]))
+
+
+def static_owner(event: dict, kind: str) -> str:
+    """Under which owner a checked DatasetEvent's or JobEvent's schemas are kept:
+    ``datasetEvent``, or ``jobEvent:<job namespace>/<job name>``."""
+    if kind == "job":
+        return f"jobEvent:{event['job']['namespace']}/{event['job']['name']}"
+    return f"{kind}Event"
+
+
+def schema_owner(event: Any, kind: str) -> str | None:
+    """The owner a DatasetEvent fll exported gives its schema (`SCHEMA_OWNER_FACET`),
+    so recording it back keeps the schema where it was; None for any other event."""
+    if kind != "dataset":
+        return None
+    dataset = _obj(event, "$").get("dataset")
+    facets = dataset.get("facets") if isinstance(dataset, dict) else None
+    facet = facets.get(SCHEMA_OWNER_FACET) if isinstance(facets, dict) else None
+    owner = facet.get("owner") if isinstance(facet, dict) else None
+    return owner if isinstance(owner, str) and owner else None

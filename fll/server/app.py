@@ -492,8 +492,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         ol.check_static_event(event, kind)
         at = event_time_ms(event)
         facts = ol.dataset_facts(event, kind)
-        owner = (f"{kind}Event:{event['job']['namespace']}/{event['job']['name']}"
-                 if kind == "job" else f"{kind}Event")
+        owner = ol.schema_owner(event, kind) or ol.static_owner(event, kind)
         not_kept = ol.static_column_lineage(event, kind)
         if not_kept:
             log.info("a %s event's column lineage was not recorded (%s): fll keeps column "
