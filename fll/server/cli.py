@@ -3,10 +3,11 @@
 Binds to loopback by default. Binding anywhere else without a write token is
 refused unless `--insecure` is given: an open `POST /api/v1/lineage` on a
 network address lets anyone write lineage. This command must never print the
-token or the store's credentials.
+token or the store's credentials, nor create a store's missing directory
+unless told to (`--create`).
 
 The limits (`--max-ingests`, `--max-fields`, `--header-timeout`,
-`--body-timeout`) and `--public-reads` can also come from the ``serve:``
+`--body-timeout`, `--body-memory`) and `--public-reads` can also come from the ``serve:``
 section of the config file (``$FLL_CONFIG`` or ``./conf/fll.yaml``); an
 option given on the command line wins. ``ingest_wait`` (seconds an ingest
 waits for a slot before 503) is read only from there.
