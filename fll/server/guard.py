@@ -148,9 +148,6 @@ class IngestLimitMiddleware:
         #: bytes of ingest bodies counted against ``body_memory`` now (this process;
         #: only the event loop changes it)
         self.held = 0
-        #: ingest bodies being read now, and the most at once (benchmarks read these)
-        self.reading = 0
-        self.most_reading = 0
 
     def _take(self) -> bool:
         if self.slots is not None:
@@ -254,13 +251,8 @@ class IngestLimitMiddleware:
             self.held += more
             counted += more
 
-        self.reading += 1
-        self.most_reading = max(self.most_reading, self.reading)
         try:
-            try:
-                body = await self._read_body(scope, timed_receive, charge)
-            finally:
-                self.reading -= 1
+            body = await self._read_body(scope, timed_receive, charge)
             if not self._take() and not await self._queue():
                 await _send_error(
                     send, 503, f"the server is busy: {self.max_ingests} ingests are in "
