@@ -487,8 +487,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         schemas and symlinks are kept (201), anything else is acknowledged (202).
         Column lineage they carry (a job's declared, static lineage) is not
         kept, since fll keeps column lineage per run: the answer names every
-        such facet under ``notKept`` (a valid event is never a 4xx, as in
-        Marquez, which accepts every JobEvent)."""
+        such facet under ``notKept`` (a valid event is never a 4xx: 422 is
+        for malformed events)."""
         ol.check_static_event(event, kind)
         at = event_time_ms(event)
         facts = ol.dataset_facts(event, kind)

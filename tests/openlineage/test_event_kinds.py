@@ -98,7 +98,7 @@ def test_an_event_whose_schema_url_names_a_kind_must_have_what_that_kind_needs(
 
 
 def test_a_job_event_s_static_column_lineage_is_named_as_not_kept(client, store):
-    """202 and why: the event is valid (Marquez takes every JobEvent), but fll keeps
+    """202 and why: the event is valid against the spec (no 4xx), but fll keeps
     column lineage per run, so nothing of it is recorded, and the answer says so."""
     r = client.post("/api/v1/lineage", json=body(job_event({"columnLineage": LINEAGE})))
     assert r.status_code == 202, r.text
