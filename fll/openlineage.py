@@ -50,13 +50,12 @@ from datetime import datetime, timezone
 import uuid
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
-import msgpack
 import orjson
 
 from . import __version__
 from . import rowkeys as rk
 from .codec import operation_to_dict, operations_from_list
-from .errors import BadRequest, FllError, InvalidLineageError, StoreError
+from .errors import BadRequest, FllError, InvalidLineageError
 from .model import (EndPoint, EndPointField, FieldLineageInfo, InputField, Operation,
                     ReadOperation, Transformation, TransformOperation, WriteOperation)
 
@@ -877,36 +876,35 @@ def _schema_facet(fields: list[tuple[str, str | None]]) -> dict:
             "fields": [{"name": n} if t is None else {"name": n, "type": t} for n, t in fields]}
 
 
-def _schema_value(url: str, key: bytes, cols: dict) -> list[tuple[str, str | None]]:
-    try:
-        pairs = msgpack.unpackb(cols["f"], raw=False)
-        return [(str(n), None if t is None else str(t)) for n, t in pairs]
-    except Exception:
-        raise StoreError(f"store {url}: the schema row {key!r} is corrupt") from None
-
-
 def _schema_at(store, namespace: str, name: str, at: int,
                owner: str) -> list[tuple[str, str | None]] | None:
-    """The schema ``owner`` (a run id) reported for the dataset at ``at``, or None."""
-    key = rk.schema(namespace, name, at, owner)
-    cols = store.table.get(key)
-    return None if not cols or "f" not in cols else _schema_value(store.url, key, cols)
+    """The schema ``owner`` (a run id) reported for the dataset at ``at``, if it
+    is the one the store answers for that millisecond, else None."""
+    found = schema_rows(store, namespace, name, at, at + 1)
+    return found[0][2] if found and found[0][1] == owner else None
 
 
 def schema_rows(store, namespace: str, name: str, start_ms: int, end_ms: int
                 ) -> list[tuple[int, str, list[tuple[str, str | None]]]]:
-    """Every schema reported for the dataset in ``[start_ms, end_ms)``: (time, owner,
-    fields), oldest first. The owner is the run id of a RunEvent, else
-    ``datasetEvent`` or ``jobEvent:<ns>/<name>``. Read as `LineageStore.schema`
-    reads the newest (the rows are the store's, untouched)."""
+    """Every schema the store answers for the dataset in ``[start_ms, end_ms)``:
+    (time, owner, fields), oldest first. The owner is the run id of a RunEvent,
+    else ``datasetEvent`` or ``jobEvent:<ns>/<name>``. The times and owners come
+    from the schema rows' keys; the fields from `LineageStore.schema` of that
+    millisecond, so how the store keeps them is its own business. Of several
+    schemas reported in one millisecond the store answers one, so that one is
+    what is given (the others are never read by any question)."""
     lo, hi = rk.time_range(rk.dataset_prefix(rk.SCHEMA, namespace, name), start_ms, end_ms)
-    out = []
-    for key, cols in store.table.scan(lo, hi):
+    times: dict[int, str] = {}
+    for key, _ in store.table.scan(lo, hi):
         k = rk.decode(key)
-        if k.start_ms is None or k.run_id is None or "f" not in cols:
-            continue
-        out.append((k.start_ms, k.run_id, _schema_value(store.url, key, cols)))
-    return sorted(out, key=lambda r: (r[0], r[1]))
+        if k.start_ms is not None and k.run_id is not None:
+            times.setdefault(k.start_ms, k.run_id)  # the first key of a time is read
+    out = []
+    for at in sorted(times):
+        fields = store.schema(namespace, name, at, at + 1)
+        if fields is not None:
+            out.append((at, times[at], list(fields.items())))
+    return out
 
 
 def static_owner(event: dict, kind: str) -> str:

@@ -182,3 +182,27 @@ def test_re_sending_an_export_to_the_server_gives_the_same_answers(tmp_path):
         assert all(c.post("/api/v1/lineage", json=e).status_code in (200, 201)
                    for e in exported)
     assert answers(dst) == before
+
+
+def test_two_schemas_reported_in_one_millisecond_round_trip_as_the_one_answered(tmp_path):
+    """A DatasetEvent and a JobEvent give one dataset two schemas at the same
+    instant: the store answers one of them, and so does the store recorded from
+    the export."""
+    src, dst = f"sqlite:///{tmp_path}/src.db", f"sqlite:///{tmp_path}/dst.db"
+    same = [DatasetEvent(eventTime=T[2], producer=PRODUCER, dataset=StaticDataset(
+                PG, "twice", facets={"schema": schema(("a", "INT"))})),
+            JobEvent(eventTime=T[2], job=Job(namespace="shop", name="j"), producer=PRODUCER,
+                     outputs=[OutputDataset(PG, "twice", facets={
+                         "schema": schema(("b", "TEXT"))})])]
+    with open_store(src) as store, TestClient(create_app(store)) as c:
+        for e in same:
+            assert c.post("/api/v1/lineage", json=Serde.to_dict(e)).status_code == 201
+        answered = store.schema(PG, "twice", 0, MAX_TIME)
+    r = CliRunner().invoke(main, ["--store", src, "export", "--namespace", PG, "--dataset",
+                                  "twice", "--format", "openlineage"])
+    [event] = json.loads(r.stdout)
+    (tmp_path / "e.json").write_text(r.stdout)
+    assert CliRunner().invoke(main, ["--store", dst, "record", str(tmp_path / "e.json")]
+                              ).exit_code == 0
+    with open_store(dst) as store:
+        assert store.schema(PG, "twice", 0, MAX_TIME) == answered
