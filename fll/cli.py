@@ -222,9 +222,10 @@ def _module_present(module: str) -> bool:
 class State:
     """Global options and the store, opened on first use and closed with the context."""
 
-    def __init__(self, store_option: str | None, verbose: bool):
+    def __init__(self, store_option: str | None, verbose: bool, create: bool = False):
         self.store_option = store_option
         self.verbose = verbose
+        self.create = create
         self._url: str | None = None
         self._store: LineageStore | None = None
 
@@ -240,8 +241,11 @@ class State:
 
             if not create:
                 require_existing(self.url)
+            new = create and new_store(self.url, self.create)
             self._store = open_store(self.url)
             click.get_current_context().find_root().call_on_close(self._store.close)
+            if new:
+                announce_new_store(self.url)
         return self._store
 
     def table(self):
@@ -259,6 +263,39 @@ class State:
     def log(self, message: str) -> None:
         if self.verbose:
             click.echo(message, err=True)
+
+
+def _sqlite_file(url: str) -> str | None:
+    """The file an SQLite store URL names (as the backend opens it), else None."""
+    if not url.lower().startswith("sqlite://"):
+        return None
+    path = url.split("://", 1)[1][1:].partition("?")[0]
+    return path if path and path != ":memory:" else None
+
+
+def new_store(url: str, create: bool) -> bool:
+    """Whether opening ``url`` makes a new, empty SQLite store (its file is not
+    there). Its directory must exist: a missing directory is a typo in the store
+    path, not a first start, and is refused in one line naming it (`StoreError`)
+    unless ``create`` (``--create``) or ``url`` is the built-in default
+    (``./fll-data/fll.db``, which nobody types)."""
+    from .store import DEFAULT_URL, redact
+
+    path = _sqlite_file(url)
+    if path is None or Path(path).exists():
+        return False
+    parent = Path(os.path.abspath(path)).parent
+    if not parent.is_dir() and not create and url != DEFAULT_URL:
+        raise StoreError(f"store {redact(url)}: directory {parent} does not exist (a typo in "
+                         f"the store path?); give --create to create it and a new store")
+    return True
+
+
+def announce_new_store(url: str) -> None:
+    """The one line that says a command created a new, empty store."""
+    from .store import redact
+
+    click.echo(f"fll: created a new, empty store {redact(url)}", err=True)
 
 
 def require_existing(url: str) -> None:
@@ -348,16 +385,20 @@ def format_option(*choices: str, default: str | None = None) -> Callable:
 @click.group(cls=RootGroup, name="fll", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--store", "store_url", metavar="URL", help=STORE_HELP)
 @click.option("--verbose", "-v", is_flag=True, help="Log progress and show tracebacks on errors.")
+@click.option("--create", is_flag=True, help="Let a command that records (record, admin init, "
+              "serve, run) create a new SQLite store whose directory does not exist yet "
+              "(without it, that is refused as a likely typo).")
 @click.version_option(__version__, prog_name="fll")
 @click.pass_context
-def main(ctx: click.Context, store_url: str | None, verbose: bool) -> None:
+def main(ctx: click.Context, store_url: str | None, verbose: bool, create: bool) -> None:
     """Field-level lineage store: scan rows, query lineage, record, export, repair."""
-    ctx.obj = State(store_url, verbose)
+    ctx.obj = State(store_url, verbose, create)
     if ctx.invoked_subcommand in _LAZY:
-        # hand --store (or FLL_STORE, or the config file) to the lazily loaded
-        # command, whose own --store option still wins
+        # hand --store (or FLL_STORE, or the config file) and --create to the lazily
+        # loaded command, whose own options still win
         url = ctx.obj.url
-        ctx.default_map = {ctx.invoked_subcommand: {"store": url, "store_url": url}}
+        ctx.default_map = {ctx.invoked_subcommand: {"store": url, "store_url": url,
+                                                    "create": create}}
 
 
 # -- rows ----------------------------------------------------------------------------
@@ -699,7 +740,10 @@ def lineage(state: State, field_ref: str | None, namespace: str | None, ds_name:
 # -- record / export -------------------------------------------------------------------
 
 def _is_openlineage(item: Any) -> bool:
-    return isinstance(item, dict) and ("eventType" in item or ("run" in item and "job" in item))
+    """An OpenLineage event of any kind (a record document has none of these keys)."""
+    return isinstance(item, dict) and (
+        "eventType" in item or "schemaURL" in item or ("run" in item and "job" in item)
+        or ("eventTime" in item and ("dataset" in item or "job" in item)))
 
 
 def _load_json_file(file: str) -> Any:
@@ -826,6 +870,10 @@ def record(state: State, file: str | None, spool: str | None, run_id: str | None
     # starts at the earliest eventTime and has the union of their lineage, as
     # `fll serve` records it (fll.openlineage)
     ol_runs: dict[str, list] = {}
+    # what events say about datasets, kept beside lineage as `fll serve` keeps it:
+    # (facts, owner, time or None for a run's stored start)
+    facts_: list[tuple[list, str, int | None]] = []
+    not_kept: list[str] = []
     for i, item in enumerate(items):
         w = where if len(items) == 1 and not isinstance(data, list) else f"{where}[{i}]"
         if not _is_openlineage(item):
@@ -837,7 +885,16 @@ def record(state: State, file: str | None, spool: str | None, run_id: str | None
             raise BadRequest(f"{w}: is an OpenLineage event, but fll.openlineage is not "
                              f"available ({e})", "FILE") from None
         try:
+            kind = ol.event_kind(item)
+            if kind != "run":  # a DatasetEvent or JobEvent: schemas and symlinks only
+                ol.check_static_event(item, kind)
+                facts_.append((ol.dataset_facts(item, kind),
+                               ol.schema_owner(item, kind) or ol.static_owner(item, kind),
+                               ol.event_time_ms(item)))
+                not_kept += [f"{w}: {p}" for p in ol.static_column_lineage(item, kind)]
+                continue
             rid, t = ol.event_run_id(item), ol.event_time_ms(item)
+            facts_.append((ol.dataset_facts(item, kind), run_id or rid, None))
             if not _has_column_lineage(item):
                 skipped.append(w)
                 if rid in ol_runs:
@@ -853,15 +910,20 @@ def record(state: State, file: str | None, spool: str | None, run_id: str | None
                 and ol.normal_form(info) == info:
             info = ol.union(old[0], item) or info
         ol_runs[rid] = [info, rid, min(t, old[2]) if old else t, prog]
+    starts: dict[str, int] = {}  # an OpenLineage run's start: its earliest eventTime
     for info, rid, t, prog in ol_runs.values():
+        starts[run_id or rid] = start_ms_or(start, t)
         if info is not None:
             runs_.append((info, run_id or rid, start_ms_or(start, t), program or prog))
-    if not runs_:
-        raise BadRequest(f"{where}: nothing to record (no operations and no event with a "
-                         f"columnLineage facet)", "FILE")
+    if not runs_ and not any(f.schema is not None or f.symlinks
+                             for facts, _, _ in facts_ for f in facts):
+        raise BadRequest(f"{where}: nothing to record (no operations, no event with a "
+                         f"columnLineage facet, no schema or symlinks facet)", "FILE")
     store = state.store(create=True)
-    new = store.record_many(runs_)
+    new = store.record_many(runs_) if runs_ else 0
+    schemas, aliases = _keep_dataset_facts(store, facts_, starts)
     result = {"recorded": new, "unchanged": len(runs_) - new, "skipped": skipped,
+              "schemas": schemas, "aliases": aliases, "notKept": not_kept,
               "runs": [{"run_id": r, "start_ms": s, "checksum": info.checksum}
                        for info, r, s, _ in runs_]}
     if fmt == "json":
@@ -871,8 +933,31 @@ def record(state: State, file: str | None, spool: str | None, run_id: str | None
         click.echo(f"{r}  {info.checksum}")
     for w in skipped:
         click.echo(f"skipped {w}: event carries no columnLineage facet", err=True)
-    click.echo(f"recorded {new} new run(s), {len(runs_) - new} already present",
+    for w in not_kept:
+        click.echo(f"not kept {w}: a DatasetEvent's or JobEvent's column lineage is declared "
+                   f"lineage outside any run; fll keeps column lineage per run", err=True)
+    click.echo(f"recorded {new} new run(s), {len(runs_) - new} already present"
+               + (f"; {schemas} schema(s), {aliases} alias(es)" if schemas or aliases else ""),
                err=True)
+
+
+def _keep_dataset_facts(store: Any, facts_: list, starts: dict[str, int]) -> tuple[int, int]:
+    """Record the schemas and symlinks events named, as `fll serve` does: a run's
+    under the run's stored start (else its earliest event), a DatasetEvent's or
+    JobEvent's at its time. (schemas, aliases) written."""
+    schemas = aliases = 0
+    for facts, owner, at in facts_:
+        if at is None:
+            run = store.run(owner)
+            at = run.start_ms if run is not None else starts[owner]
+        for f in facts:
+            if f.schema is not None:
+                store.record_schema(f.namespace, f.name, owner, at, f.schema)
+                schemas += 1
+            for alias_ns, alias_name in f.symlinks:
+                store.record_alias(alias_ns, alias_name, f.namespace, f.name)
+                aliases += 1
+    return schemas, aliases
 
 
 @main.command()
@@ -888,7 +973,9 @@ def export(state: State, dataset: str | None, namespace: str | None, ds_name: st
     """Export the runs that read or wrote a dataset in [start, end).
 
     json: the shape `fll record` reads (round trip); openlineage: RunEvents
-    with columnLineage facets for Marquez or any OpenLineage consumer.
+    with columnLineage and schema facets for Marquez or any OpenLineage
+    consumer, and DatasetEvents for the schemas and aliases fll knows without
+    a run, so `fll record` of them answers as this store does.
     """
     from .store.admin import iso_ms
 
@@ -905,8 +992,13 @@ def export(state: State, dataset: str | None, namespace: str | None, ds_name: st
         except ImportError as e:
             raise BadRequest(f"--format openlineage needs fll.openlineage ({e})",
                              "format") from None
-        events = {e["run"]["runId"]: e for n in names for e in export_events(store, n, lo, hi)}
-        docs = sorted(events.values(), key=lambda e: (e["eventTime"], e["run"]["runId"]))
+        # a run under several names once; DatasetEvents (schemas known without a
+        # run, aliases) once each
+        events = {(e["run"]["runId"] if "run" in e else json.dumps(e, sort_keys=True)): e
+                  for n in names for e in export_events(store, n, lo, hi)}
+        docs = sorted(events.values(), key=lambda e: (e["eventTime"], "run" not in e,
+                                                      e["run"]["runId"] if "run" in e
+                                                      else json.dumps(e, sort_keys=True)))
     else:
         docs = []
         runs = {r.run_id: r for n in names for r in store.runs(n, lo, hi)}

@@ -53,13 +53,15 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 import orjson
 
 from . import __version__
+from . import rowkeys as rk
 from .codec import operation_to_dict, operations_from_list
 from .errors import BadRequest, FllError, InvalidLineageError
 from .model import (EndPoint, EndPointField, FieldLineageInfo, InputField, Operation,
                     ReadOperation, Transformation, TransformOperation, WriteOperation)
 
 __all__ = ["dataset_input_transformations", "run_event_to_lineage", "union", "normal_form", "event_kind", "dataset_facts",
-           "DatasetFacts", "check_static_event", "export_run_id", "RUN_FACET", "check_shape", "facet_from_info", "export_events", "input_transformations",
+           "DatasetFacts", "check_static_event", "static_column_lineage", "export_run_id",
+           "schema_rows", "schema_owner", "static_owner", "SCHEMA_OWNER_FACET", "RUN_FACET", "check_shape", "facet_from_info", "export_events", "input_transformations",
            "event_run_id", "event_time_ms", "PRODUCER", "RUN_EVENT_SCHEMA_URL",
            "COLUMN_LINEAGE_SCHEMA_URL", "PROPERTIES_FACET"]
 
@@ -76,6 +78,14 @@ PROPERTIES_SCHEMA_URL = f"{PRODUCER}/spec/FllPropertiesDatasetFacet.json"
 #: export → record gives back the same run (same id, program and checksum).
 RUN_FACET = "fllRun"
 RUN_FACET_SCHEMA_URL = f"{PRODUCER}/spec/FllRunFacet.json"
+#: Our own dataset facet on an exported DatasetEvent: who reported the schema
+#: (a run id, ``datasetEvent``, ``jobEvent:<ns>/<name>``), kept on the way back.
+SCHEMA_OWNER_FACET = "fllSchema"
+SCHEMA_OWNER_SCHEMA_URL = f"{PRODUCER}/spec/FllSchemaDatasetFacet.json"
+DATASET_EVENT_SCHEMA_URL = \
+    "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent"
+SCHEMA_SCHEMA_URL = "https://openlineage.io/spec/facets/1-1-1/SchemaDatasetFacet.json"
+SYMLINKS_SCHEMA_URL = "https://openlineage.io/spec/facets/1-0-1/SymlinksDatasetFacet.json"
 # UUID v5 namespace of exported run ids that are no UUID themselves
 _RUN_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "urn:fll:run")
 
@@ -221,7 +231,11 @@ def check_shape(event: Any) -> None:
 def event_run_id(event: Any) -> str:
     """The run id of a RunEvent: `run.runId`, or the original id fll exported
     it from, when the `fllRun` facet names one that maps to `run.runId`."""
-    run = _obj(_obj(event, "$").get("run"), "$.run")
+    ev = _obj(event, "$")
+    if ev.get("run") is None:
+        raise BadRequest("$.run is missing: a RunEvent (as its schemaURL or eventType says) "
+                         "must carry run.runId", "$.run")
+    run = _obj(ev["run"], "$.run")
     rid = _str(run.get("runId"), "$.run.runId")
     facets = run.get("facets")
     facet = facets.get(RUN_FACET) if isinstance(facets, dict) else None
@@ -447,12 +461,25 @@ def union(prior: FieldLineageInfo, event: Any) -> FieldLineageInfo | None:
 
 # -- DatasetEvent, JobEvent, schemas and symlinks ---------------------------------
 
+_KINDS = {"RunEvent": "run", "DatasetEvent": "dataset", "JobEvent": "job"}
+
+
 def event_kind(event: Any) -> str:
-    """``run``, ``dataset`` or ``job``: which of the spec's three events this is
-    (2-0-2: a RunEvent has ``run``, a DatasetEvent ``dataset``, a JobEvent a
-    ``job`` and no ``run``)."""
+    """``run``, ``dataset`` or ``job``: which of the spec's three events this is,
+    told apart as Marquez does: by the last segment of ``schemaURL``
+    (``…/OpenLineage.json#/$defs/RunEvent``, ``…#/definitions/JobEvent`` in
+    older specs), so an event that says it is a RunEvent is checked as one
+    (no ``run``: 422 naming ``$.run``) and never taken for another kind.
+    Without a ``schemaURL`` naming a kind, by what only each kind has
+    (2-0-2): ``eventType`` or ``run`` a RunEvent, else ``dataset`` a
+    DatasetEvent, else ``job`` a JobEvent."""
     ev = _obj(event, "$")
-    if "run" in ev:
+    url = ev.get("schemaURL")
+    if url is not None:
+        kind = _KINDS.get(_str(url, "$.schemaURL").rstrip("/").rsplit("/", 1)[-1])
+        if kind is not None:
+            return kind
+    if "eventType" in ev or "run" in ev:
         return "run"
     if "dataset" in ev:
         return "dataset"
@@ -504,13 +531,14 @@ class DatasetFacts(NamedTuple):
     symlinks: list[tuple[str, str]]               # SymlinksDatasetFacet: other names
 
 
-def dataset_facts(event: Any) -> list[DatasetFacts]:
+def dataset_facts(event: Any, kind: str | None = None) -> list[DatasetFacts]:
     """Schemas and symlinks of every dataset an event of any kind names
-    (``dataset`` of a DatasetEvent, ``inputs``/``outputs`` otherwise), validated."""
+    (``dataset`` of a DatasetEvent, ``inputs``/``outputs`` otherwise), validated.
+    ``kind``: the event's `event_kind`, when the caller knows it."""
     ev = _obj(event, "$")
     found: list[tuple[dict, str]] = []
-    if "dataset" in ev and "run" not in ev:
-        found.append((_obj(ev["dataset"], "$.dataset"), "$.dataset"))
+    if (kind or event_kind(ev)) == "dataset":
+        found.append((_obj(ev.get("dataset"), "$.dataset"), "$.dataset"))
     for side in ("inputs", "outputs"):
         for i, ds in enumerate(_list_or_none(ev.get(side), f"$.{side}")):
             found.append((_obj(ds, f"$.{side}[{i}]"), f"$.{side}[{i}]"))
@@ -524,13 +552,31 @@ def dataset_facts(event: Any) -> list[DatasetFacts]:
     return out
 
 
-def check_static_event(event: Any) -> None:
-    """The checks a DatasetEvent or JobEvent must pass."""
+def check_static_event(event: Any, kind: str | None = None) -> None:
+    """The checks a DatasetEvent or JobEvent must pass (a JobEvent needs ``job``,
+    a DatasetEvent ``dataset``)."""
     ev = _obj(event, "$")
+    kind = kind or event_kind(ev)
     event_time_ms(ev)
-    if "job" in ev:
+    if kind == "job" or "job" in ev:
         _job_program(ev)
-    dataset_facts(ev)
+    dataset_facts(ev, kind)
+
+
+def static_column_lineage(event: Any, kind: str | None = None) -> list[str]:
+    """The JSON paths of the ``columnLineage`` facets a DatasetEvent or JobEvent
+    carries: the job's declared (static) lineage, which fll does not keep
+    (column lineage is kept per run), so the answer names each of them."""
+    ev = _obj(event, "$")
+    found: list[tuple[Any, str]] = []
+    if (kind or event_kind(ev)) == "dataset":
+        found.append((ev.get("dataset"), "$.dataset"))
+    for side in ("inputs", "outputs"):
+        for i, ds in enumerate(_list_or_none(ev.get(side), f"$.{side}")):
+            found.append((ds, f"$.{side}[{i}]"))
+    return [f"{path}.facets.columnLineage" for d, path in found
+            if isinstance(d, dict) and isinstance(d.get("facets"), dict)
+            and d["facets"].get("columnLineage") is not None]
 
 
 def _build(lineage: dict[EndPoint, dict[str, dict[EndPointField, tuple[Transformation, ...]]]],
@@ -779,11 +825,103 @@ def _normal(info: FieldLineageInfo, event: dict) -> FieldLineageInfo:
 
 
 def export_events(store, endpoint: EndPoint, start_ms: int, end_ms: int) -> list[dict]:
-    """A COMPLETE RunEvent for every run that wrote ``endpoint`` in ``[start_ms, end_ms)``,
-    oldest first; each event describes the whole run (all its outputs)."""
+    """What the store knows of ``endpoint`` in ``[start_ms, end_ms)`` as OpenLineage
+    events, so that recording them into an empty store answers as the store does:
+
+    - a COMPLETE RunEvent for every run that wrote it, oldest first, each
+      describing the whole run (all its outputs), every dataset of it with the
+      SchemaDatasetFacet the run reported for it, if any;
+    - a DatasetEvent for every schema of ``endpoint`` that no such run reported
+      (one from a DatasetEvent or JobEvent, or a RunEvent without column
+      lineage), at its time, its owner kept in the `SCHEMA_OWNER_FACET`;
+    - a DatasetEvent with the SymlinksDatasetFacet of its aliases, if it has any.
+    """
     events = []
-    for run in sorted(store.runs(endpoint, start_ms, end_ms, "incoming"),
-                      key=lambda r: (r.start_ms, r.run_id)):
+    runs = sorted(store.runs(endpoint, start_ms, end_ms, "incoming"),
+                  key=lambda r: (r.start_ms, r.run_id))
+    for run in runs:
         info = store.operation_set(run.checksum)
-        events.append(info_to_event(info, run.run_id, run.start_ms, run.program))
+        event = info_to_event(info, run.run_id, run.start_ms, run.program)
+        for ds in event["inputs"] + event["outputs"]:
+            fields = _schema_at(store, ds["namespace"], ds["name"], run.start_ms, run.run_id)
+            if fields is not None:
+                ds.setdefault("facets", {})["schema"] = _schema_facet(fields)
+        events.append(event)
+    told = {(r.start_ms, r.run_id) for r in runs}
+    for at, owner, fields in schema_rows(store, endpoint.namespace, endpoint.name,
+                                         start_ms, end_ms):
+        if (at, owner) in told:
+            continue
+        events.append(_dataset_event(endpoint, at, {
+            "schema": _schema_facet(fields),
+            SCHEMA_OWNER_FACET: {"_producer": PRODUCER, "_schemaURL": SCHEMA_OWNER_SCHEMA_URL,
+                                 "owner": owner}}))
+    aliases = store.aliases(endpoint.namespace, endpoint.name)
+    if aliases:
+        events.append(_dataset_event(endpoint, max(start_ms, 0), {"symlinks": {
+            "_producer": PRODUCER, "_schemaURL": SYMLINKS_SCHEMA_URL,
+            "identifiers": [{"namespace": ns, "name": name, "type": "DATASET"}
+                            for ns, name in aliases]}}))
     return events
+
+
+def _dataset_event(endpoint: EndPoint, at: int, facets: dict) -> dict:
+    return {"eventTime": _iso(at), "producer": PRODUCER, "schemaURL": DATASET_EVENT_SCHEMA_URL,
+            "dataset": {"namespace": endpoint.namespace, "name": endpoint.name,
+                        "facets": facets}}
+
+
+def _schema_facet(fields: list[tuple[str, str | None]]) -> dict:
+    return {"_producer": PRODUCER, "_schemaURL": SCHEMA_SCHEMA_URL,
+            "fields": [{"name": n} if t is None else {"name": n, "type": t} for n, t in fields]}
+
+
+def _schema_at(store, namespace: str, name: str, at: int,
+               owner: str) -> list[tuple[str, str | None]] | None:
+    """The schema ``owner`` (a run id) reported for the dataset at ``at``, if it
+    is the one the store answers for that millisecond, else None."""
+    found = schema_rows(store, namespace, name, at, at + 1)
+    return found[0][2] if found and found[0][1] == owner else None
+
+
+def schema_rows(store, namespace: str, name: str, start_ms: int, end_ms: int
+                ) -> list[tuple[int, str, list[tuple[str, str | None]]]]:
+    """Every schema the store answers for the dataset in ``[start_ms, end_ms)``:
+    (time, owner, fields), oldest first. The owner is the run id of a RunEvent,
+    else ``datasetEvent`` or ``jobEvent:<ns>/<name>``. The times and owners come
+    from the schema rows' keys; the fields from `LineageStore.schema` of that
+    millisecond, so how the store keeps them is its own business. Of several
+    schemas reported in one millisecond the store answers one, so that one is
+    what is given (the others are never read by any question)."""
+    lo, hi = rk.time_range(rk.dataset_prefix(rk.SCHEMA, namespace, name), start_ms, end_ms)
+    times: dict[int, str] = {}
+    for key, _ in store.table.scan(lo, hi):
+        k = rk.decode(key)
+        if k.start_ms is not None and k.run_id is not None:
+            times.setdefault(k.start_ms, k.run_id)  # the first key of a time is read
+    out = []
+    for at in sorted(times):
+        fields = store.schema(namespace, name, at, at + 1)
+        if fields is not None:
+            out.append((at, times[at], list(fields.items())))
+    return out
+
+
+def static_owner(event: dict, kind: str) -> str:
+    """Under which owner a checked DatasetEvent's or JobEvent's schemas are kept:
+    ``datasetEvent``, or ``jobEvent:<job namespace>/<job name>``."""
+    if kind == "job":
+        return f"jobEvent:{event['job']['namespace']}/{event['job']['name']}"
+    return f"{kind}Event"
+
+
+def schema_owner(event: Any, kind: str) -> str | None:
+    """The owner a DatasetEvent fll exported gives its schema (`SCHEMA_OWNER_FACET`),
+    so recording it back keeps the schema where it was; None for any other event."""
+    if kind != "dataset":
+        return None
+    dataset = _obj(event, "$").get("dataset")
+    facets = dataset.get("facets") if isinstance(dataset, dict) else None
+    facet = facets.get(SCHEMA_OWNER_FACET) if isinstance(facets, dict) else None
+    owner = facet.get("owner") if isinstance(facet, dict) else None
+    return owner if isinstance(owner, str) and owner else None

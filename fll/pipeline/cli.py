@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import click
 
-from ..cli import STORE_HELP, CliError, configured_store_url, exit_code_for
+from ..cli import (STORE_HELP, CliError, announce_new_store, configured_store_url,
+                   exit_code_for, new_store)
 from ..errors import FllError
 
 
@@ -18,13 +19,19 @@ from ..errors import FllError
               help=STORE_HELP)
 @click.option("--run-id", default=None, help="run id to record (default: a new UUIDv7)")
 @click.option("--master", default=None, help="Spark master (default: local[*])")
-def run(spec: str, store_url: str | None, run_id: str | None, master: str | None) -> None:
+@click.option("--create", is_flag=True, default=False,
+              help="Also create a missing SQLite store's directory (else refused: a typo).")
+def run(spec: str, store_url: str | None, run_id: str | None, master: str | None,
+        create: bool) -> None:
     """Run the pipeline SPEC (JSON or YAML) on Spark and record its field lineage."""
     from .runner import run_pipeline
 
     try:
-        run_pipeline(spec, store_url=configured_store_url(store_url), run_id=run_id,
-                     master=master, echo=click.echo)
+        url = configured_store_url(store_url)
+        new = new_store(url, create)  # before Spark starts: a typo costs nothing
+        run_pipeline(spec, store_url=url, run_id=run_id, master=master, echo=click.echo)
+        if new:
+            announce_new_store(url)
     except FllError as e:
         # exit codes as every fll command: 1 not found, 2 bad input, 3 store error
         raise CliError(f"fll run: error: {e}", exit_code_for(e)) from e

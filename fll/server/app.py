@@ -38,8 +38,9 @@ from . import spark_ingest, views
 from .checkpoint import Checkpointer
 from .collector import FreezeOld
 from .errors import ApiError, CatchAllMiddleware, install
-from .guard import (DEFAULT_BODY_TIMEOUT, DEFAULT_INGEST_WAIT, DEFAULT_MAX_FIELDS,
-                    DEFAULT_MAX_INGESTS, IngestLimitMiddleware, TokenMiddleware, check_fields)
+from .guard import (DEFAULT_BODY_MEMORY, DEFAULT_BODY_TIMEOUT, DEFAULT_INGEST_WAIT,
+                    DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS, DEFAULT_MAX_INGESTS,
+                    IngestLimitMiddleware, TokenMiddleware, check_fields)
 from .fast import FastReads, bool_param, int_param, str_param
 from .ingest import GroupCommit, IngestRoute, parse_json
 from .paths import RawPathMiddleware, segment
@@ -49,7 +50,7 @@ from .responses import JSONResponse
 
 log = logging.getLogger("fll.server")
 
-MAX_BODY = 10 * 1024 * 1024
+MAX_BODY = DEFAULT_MAX_BODY
 MAX_LEVEL = 100
 # column-lineage fields up to which an ingest runs on the event loop (a few ms)
 INLINE_FIELDS = 2_000
@@ -79,6 +80,12 @@ def limit(value: int, name: str, *, minimum: int = 1, cap: int = MAX_LEVEL) -> i
     if value > cap:
         raise BadRequest(f"{name} must be at most {cap}, got {value}", name)
     return value
+
+
+# why a DatasetEvent's or JobEvent's columnLineage facet is not kept
+_STATIC_LINEAGE = ("the job's declared (static) column lineage, outside any run: fll keeps "
+                   "column lineage per run, so it was not recorded; send it with the job's "
+                   "RunEvents (START or COMPLETE) to have it kept")
 
 
 def _endpoint(ns: str, ds: str) -> EndPoint:
@@ -135,6 +142,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                public_reads: bool = False, max_ingests: int = DEFAULT_MAX_INGESTS,
                ingest_wait: float = DEFAULT_INGEST_WAIT, max_fields: int = DEFAULT_MAX_FIELDS,
                body_timeout: float = DEFAULT_BODY_TIMEOUT, ingest_slots: Any = None,
+               body_memory: int = DEFAULT_BODY_MEMORY,
                fast_reads: bool = True, write_lock: Any = None,
                log_stalls: float | None = None, gc_freeze: bool = False,
                checkpoint_every: float | None = None) -> FastAPI:
@@ -147,6 +155,9 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     a slot before 503. ``max_fields``: column-lineage fields per event (413 above).
     ``body_timeout``: seconds for a request body to arrive (408 after).
     ``max_body``: largest accepted request body in bytes (413 above).
+    ``body_memory``: bytes of ingest bodies this process holds at once beyond
+    each body's first 64 KiB (503 above; `fll.server.guard`). An ingest's body
+    is read whole before it takes one of the ``max_ingests`` slots.
     ``ingest_slots``: a semaphore shared by worker processes (``fll serve
     --workers``), so ``max_ingests`` holds for the whole server.
     ``max_level``: hard cap of ``level`` and ``depth`` (400 above).
@@ -224,7 +235,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     if fast_reads:
         app.add_middleware(IngestRoute, answer=lambda *a: answer_ingest(*a))
     app.add_middleware(IngestLimitMiddleware, max_ingests=max_ingests, ingest_wait=ingest_wait,
-                       body_timeout=body_timeout, slots=ingest_slots)
+                       body_timeout=body_timeout, slots=ingest_slots, max_body=max_body,
+                       body_memory=body_memory)
     if token:
         app.add_middleware(TokenMiddleware, token=token, public_reads=public_reads)
     app.add_middleware(CatchAllMiddleware)
@@ -351,6 +363,10 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         200: everything the event says is already recorded.
         202: nothing to record (no column lineage, schema or symlinks facet);
         a RunEvent's time still fixes the run's start if it is the first seen.
+        A DatasetEvent's or JobEvent's columnLineage (declared, static lineage)
+        is not kept: the answer lists each under ``notKept`` with the reason.
+        422: not a valid event; the reason names the JSON path (a RunEvent, as
+        its ``schemaURL`` or ``eventType`` says, without ``run``: ``$.run``).
         409: the run was recorded through the store API with other operations.
         """
         return await answer_ingest(request.headers.get("content-length"),
@@ -387,19 +403,25 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         if kind != "run":
             return _static_event(event, kind)
         check_shape(event)
-        facts = ol.dataset_facts(event)
+        facts = ol.dataset_facts(event, kind)
         parsed = run_event_to_lineage(event) if _has_column_lineage(event) else None
         if parsed is None:
             run_id, at = event_run_id(event), event_time_ms(event)
+            symlinks = any(f.symlinks for f in facts)
 
             def claim() -> JSONResponse:
                 # the first event the STORE saw fixes the start, whichever server got
                 # it (recording lineage does the same claim itself)
                 start_ms = lineage.claim_run_start(run_id, at)
                 schemas = _keep_facts(facts, run_id, start_ms)
-                return JSONResponse({"recorded": False, "runId": run_id, "schemas": schemas,
-                                     "reason": "no output carries a columnLineage facet"},
-                                    status_code=202)
+                # a schema or symlink kept is something recorded: 201, as the
+                # route says (a START often carries only its datasets' schemas)
+                kept = schemas > 0 or symlinks
+                reason = "no output carries a columnLineage facet"
+                if kept:
+                    reason += "; the datasets' schemas and symlinks were recorded"
+                return JSONResponse({"recorded": kept, "runId": run_id, "schemas": schemas,
+                                     "reason": reason}, status_code=201 if kept else 202)
             return claim
         info, run_id, start_ms, program = parsed
 
@@ -458,21 +480,32 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         return n
 
     def _static_event(event: dict, kind: str) -> Callable[[], JSONResponse]:
-        """A DatasetEvent or JobEvent: no run, so no lineage; their dataset
-        schemas and symlinks are kept (201), anything else is acknowledged (202)."""
-        ol.check_static_event(event)
+        """A DatasetEvent or JobEvent: no run, so no run lineage; their dataset
+        schemas and symlinks are kept (201), anything else is acknowledged (202).
+        Column lineage they carry (a job's declared, static lineage) is not
+        kept, since fll keeps column lineage per run: the answer names every
+        such facet under ``notKept`` (a valid event is never a 4xx: 422 is
+        for malformed events)."""
+        ol.check_static_event(event, kind)
         at = event_time_ms(event)
-        facts = ol.dataset_facts(event)
-        owner = (f"{kind}Event:{event['job']['namespace']}/{event['job']['name']}"
-                 if kind == "job" else f"{kind}Event")
+        facts = ol.dataset_facts(event, kind)
+        owner = ol.schema_owner(event, kind) or ol.static_owner(event, kind)
+        not_kept = ol.static_column_lineage(event, kind)
+        if not_kept:
+            log.info("a %s event's column lineage was not recorded (%s): fll keeps column "
+                     "lineage per run", kind, ", ".join(not_kept))
 
         def keep() -> JSONResponse:
             schemas = _keep_facts(facts, owner, at)
             recorded = schemas > 0 or any(f.symlinks for f in facts)
             body: dict[str, Any] = {"recorded": recorded, "event": kind, "schemas": schemas}
+            if not_kept:
+                body["notKept"] = [{"path": path, "reason": _STATIC_LINEAGE} for path in not_kept]
             if not recorded:
                 body["reason"] = (f"a {kind} event without schema or symlinks facets carries "
-                                  f"nothing fll keeps")
+                                  f"nothing fll keeps" if not not_kept else
+                                  f"a {kind} event's column lineage is not recorded (see "
+                                  f"notKept) and it has no schema or symlinks facets")
             return JSONResponse(body, status_code=201 if recorded else 202)
         return keep
 

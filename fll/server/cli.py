@@ -3,10 +3,11 @@
 Binds to loopback by default. Binding anywhere else without a write token is
 refused unless `--insecure` is given: an open `POST /api/v1/lineage` on a
 network address lets anyone write lineage. This command must never print the
-token or the store's credentials.
+token or the store's credentials, nor create a store's missing directory
+unless told to (`--create`).
 
 The limits (`--max-ingests`, `--max-fields`, `--header-timeout`,
-`--body-timeout`) and `--public-reads` can also come from the ``serve:``
+`--body-timeout`, `--body-memory`) and `--public-reads` can also come from the ``serve:``
 section of the config file (``$FLL_CONFIG`` or ``./conf/fll.yaml``); an
 option given on the command line wins. ``ingest_wait`` (seconds an ingest
 waits for a slot before 503) is read only from there.
@@ -40,6 +41,7 @@ _SETTINGS: dict[str, tuple[type, Any]] = {
     "max_fields": (int, guard.DEFAULT_MAX_FIELDS),
     "header_timeout": (float, guard.DEFAULT_HEADER_TIMEOUT),
     "body_timeout": (float, guard.DEFAULT_BODY_TIMEOUT),
+    "body_memory": (int, guard.DEFAULT_BODY_MEMORY // 2**20),  # MiB
     "cache_sets": (int, DEFAULT_CACHE_SETS),
 }
 
@@ -101,7 +103,10 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
 
 @click.command("serve")
 @click.option("--store", "store_url", metavar="URL", default=None,
-              help=STORE_HELP + " A missing SQLite file is created, with a warning.")
+              help=STORE_HELP + " A missing SQLite file is created in an existing "
+                                "directory, with a warning.")
+@click.option("--create", is_flag=True, default=False,
+              help="Also create a missing SQLite store's directory (else refused: a typo).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535),
               help="Port to bind (0: one the OS picks, printed at start).")
@@ -121,6 +126,10 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
 @click.option("--body-timeout", type=click.FloatRange(0, min_open=True), default=None,
               help=f"Seconds a request body has to arrive, then 408 "
                    f"[default: {guard.DEFAULT_BODY_TIMEOUT:g}].")
+@click.option("--body-memory", type=click.IntRange(1), default=None, metavar="MIB",
+              help=f"MiB of ingest bodies each server process holds at once, arriving or "
+                   f"waiting for a slot (beyond each body's first 64 KiB); more is 503 "
+                   f"[default: {guard.DEFAULT_BODY_MEMORY // 2**20}].")
 @click.option("--cache-sets", type=click.IntRange(1), default=None,
               help=f"Decoded operation sets each server process keeps in memory "
                    f"[default: {DEFAULT_CACHE_SETS}].")
@@ -144,8 +153,8 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
               help="Allow a non-loopback bind without a token.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
-def serve(store_url: str | None, host: str, port: int, token: str | None, insecure: bool,
-          log_level: str, workers: int, log_stalls: float | None, gc_freeze: bool,
+def serve(store_url: str | None, create: bool, host: str, port: int, token: str | None,
+          insecure: bool, log_level: str, workers: int, log_stalls: float | None, gc_freeze: bool,
           checkpoint_every: float, **limits: Any) -> None:
     """Serve the REST API (CDAP v3 field lineage, column lineage, OpenLineage ingest)."""
     check_bind(host, token, insecure)
@@ -154,13 +163,19 @@ def serve(store_url: str | None, host: str, port: int, token: str | None, insecu
     settings["gc_freeze"] = gc_freeze
     settings["checkpoint_every"] = checkpoint_every or None
 
-    from ..cli import EXIT_STORE, CliError, configured_store_url
+    from ..cli import EXIT_STORE, CliError, configured_store_url, new_store
+    from ..errors import StoreError
     from ..store import open_store, redact
 
     url = configured_store_url(store_url)
     # A missing SQLite file is created (a first `fll serve` takes ingests), but
-    # never silently: a typo in --store would otherwise serve an empty store.
-    if _missing_sqlite(url):
+    # never silently, and never with its directory unless --create: a typo in
+    # --store would otherwise build a new tree and serve an empty store.
+    try:
+        missing = new_store(url, create)
+    except StoreError as e:
+        raise CliError(f"fll serve: error: {e}", EXIT_STORE) from None
+    if missing:
         click.echo(f"fll serve: store {redact(url)} does not exist: serving a NEW, EMPTY store "
                    f"(check --store for a typo)", err=True)
     # bind before anything is printed: a busy port is one line and exit 3, and
@@ -198,6 +213,7 @@ def _run_worker(store: Any, sock: socket.socket, token: str | None, settings: di
                      max_ingests=settings["max_ingests"], ingest_wait=settings["ingest_wait"],
                      max_fields=settings["max_fields"], body_timeout=settings["body_timeout"],
                      ingest_slots=ingest_slots, write_lock=write_lock,
+                     body_memory=settings["body_memory"] * 2**20,
                      log_stalls=settings.get("log_stalls"),
                      gc_freeze=settings.get("gc_freeze", True),
                      checkpoint_every=settings.get("checkpoint_every", CHECKPOINT_EVERY))
@@ -342,15 +358,6 @@ def _access(token: str | None, public_reads: bool) -> str:
     if not token:
         return "reads and writes are open"
     return "writes need the token, reads are open" if public_reads else "every data route needs the token"
-
-
-def _missing_sqlite(url: str) -> bool:
-    if not url.lower().startswith("sqlite://"):
-        return False
-    from pathlib import Path
-
-    path = url.split("://", 1)[1][1:].partition("?")[0]
-    return bool(path) and path != ":memory:" and not Path(path).exists()
 
 
 def _url_host(host: str) -> str:

@@ -8,10 +8,16 @@ the read timeouts.
   the API docs pages. ``public_reads`` lets GET/HEAD through anonymously.
   It wraps the whole router, so a route added later is protected by default.
 - `IngestLimitMiddleware`: at most ``max_ingests`` ingests at once (a request
-  waits up to ``ingest_wait`` seconds for a slot, then 503 + Retry-After); the
-  slot is taken before the body is read, so N slots bound the memory of N
-  bodies. Every request body must arrive within ``body_timeout`` seconds of
-  the first read (else 408 and the connection is closed).
+  waits up to ``ingest_wait`` seconds for a slot, then 503 + Retry-After). The
+  slot is taken only once the body has fully arrived: a client that sends its
+  body slowly, or not at all, holds its connection and never the work (17
+  half-sent bodies used to hold every slot for 60 s). A body is read by its
+  own bounds instead: at most ``max_body`` bytes (413), within
+  ``body_timeout`` seconds of the first read (408, connection closed), and,
+  for the process, at most ``body_memory`` bytes held by bodies beyond the
+  first `FREE_BODY_BYTES` of each (503 + Retry-After, connection closed),
+  from the first byte read until the ingest is answered. Every other request
+  body must arrive within ``body_timeout`` seconds too.
 - `check_fields`: the cap on column-lineage fields per event (413), checked on
   the parsed JSON before any lineage object is built.
 - `timed_http` (httptools when installed) / `timed_h11`: uvicorn's HTTP
@@ -22,7 +28,8 @@ the read timeouts.
   trickle of bytes does not extend it.
 
 This module must never answer in another shape than ``{"error", "status"}``,
-compare the token with ``==``, or read a body before the ingest slot is taken.
+compare the token with ``==``, take an ingest slot before the body has arrived,
+or hold more body bytes than its bounds.
 """
 from __future__ import annotations
 
@@ -31,7 +38,7 @@ import collections
 import hmac
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 import h11
 from starlette.requests import ClientDisconnect
@@ -50,6 +57,14 @@ DEFAULT_INGEST_WAIT = 10.0
 DEFAULT_MAX_FIELDS = 50_000
 DEFAULT_HEADER_TIMEOUT = 10.0
 DEFAULT_BODY_TIMEOUT = 60.0
+#: bytes of ingest bodies a server process holds at once (beyond each body's
+#: first FREE_BODY_BYTES), from the first byte read until the ingest is answered
+DEFAULT_BODY_MEMORY = 128 * 1024 * 1024
+#: what uvicorn buffers of a body per connection anyway before it stops reading
+#: the socket (its HIGH_WATER_LIMIT): a usual event is smaller, so idle or slow
+#: bodies filling the budget never keep a usual ingest out
+FREE_BODY_BYTES = 64 * 1024
+DEFAULT_MAX_BODY = 10 * 1024 * 1024
 
 
 async def _send_error(send: Any, status: int, message: str,
@@ -98,16 +113,30 @@ class _BodyTimeout(Exception):
     pass
 
 
+class _Refused(Exception):
+    """A body refused while it is read: answered ``status`` and the connection closed."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers or {}
+
+
 class IngestLimitMiddleware:
-    """The ingest slots and the body deadline (see the module doc)."""
+    """The ingest slots, the ingest bodies' bounds and the body deadline (see the
+    module doc)."""
 
     def __init__(self, app: Any, max_ingests: int = DEFAULT_MAX_INGESTS,
                  ingest_wait: float = DEFAULT_INGEST_WAIT,
-                 body_timeout: float = DEFAULT_BODY_TIMEOUT, slots: Any = None):
+                 body_timeout: float = DEFAULT_BODY_TIMEOUT, slots: Any = None,
+                 max_body: int = DEFAULT_MAX_BODY, body_memory: int = DEFAULT_BODY_MEMORY):
         self.app = app
         self.max_ingests = max_ingests
         self.ingest_wait = ingest_wait
         self.body_timeout = body_timeout
+        self.max_body = max_body
+        self.body_memory = body_memory
         # a counter, not an asyncio.Semaphore: a semaphore binds to one event loop.
         # ``slots`` (a process-shared semaphore of max_ingests) replaces it when
         # several worker processes serve one socket: the cap is for the server
@@ -116,6 +145,9 @@ class IngestLimitMiddleware:
         self._lock = threading.Lock()
         # ingests of this process waiting for a slot, oldest first
         self._waiting: collections.deque[object] = collections.deque()
+        #: bytes of ingest bodies counted against ``body_memory`` now (this process;
+        #: only the event loop changes it)
+        self.held = 0
 
     def _take(self) -> bool:
         if self.slots is not None:
@@ -155,13 +187,6 @@ class IngestLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        ingest = scope["method"] == "POST" and scope["path"] == INGEST_PATH
-        if ingest and not self._take() and not await self._queue():
-            await _send_error(
-                send, 503, f"the server is busy: {self.max_ingests} ingests are in "
-                           f"progress (the configured maximum); retry later",
-                {"Retry-After": "1"})
-            return
         started = False
         body_done = False
         deadline: float | None = None
@@ -193,18 +218,105 @@ class IngestLimitMiddleware:
                 started = True
             await send(message)
 
+        if scope["method"] == "POST" and scope["path"] == INGEST_PATH:
+            await self._ingest(scope, timed_receive, receive, watch)
+            return
         try:
             await self.app(scope, timed_receive, watch)
         except _BodyTimeout:
             if not started:  # Connection: close makes uvicorn drop the unread rest
-                await _send_error(send, 408, f"the request body did not arrive within "
-                                             f"{self.body_timeout:g} s",
-                                  {"Connection": "close"})
+                await self._too_slow(send)
+        except ClientDisconnect:
+            pass  # the client left mid-body: nobody to answer
+
+    async def _too_slow(self, send: Any) -> None:
+        await _send_error(send, 408, f"the request body did not arrive within "
+                                     f"{self.body_timeout:g} s", {"Connection": "close"})
+
+    async def _ingest(self, scope: dict, timed_receive: Any, receive: Any, send: Any) -> None:
+        """An ingest: its whole body read first (its bounds, no slot), then a slot
+        taken for the work, and the app given the body as it arrived."""
+        counted = 0  # bytes of this body counted against body_memory
+
+        def charge(size: int) -> None:
+            nonlocal counted
+            more = size - FREE_BODY_BYTES - counted
+            if more <= 0:
+                return
+            if self.held + more > self.body_memory:
+                raise _Refused(503, f"the server is busy: request bodies of "
+                                    f"{_size(self.body_memory)} are arriving or waiting "
+                                    f"(the configured maximum); retry later",
+                               {"Retry-After": "1"})
+            self.held += more
+            counted += more
+
+        try:
+            body = await self._read_body(scope, timed_receive, charge)
+            if not self._take() and not await self._queue():
+                await _send_error(
+                    send, 503, f"the server is busy: {self.max_ingests} ingests are in "
+                               f"progress (the configured maximum); retry later",
+                    {"Retry-After": "1"})
+                return
+            try:
+                await self.app(scope, _replay(body, receive), send)
+            finally:
+                self._give()
+        except _BodyTimeout:
+            await self._too_slow(send)
+        except _Refused as e:
+            # the rest of the body is not read: Connection: close makes uvicorn drop it
+            await _send_error(send, e.status, e.message, {**e.headers, "Connection": "close"})
         except ClientDisconnect:
             pass  # the client left mid-body: nobody to answer
         finally:
-            if ingest:
-                self._give()
+            self.held -= counted
+
+    async def _read_body(self, scope: dict, timed_receive: Any,
+                         charge: Callable[[int], None]) -> bytes:
+        """The whole body, or `_Refused` 413 beyond ``max_body`` (from the declared
+        length when there is one, before anything is read) or 503 beyond the
+        process's ``body_memory``; `_BodyTimeout` past ``body_timeout``."""
+        too_big = f"request body is larger than {self.max_body} bytes"
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                if value.isdigit() and int(value) > self.max_body:
+                    raise _Refused(413, too_big)
+                break
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await timed_receive()
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnect()
+            chunk = message.get("body", b"")
+            if chunk:
+                size += len(chunk)
+                if size > self.max_body:
+                    raise _Refused(413, too_big)
+                charge(size)
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n / 1024:g} KiB"
+
+
+def _replay(body: bytes, receive: Any) -> Callable[[], Any]:
+    """An ASGI ``receive`` that gives ``body`` whole, then waits as ``receive`` does
+    (for the client to leave)."""
+    given = False
+
+    async def replayed() -> dict:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+    return replayed
 
 
 def count_fields(event: Any) -> int:

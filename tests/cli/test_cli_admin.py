@@ -210,7 +210,10 @@ def test_migrate_from_a_missing_store_is_a_store_error(run_cli, tmp_path):
 def test_init_creates_an_empty_store_that_reads_can_then_open(run_cli, tmp_path):
     url = f"sqlite:///{tmp_path}/sub/fresh.db"
     assert run_cli("scan", store=url).exit_code == 3
-    result = run_cli("admin", "init", store=url)
+    # its directory does not exist either: a typo unless --create says otherwise
+    assert run_cli("admin", "init", store=url).exit_code == 3
+    assert not os.path.exists(tmp_path / "sub")
+    result = run_cli("--create", "admin", "init", store=url)
     assert result.exit_code == 0 and url in result.stdout
     assert os.path.exists(tmp_path / "sub" / "fresh.db")
     scanned = run_cli("scan", "--format", "json", store=url)

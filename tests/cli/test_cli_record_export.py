@@ -142,3 +142,28 @@ def test_export_lines_writes_one_json_document_per_line(run_cli, lineage_store):
 def test_export_of_an_unknown_dataset_exits_1(run_cli, lineage_store):
     result = run_cli("export", "ns:nope", store=lineage_store)
     assert result.exit_code == 1 and "dataset ns:nope not found" in result.stderr
+
+
+def test_record_into_a_directory_that_does_not_exist_is_refused_unless_create(run_cli,
+                                                                               tmp_path):
+    """A typo in a directory of the store path is one line and exit 3, and builds
+    nothing; ``fll --create`` makes the directory and the store, said once; a new
+    file in an existing directory is a first start, said once too."""
+    file = tmp_path / "run.json"
+    file.write_text(json.dumps(_record_doc("r1", cdap_example(), start_time_ms=T0)))
+    typo = f"sqlite:///{tmp_path}/typo/nope.db"
+    refused = run_cli("record", str(file), store=typo)
+    assert refused.exit_code == 3
+    assert refused.stderr.splitlines() == [
+        f"fll record: error: store {typo}: directory {tmp_path}/typo does not exist (a typo "
+        f"in the store path?); give --create to create it and a new store"]
+    assert not (tmp_path / "typo").exists()
+    created = run_cli("--create", "record", str(file), store=typo)
+    assert created.exit_code == 0, created.output
+    assert created.stderr.count("created a new, empty store") == 1
+    again = run_cli("record", str(file), store=typo)
+    assert again.exit_code == 0 and "created" not in again.stderr
+    fresh = run_cli("record", str(file), store=f"sqlite:///{tmp_path}/fresh.db")
+    assert fresh.exit_code == 0 and fresh.stderr.count("created a new, empty store") == 1
+    init = run_cli("admin", "init", store=f"sqlite:///{tmp_path}/other/typo.db")
+    assert init.exit_code == 3 and "does not exist" in init.stderr

@@ -118,3 +118,34 @@ def test_without_store_serve_uses_the_config_files_store_as_every_command_does(t
         assert r.status_code == 200 and {"namespace": "ns", "name": "A"} in r.json()["datasets"]
     finally:
         _stop(proc)
+
+
+def test_a_store_whose_directory_does_not_exist_is_refused_in_one_line(tmp_path):
+    """A typo in a directory of the store path builds no tree and serves nothing."""
+    url = f"sqlite:///{tmp_path}/typo/nope.db"
+    proc = subprocess.run([sys.executable, "-c", SERVE, "serve", "--store", url, "--port", "0"],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "FLL_STORE": ""})
+    assert proc.returncode == 3
+    assert proc.stderr.splitlines() == [
+        f"fll serve: error: store {url}: directory {tmp_path}/typo does not exist (a typo in "
+        f"the store path?); give --create to create it and a new store"]
+    assert not (tmp_path / "typo").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["serve --create", "fll --create"])
+def test_create_lets_serve_make_the_directory_and_a_new_store_announced_once(tmp_path, where):
+    url = f"sqlite:///{tmp_path}/new/dir/fll.db"
+    args = (["--store", url, "serve", "--create"] if where == "serve --create"
+            else ["--create", "--store", url, "serve"])
+    proc = _start(*args, "--port", "0", "--log-level", "warning")
+    try:
+        new = _first_line(proc, r"does not exist: serving a NEW, EMPTY store")
+        assert "new/dir/fll.db" in new.string
+        m = _first_line(proc, r"serving .* on http://127\.0\.0\.1:(\d+) ")
+        assert _datasets(int(m.group(1))).json() == {"datasets": []}
+    finally:
+        _stop(proc)
+    assert "NEW, EMPTY" not in proc.stderr.read()  # said once
+    assert (tmp_path / "new" / "dir" / "fll.db").exists()

@@ -252,36 +252,173 @@ def test_a_body_that_does_not_arrive_in_time_gets_408_and_the_connection_is_clos
 
 # -- the ingest cap --------------------------------------------------------------------
 
-@pytest.mark.reliability("--max-ingests 2 held by two half-sent ingests, a third ingest "
-                         "(ingest_wait 0.5 s), then the slots freed")
-def test_ingests_beyond_the_cap_get_503_with_retry_after_and_reads_still_answer(server, figures):
-    """Two ingests whose bodies are still arriving hold both slots: a third waits
-    ingest_wait and gets 503 + Retry-After in the error shape; a read answers at
-    once meanwhile. Once a held ingest completes, a new ingest is recorded."""
+@pytest.mark.reliability("--max-ingests 2; 20 ingests whose bodies stop after 5 bytes, "
+                         "then a whole ingest")
+def test_ingests_whose_bodies_are_still_arriving_hold_no_slot(server, figures):
+    """A slot is taken once the body has arrived: twenty half-sent ingests (ten
+    times the slots) hold their connections, not the work, so a whole ingest is
+    recorded at once (it used to wait ingest_wait for a 503); a held ingest that
+    finishes its body is recorded too, and reads answer meanwhile."""
     body = json.dumps(event("held")).encode()
     head = (b"POST /api/v1/lineage HTTP/1.1\r\nHost: t\r\nContent-Type: application/json"
             b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n")
-    held = [connect(server) for _ in range(2)]
-    for s in held:
-        s.send(head + body[:5])
-    time.sleep(0.2)  # both requests reach the app and take their slots
-    began = time.monotonic()
-    r = httpx.post(server.base + "/api/v1/lineage", json=event("third"), timeout=5)
-    waited = time.monotonic() - began
-    assert r.status_code == 503, r.text
-    assert r.headers["retry-after"] == "1"
-    assert r.json() == {"error": "the server is busy: 2 ingests are in progress (the "
-                                 "configured maximum); retry later", "status": 503}
-    assert 0.4 < waited < 6
-    assert httpx.get(server.base + "/health", timeout=2).status_code == 200
-    held[0].send(body[5:])
-    assert answer_of(held[0], timeout=0.1 + 5).split(b"\r\n", 1)[0].startswith(
-        b"HTTP/1.1 201")
-    r = httpx.post(server.base + "/api/v1/lineage", json=event("fourth"), timeout=5)
-    assert r.status_code == 201, r.text
-    figures["seconds_waited_before_503"] = waited
-    for s in held:
-        s.close()
+    held = [connect(server) for _ in range(20)]
+    try:
+        for s in held:
+            s.send(head + body[:5])
+        time.sleep(0.2)  # every request has reached the app and is reading its body
+        began = time.monotonic()
+        r = httpx.post(server.base + "/api/v1/lineage", json=event("whole"), timeout=5)
+        took = time.monotonic() - began
+        assert r.status_code == 201, r.text
+        assert took < 0.4  # under ingest_wait: it never waited for a slot
+        assert httpx.get(server.base + "/health", timeout=2).status_code == 200
+        held[0].send(body[5:])
+        assert answer_of(held[0], timeout=5).split(b"\r\n", 1)[0].startswith(b"HTTP/1.1 201")
+        figures["seconds_for_a_whole_ingest_beside_20_half_sent"] = took
+    finally:
+        for s in held:
+            s.close()
+
+
+def _asgi_ingest(body: bytes, chunks: int = 1, *, declared: bool = True,
+                 then_wait: asyncio.Event | None = None):
+    """(scope, receive) of an ingest whose body arrives in ``chunks`` parts; with
+    ``then_wait`` the last part is held back until that event is set."""
+    size = -(-len(body) // chunks)
+    parts = [body[i:i + size] for i in range(0, len(body), size)] or [b""]
+    headers = [(b"content-length", str(len(body)).encode())] if declared else []
+    scope = {"type": "http", "method": "POST", "path": "/api/v1/lineage", "headers": headers}
+    given = 0
+
+    async def receive():
+        nonlocal given
+        if then_wait is not None and given == len(parts) - 1:
+            await then_wait.wait()
+        if given >= len(parts):
+            await asyncio.Event().wait()  # the client stays: never a disconnect
+        given += 1
+        return {"type": "http.request", "body": parts[given - 1],
+                "more_body": given < len(parts)}
+    return scope, receive
+
+
+class _Answers:
+    def __init__(self) -> None:
+        self.status: int | None = None
+        self.headers: dict[bytes, bytes] = {}
+        self.body = b""
+
+    async def send(self, message: dict) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            self.headers = dict(message["headers"])
+        else:
+            self.body += message.get("body", b"")
+
+
+async def _recorder(scope, receive, send):
+    """An app that answers 201 with the body it was given."""
+    message = await receive()
+    await send({"type": "http.response.start", "status": 201, "headers": []})
+    await send({"type": "http.response.body", "body": message["body"]})
+
+
+@pytest.mark.reliability("--max-ingests 2 held by two ingests at work, a third "
+                         "(ingest_wait 0.3 s), then the two let go")
+def test_ingests_beyond_the_cap_wait_then_get_503_with_retry_after():
+    """The cap is on ingests at work: two whose bodies arrived and whose work has
+    not finished hold both slots, a third waits ingest_wait and gets 503 +
+    Retry-After in the error shape; once the two finish, they answer 201."""
+    release = None
+
+    async def working(scope, receive, send):
+        await receive()
+        assert release is not None
+        await release.wait()
+        await send({"type": "http.response.start", "status": 201, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def main() -> list[_Answers]:
+        nonlocal release
+        release = asyncio.Event()
+        limited = IngestLimitMiddleware(working, max_ingests=2, ingest_wait=0.3)
+        answers = [_Answers() for _ in range(3)]
+        tasks = [asyncio.create_task(limited(*_asgi_ingest(b"{}"), a.send))
+                 for a in answers[:2]]
+        await asyncio.sleep(0.01)
+        assert limited.active == 2
+        began = time.monotonic()
+        await limited(*_asgi_ingest(b"{}"), answers[2].send)
+        assert 0.25 < time.monotonic() - began < 5
+        release.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 5)
+        assert limited.active == 0
+        return answers
+
+    first, second, third = asyncio.run(main())
+    assert (first.status, second.status, third.status) == (201, 201, 503)
+    assert third.headers[b"retry-after"] == b"1"
+    assert json.loads(third.body) == {"error": "the server is busy: 2 ingests are in "
+                                               "progress (the configured maximum); retry "
+                                               "later", "status": 503}
+
+
+def test_an_ingest_body_is_bounded_by_max_body_before_and_while_it_is_read():
+    """413 from the declared length before a byte is read, and while reading a body
+    that declares nothing (chunked); neither takes a slot, and the connection is
+    closed (the rest of the body is never read)."""
+    async def main() -> list[_Answers]:
+        limited = IngestLimitMiddleware(_recorder, max_ingests=1, max_body=1000)
+        out = []
+        for body, declared in ((b"x" * 1001, True), (b"x" * 1001, False), (b"x" * 1000, False)):
+            a = _Answers()
+            await limited(*_asgi_ingest(body, 4, declared=declared), a.send)
+            out.append(a)
+        assert limited.active == 0 and limited.held == 0
+        return out
+
+    too_big, too_long, fits = asyncio.run(main())
+    for a in (too_big, too_long):
+        assert a.status == 413 and a.headers[b"connection"] == b"close"
+        assert json.loads(a.body) == {"error": "request body is larger than 1000 bytes",
+                                      "status": 413}
+    assert fits.status == 201 and fits.body == b"x" * 1000
+
+
+@pytest.mark.reliability("body memory 100 KiB: one 150 KiB body held half-sent, a 140 KiB "
+                         "body, a 1 KiB body")
+def test_the_bodies_a_process_holds_are_bounded_in_total_but_a_usual_event_always_fits():
+    """Bytes of ingest bodies beyond each body's first 64 KiB count against the
+    process's body memory from the first byte until the answer: a big body that
+    would go beyond it is 503 + Retry-After and closed, while a body within its
+    first 64 KiB (a usual event) is never refused for it. The count goes back to
+    zero once the held body is done."""
+    async def main() -> tuple[list[_Answers], int]:
+        limited = IngestLimitMiddleware(_recorder, max_ingests=4,
+                                        body_memory=100 * 1024)
+        gate = asyncio.Event()
+        held = _Answers()
+        task = asyncio.create_task(limited(*_asgi_ingest(b"a" * 150 * 1024, 3, then_wait=gate),
+                                           held.send))
+        await asyncio.sleep(0.01)
+        counted = limited.held  # the 2 parts read so far, beyond their first 64 KiB
+        big, small = _Answers(), _Answers()
+        await limited(*_asgi_ingest(b"b" * 140 * 1024, 2), big.send)
+        await limited(*_asgi_ingest(b"c" * 1024), small.send)
+        gate.set()
+        await asyncio.wait_for(task, 5)
+        assert limited.held == 0 and limited.active == 0
+        return [held, big, small], counted
+
+    (held, big, small), counted = asyncio.run(main())
+    assert counted == 100 * 1024 - 64 * 1024
+    assert big.status == 503 and big.headers[b"retry-after"] == b"1"
+    assert big.headers[b"connection"] == b"close"
+    assert json.loads(big.body) == {"error": "the server is busy: request bodies of 100 KiB "
+                                             "are arriving or waiting (the configured "
+                                             "maximum); retry later", "status": 503}
+    assert small.status == 201 and held.status == 201 and held.body == b"a" * 150 * 1024
 
 
 @pytest.mark.reliability("40 concurrent ingests through a 3-slot cap (4 failing), 10 times")

@@ -272,10 +272,14 @@ def test_ingests_waiting_for_a_slot_get_it_first_come_first_served():
     async def main() -> None:
         limit = IngestLimitMiddleware(app, max_ingests=1, ingest_wait=30)
 
+        async def receive():
+            return {"type": "http.request", "body": b"{}", "more_body": False}
+
         def ingest(n: int):
             gates[n] = asyncio.Event()
             return asyncio.create_task(limit({"type": "http", "method": "POST",
-                                              "path": "/api/v1/lineage", "n": n}, None, None))
+                                              "path": "/api/v1/lineage", "n": n}, receive,
+                                             None))
 
         tasks = [ingest(0)]
         await asyncio.sleep(0.01)

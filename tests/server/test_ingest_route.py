@@ -71,8 +71,9 @@ def _answers(tmp_path, fast: bool) -> list[tuple[int, str, bytes]]:
             out.append((r.status_code, r.headers.get("content-type"), r.content))
         r = c.get("/api/v1/lineage")  # another method: the framework's 405 in both
         out.append((r.status_code, r.headers.get("content-type"), r.content))
-    # the fast app's router saw only the GET; the other's saw every request
-    assert spy.seen == (["GET"] if fast else ["POST"] * len(CASES) + ["GET"])
+    # the fast app's router saw only the GET; the other's saw every request but the
+    # body declared too big, which the body bounds refuse before any route
+    assert spy.seen == (["GET"] if fast else ["POST"] * (len(CASES) - 1) + ["GET"])
     return out
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -143,36 +144,63 @@ def test_with_two_workers_a_store_failure_is_a_503(serve_two):
         assert set(r.json()) == {"error", "status"} and "store" in r.json()["error"]
 
 
+def _wide_event(run_id: str, columns: int = 1_100) -> dict:
+    """A COMPLETE event of ``columns`` output columns (two fields counted each):
+    wider than the 2,000 fields an ingest handles on the event loop, so its write
+    runs in a thread while the event loop goes on."""
+    fields = {f"c{i:05d}": {"inputFields": [{"namespace": "in", "name": "wide",
+                                             "field": f"s{i:05d}"}]} for i in range(columns)}
+    return {"eventType": "COMPLETE", "eventTime": "2024-05-01T10:00:00Z",
+            "run": {"runId": run_id}, "job": {"namespace": "ns", "name": "wide"},
+            "producer": "https://example.com/fll-tests",
+            "inputs": [{"namespace": "in", "name": "wide"}],
+            "outputs": [{"namespace": "out", "name": "wide",
+                         "facets": {"columnLineage": {"fields": fields}}}]}
+
+
 def test_max_ingests_caps_the_whole_server_not_each_worker(serve_two):
-    """Two ingests hold both slots (their bodies never finish arriving); whichever
-    worker a third ingest reaches, it waits 0.5 s and gets 503. Once the two
-    leave, an ingest is recorded."""
-    base, _, _ = serve_two(max_ingests=2, ingest_wait=0.5)
+    """Two ingests at work hold both slots: wide events whose writes wait in a
+    thread for SQLite's write lock, which the test holds. Whichever worker a
+    third ingest reaches, it waits 0.5 s and gets 503. Once the lock is let go,
+    both are recorded (201), and so is a new ingest. Ingests whose bodies never
+    finish arriving hold no slot at all (a slot is taken once the body is in)."""
+    base, url, _ = serve_two(max_ingests=2, ingest_wait=0.5)
     port = int(base.rsplit(":", 1)[1])
-    held = []
-    for _ in range(2):
+    half_sent = []
+    for _ in range(4):
         s = socket.create_connection(("127.0.0.1", port))
         s.sendall(b"POST /api/v1/lineage HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
                   b"\r\nContent-Length: 1000\r\n\r\n{")
-        held.append(s)
-    time.sleep(1.0)  # both requests have reached a worker and taken a slot
+        half_sent.append(s)
+    lock = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None, timeout=30)
     try:
-        for i in range(6):  # new connections: the kernel hands them to either worker
-            with httpx.Client(base_url=base, timeout=30) as client:
-                r = client.post("/api/v1/lineage",
-                                json=ol_event(run_id=f"00000000-0000-4000-8000-0000000ccc{i:02d}"))
-            assert r.status_code == 503, r.text
-            assert "2 ingests are in progress" in r.json()["error"]
+        time.sleep(0.5)  # the half-sent requests have reached a worker
+        r = httpx.post(base + "/api/v1/lineage", timeout=30,
+                       json=ol_event(run_id="00000000-0000-4000-8000-0000000ccc99"))
+        assert r.status_code == 201, r.text  # four half-sent bodies hold no slot
+        lock.execute("BEGIN IMMEDIATE")  # every write of the server now waits
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            wide = [pool.submit(httpx.post, base + "/api/v1/lineage",
+                                json=_wide_event(f"00000000-0000-4000-8000-0000000eee{i:02d}"),
+                                timeout=60) for i in range(2)]
+            time.sleep(2.0)  # both have arrived, taken a slot and wait for the lock
+            try:
+                for i in range(6):  # new connections: the kernel hands them to either worker
+                    with httpx.Client(base_url=base, timeout=30) as client:
+                        r = client.post("/api/v1/lineage", json=ol_event(
+                            run_id=f"00000000-0000-4000-8000-0000000ccc{i:02d}"))
+                    assert r.status_code == 503, r.text
+                    assert "2 ingests are in progress" in r.json()["error"]
+                    assert r.headers["retry-after"] == "1"
+            finally:
+                lock.execute("ROLLBACK")
+            assert [f.result().status_code for f in wide] == [201, 201]
     finally:
-        for s in held:
+        lock.close()
+        for s in half_sent:
             s.close()
-    deadline = time.monotonic() + 10
-    while True:  # the slots come back once the server sees the clients gone
-        r = httpx.post(base + "/api/v1/lineage",
-                       json=ol_event(run_id="00000000-0000-4000-8000-0000000ddd00"), timeout=30)
-        if r.status_code != 503 or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+    r = httpx.post(base + "/api/v1/lineage",
+                   json=ol_event(run_id="00000000-0000-4000-8000-0000000ddd00"), timeout=30)
     assert r.status_code == 201, r.text
 
 
