@@ -53,15 +53,15 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 import orjson
 
 from . import __version__
-from . import rowkeys as rk
 from .codec import operation_to_dict, operations_from_list
+from .graph import compose_tags
 from .errors import BadRequest, FllError, InvalidLineageError
 from .model import (EndPoint, EndPointField, FieldLineageInfo, InputField, Operation,
                     ReadOperation, Transformation, TransformOperation, WriteOperation)
 
 __all__ = ["dataset_input_transformations", "run_event_to_lineage", "union", "normal_form", "event_kind", "dataset_facts",
            "DatasetFacts", "check_static_event", "static_column_lineage", "export_run_id",
-           "schema_rows", "schema_owner", "static_owner", "SCHEMA_OWNER_FACET", "RUN_FACET", "check_shape", "facet_from_info", "export_events", "input_transformations",
+           "schema_owner", "static_owner", "SCHEMA_OWNER_FACET", "RUN_FACET", "check_shape", "facet_from_info", "export_events", "input_transformations",
            "event_run_id", "event_time_ms", "PRODUCER", "RUN_EVENT_SCHEMA_URL",
            "COLUMN_LINEAGE_SCHEMA_URL", "PROPERTIES_FACET"]
 
@@ -91,7 +91,6 @@ _RUN_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "urn:fll:run")
 
 # subtypes that, per OpenLineage, belong in the facet's top-level `dataset` list
 _DATASET_WIDE = frozenset({"FILTER", "JOIN", "GROUP_BY", "SORT"})
-_DIRECT_RANK = {"IDENTITY": 1, "TRANSFORMATION": 2, "AGGREGATION": 3}
 _LEGACY_TYPES = {"IDENTITY": Transformation("DIRECT", "IDENTITY"),
                  "MASKED": Transformation("DIRECT", "TRANSFORMATION", masking=True)}
 
@@ -610,38 +609,11 @@ def _build(lineage: dict[EndPoint, dict[str, dict[EndPointField, tuple[Transform
     return FieldLineageInfo(ops)
 
 
-# -- composing transformation tags along paths -------------------------------
-
-def _compose(a: tuple[Transformation, ...], b: tuple[Transformation, ...]
-             ) -> tuple[Transformation, ...]:
-    """Tags of a path made of a step tagged ``a`` followed by a step tagged ``b``.
-
-    An untagged step says nothing, so it is neutral. A step may tag one input
-    both DIRECT and INDIRECT (a column passed through and also filtered on):
-    those are two dependencies, so every tag of ``a`` is composed with every tag
-    of ``b`` and all results are kept. Along one dependency INDIRECT wins over
-    DIRECT (the value only shaped the result: the INDIRECT step's subtype says
-    how); two DIRECT steps keep the strongest subtype, masked if either masked.
-    """
-    if not a:
-        return b
-    if not b:
-        return a
-    out: dict[Transformation, None] = {}
-    for x in a:
-        for y in b:
-            out.update(dict.fromkeys(_compose_pair(x, y)))
-    return tuple(out)
-
-
-def _compose_pair(x: Transformation, y: Transformation) -> tuple[Transformation, ...]:
-    indirect = tuple(t for t in (x, y) if t.type == "INDIRECT")
-    if indirect:
-        return indirect
-    best = max((x, y), key=lambda t: _DIRECT_RANK.get(t.subtype, 0))
-    return (Transformation("DIRECT", best.subtype, best.description,
-                           x.masking or y.masking),)
-
+# -- transformation tags of one operation set, composed from its operations ----
+#
+# What export and `fll.testing` need from the operations themselves; a reader
+# answers from the tags stored with each set (`fll.codec.Summaries`), composed
+# by the same rule (`fll.graph.compose_tags`).
 
 def input_transformations(info: FieldLineageInfo, destination: EndPointField
                           ) -> dict[EndPointField, list[Transformation]]:
@@ -686,7 +658,7 @@ def _input_transformations(info: FieldLineageInfo, operations: Iterable[Operatio
             for inp in op.inputs:
                 step = op.transformations.get(inp, ())
                 for src, paths in of_input(inp).items():
-                    acc.setdefault(src, set()).update(_compose(p, step) for p in paths)
+                    acc.setdefault(src, set()).update(compose_tags(p, step) for p in paths)
             per_op[op.name] = acc
         elif isinstance(op, WriteOperation) and op.destination == endpoint:
             for inp in op.inputs:
@@ -848,7 +820,7 @@ def export_events(store, endpoint: EndPoint, start_ms: int, end_ms: int) -> list
                 ds.setdefault("facets", {})["schema"] = _schema_facet(fields)
         events.append(event)
     told = {(r.start_ms, r.run_id) for r in runs}
-    for at, owner, fields in schema_rows(store, endpoint.namespace, endpoint.name,
+    for at, owner, fields in store.schema_history(endpoint.namespace, endpoint.name,
                                          start_ms, end_ms):
         if (at, owner) in told:
             continue
@@ -880,31 +852,8 @@ def _schema_at(store, namespace: str, name: str, at: int,
                owner: str) -> list[tuple[str, str | None]] | None:
     """The schema ``owner`` (a run id) reported for the dataset at ``at``, if it
     is the one the store answers for that millisecond, else None."""
-    found = schema_rows(store, namespace, name, at, at + 1)
+    found = store.schema_history(namespace, name, at, at + 1)
     return found[0][2] if found and found[0][1] == owner else None
-
-
-def schema_rows(store, namespace: str, name: str, start_ms: int, end_ms: int
-                ) -> list[tuple[int, str, list[tuple[str, str | None]]]]:
-    """Every schema the store answers for the dataset in ``[start_ms, end_ms)``:
-    (time, owner, fields), oldest first. The owner is the run id of a RunEvent,
-    else ``datasetEvent`` or ``jobEvent:<ns>/<name>``. The times and owners come
-    from the schema rows' keys; the fields from `LineageStore.schema` of that
-    millisecond, so how the store keeps them is its own business. Of several
-    schemas reported in one millisecond the store answers one, so that one is
-    what is given (the others are never read by any question)."""
-    lo, hi = rk.time_range(rk.dataset_prefix(rk.SCHEMA, namespace, name), start_ms, end_ms)
-    times: dict[int, str] = {}
-    for key, _ in store.table.scan(lo, hi):
-        k = rk.decode(key)
-        if k.start_ms is not None and k.run_id is not None:
-            times.setdefault(k.start_ms, k.run_id)  # the first key of a time is read
-    out = []
-    for at in sorted(times):
-        fields = store.schema(namespace, name, at, at + 1)
-        if fields is not None:
-            out.append((at, times[at], list(fields.items())))
-    return out
 
 
 def static_owner(event: dict, kind: str) -> str:

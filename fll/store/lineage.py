@@ -890,6 +890,45 @@ class LineageStore:
                 raise _corrupt(self.url, key) from None
         return None
 
+    def schema_history(self, namespace: str, name: str, start_ms: int, end_ms: int
+                       ) -> list[tuple[int, str, list[tuple[str, str | None]]]]:
+        """Every schema reported for the dataset in ``[start_ms, end_ms)``: (time,
+        owner, fields), oldest first; of several reported in one millisecond,
+        the one `schema` answers. The owner is what reported it (a run id, or
+        what `fll.openlineage.static_owner` names). One scan of the range's
+        ``s|`` rows and one multi-get of the schemas not cached."""
+        lo, hi = rk.time_range(rk.dataset_prefix(rk.SCHEMA, namespace, name), start_ms, end_ms)
+        first: dict[int, tuple[str, bytes]] = {}
+        for key, cols in self.table.scan(lo, hi):
+            k = _decode_key(self.url, key)
+            digest = cols.get(SCHEMA_REF, b"")
+            if k.start_ms is None or k.run_id is None or len(digest) != 16:
+                raise _corrupt(self.url, key)
+            first.setdefault(k.start_ms, (k.run_id, digest))  # the key `schema` reads
+        with self._lock:
+            known = {d: self._schema_bodies[d] for _, d in first.values()
+                     if d in self._schema_bodies}
+        wanted = sorted({d for _, d in first.values()} - set(known))
+        rows = self.table.get_many([rk.schema_body(rk.checksum_of(d)) for d in wanted])
+        for d in wanted:
+            key = rk.schema_body(rk.checksum_of(d))
+            row = rows.get(key)
+            if row is None:
+                raise StoreError(f"store {self.url}: a schema row of {namespace}:{name} names "
+                                 f"a schema whose row is missing (run `fll admin fsck`)")
+            try:
+                if xxhash.xxh3_128_digest(row["f"]) != d:
+                    raise ValueError("not the schema named")
+                known[d] = msgpack.unpackb(row["f"], raw=False)
+            except Exception:
+                raise _corrupt(self.url, key) from None
+        try:
+            return [(at, owner, [(str(n), None if t is None else str(t))
+                                 for n, t in known[d]])
+                    for at, (owner, d) in sorted(first.items())]
+        except Exception:
+            raise _corrupt(self.url, lo) from None
+
     def record_alias(self, alias_ns: str, alias_name: str, namespace: str, name: str) -> bool:
         """Make ``alias_ns:alias_name`` (a logical name, e.g. a pipeline's
         ``referenceName``) stand for the dataset ``namespace:name``. Idempotent;
