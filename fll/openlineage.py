@@ -190,6 +190,9 @@ _BUILT = _Memo()
 _ORIGINAL = _Memo()
 # checksum of a set -> checksum of its normal form (a pure function of the set)
 _NORMAL: dict[str, str] = {}
+# checksum of a set `_build` made -> the column lineage and properties it was
+# built from (its normal form), so merging a run's next event reads no operations
+_SOURCES: dict[str, tuple[dict, dict]] = {}
 
 
 # -- ingest --------------------------------------------------------------------
@@ -445,8 +448,16 @@ def union(prior: FieldLineageInfo, event: Any) -> FieldLineageInfo | None:
     or a pipeline keeps CDAP's rule: one run, one operation set)."""
     if _normal_checksum(prior) != prior.checksum:
         return None
-    lineage, props = _info_lineage(prior)
-    more, more_props = _event_lineage(_obj(event, "$"))
+    known = _SOURCES.get(prior.checksum)
+    if known is not None:  # built here: its lineage, copied where it is merged into
+        lineage = {d: {n: dict(i) for n, i in per.items()} for d, per in known[0].items()}
+        props = {ep: dict(p) for ep, p in known[1].items()}
+    else:
+        lineage, props = _info_lineage(prior)
+    ev = _obj(event, "$")
+    mine_info = _BUILT.get([ev.get("inputs"), ev.get("outputs")], lambda: _lineage_info(ev))
+    built = _SOURCES.get(mine_info.checksum) if mine_info is not None else None
+    more, more_props = built if built is not None else _event_lineage(ev)
     for dest, per_field in more.items():
         mine = lineage.setdefault(dest, {})
         for name, inputs in per_field.items():
@@ -455,6 +466,8 @@ def union(prior: FieldLineageInfo, event: Any) -> FieldLineageInfo | None:
                 have[src] = _merge_tags(have.get(src, ()), tags)
     for ep, p in more_props.items():
         props.setdefault(ep, {}).update(p)
+    if mine_info is not None and (lineage, props) == (more, more_props):
+        return mine_info  # the event says all the prior set did: its own set is the union
     return _build(lineage, props)
 
 
@@ -606,7 +619,12 @@ def _build(lineage: dict[EndPoint, dict[str, dict[EndPointField, tuple[Transform
                                   f"write {dest.namespace}:{dest.name}",
                                   EndPoint(dest.namespace, dest.name, props.get(dest)),
                                   tuple(writes)))
-    return FieldLineageInfo(ops)
+    info = FieldLineageInfo(ops)
+    if len(_SOURCES) >= _MEMO_ENTRIES:
+        _SOURCES.clear()
+    _SOURCES[info.checksum] = (lineage, props)  # never changed after: copied to merge
+    _NORMAL[info.checksum] = info.checksum  # built from facets: its own normal form
+    return info
 
 
 # -- transformation tags of one operation set, composed from its operations ----

@@ -188,6 +188,8 @@ SHAPED = "y"
 #: are in the ``q|`` row of that digest (format 6: a schema is stored once, not
 #: once per run that reports it)
 SCHEMA_REF = "h"
+#: sets a store keeps as it recorded them (`LineageStore.operation_set`)
+_WRITTEN_KEPT = 32
 #: schemas a store keeps decoded by digest
 _SCHEMAS_KEPT = 1024
 _ENDPOINT_FIELDS = ("destination", "source")
@@ -386,6 +388,8 @@ class LineageStore:
         self._raw: dict[str, bytes] = {}
         self._shape_rows: dict[str, bytes] = {}  # shape checksum -> its p| row's z, to write
         self._shapes: OrderedDict[str, tuple[bytes, bytes]] = OrderedDict()  # read: ops, summaries
+        # the last sets recorded, as given (`operation_set`); few: a wide set is large
+        self._written: OrderedDict[str, FieldLineageInfo] = OrderedDict()
         # schemas read, by their digest (content-addressed: never stale)
         self._schema_bodies: OrderedDict[bytes, list] = OrderedDict()
         declare = getattr(table, "declare_wide", None)
@@ -427,6 +431,17 @@ class LineageStore:
 
     def close(self) -> None:
         self.table.close()
+
+    def clear_caches(self, *, shapes: bool = True) -> None:
+        """Forget every decoded set, schema, set kept as recorded and (unless
+        ``shapes`` is False) shape: the store then reads as a process that just
+        opened it (tests, benchmarks)."""
+        with self._lock:
+            self._cache.clear()
+            if shapes:
+                self._shapes.clear()
+            self._written.clear()
+            self._schema_bodies.clear()
 
     def __enter__(self) -> "LineageStore":
         return self
@@ -473,8 +488,18 @@ class LineageStore:
         atomic = getattr(self.table, "atomic", None)
         if callable(atomic):
             # self.table, not the argument: a wrapper (an instrumented table) sees the calls
-            return atomic(lambda _table: self._record_in_txn(self.table, items, supersede))
-        return self._record_guarded(items, supersede)
+            new = atomic(lambda _table: self._record_in_txn(self.table, items, supersede))
+        else:
+            new = self._record_guarded(items, supersede)
+        # a set is its checksum's for good: kept as given, right even if an outer
+        # transaction rolls this write back (then nothing stored names it)
+        with self._lock:
+            for p in items.values():
+                self._written[p.info.checksum] = p.info
+                self._written.move_to_end(p.info.checksum)
+            while len(self._written) > _WRITTEN_KEPT:
+                self._written.popitem(last=False)
+        return new
 
     def _check_key_lengths(self, items: "dict[str, _Pending]") -> None:
         """A backend with a row-key limit (HBase: 32,767 bytes) refuses a run
@@ -602,14 +627,17 @@ class LineageStore:
         when it goes: (whole rows: the narrow rows of an older format in a store
         not upgraded yet; cells: its run cells and the bucket cells no other
         run keeps)."""
-        row = table.get(rk.data(checksum))
-        if row is None:
-            return [], {}  # its data row is gone: fsck removes what is left
-        try:
-            info = decode_data(row, table)
-        except (FllError, ValueError):
-            return [], {}
-        dsts, srcs = self._endpoints(info)
+        eps = self._eps.get(checksum)  # a set this process recorded: no read, no decode
+        if eps is None:
+            row = table.get(rk.data(checksum))
+            if row is None:
+                return [], {}  # its data row is gone: fsck removes what is left
+            try:
+                info = decode_data(row, table)
+            except (FllError, ValueError):
+                return [], {}
+            eps = self._endpoints(info)
+        dsts, srcs = eps
         rows: list[bytes] = []
         cells: dict[bytes, set[str]] = {}
         for kind, eps in ((rk.BACKWARD, dsts), (rk.FORWARD, srcs)):
@@ -1090,7 +1118,13 @@ class LineageStore:
         return out
 
     def operation_set(self, checksum: str) -> FieldLineageInfo:
-        """The operation set stored under ``checksum``."""
+        """The operation set stored under ``checksum`` (one this process recorded
+        lately without reading it: an OpenLineage run's COMPLETE merges with the
+        set its START recorded)."""
+        with self._lock:
+            written = self._written.get(checksum)
+        if written is not None:
+            return written
         return self._load(checksum).info
 
     def summaries(self, checksums: Iterable[str]) -> dict[str, Summaries]:

@@ -130,9 +130,9 @@ def measure_distinct(name: str, url: str, sets: int, wire=None) -> dict:
     target = EndPointField(DST, "f1")
 
     def cold(shapes_too: bool = False) -> None:
-        store._cache.clear()  # the sets of the range are read too, not only found
-        if shapes_too:
-            store._shapes.clear()  # and their shape (one for the bench's daily job)
+        # the sets of the range are read too, not only found (and with shapes_too
+        # their shape: one for the bench's daily job)
+        store.clear_caches(shapes=shapes_too)
         store.incoming(target, start, end)
     result = {"backend": name, "warm ms": median_ms(lambda: store.incoming(target, start, end)),
               "cold ms": median_ms(cold), "cold shapes ms": median_ms(lambda: cold(True))}
@@ -140,9 +140,7 @@ def measure_distinct(name: str, url: str, sets: int, wire=None) -> dict:
     store.table = counting
     for label, lo, hi in (("range", start, end), ("all time", 0, MAX_TIME),
                           ("shapes cold", 0, MAX_TIME)):
-        store._cache.clear()
-        if label == "shapes cold":
-            store._shapes.clear()
+        store.clear_caches(shapes=label == "shapes cold")
         result[f"table calls/q {label}"], result[f"thrift calls/q {label}"] = round_trips(
             counting, lambda lo=lo, hi=hi: store.incoming(target, lo, hi), wire)
     store.table = counting.inner

@@ -157,7 +157,7 @@ def test_a_corrupt_data_row_is_a_store_error_naming_it_and_a_repair_shows_at_onc
         store.record(info, "r1", BASE_MS, "p")
         key = rk.data(info.checksum)
         good = store.table.get(key)
-        store._cache.clear()
+        store.clear_caches()
         # a column the row has (a set of a shape: "y"): the repair replaces it
         column = next(c for c in ("s", "y", "z") if c in good)
         store.table.put({key: {column: b"\x01\xc1garbage"}})

@@ -40,8 +40,7 @@ def test_cold_questions_read_stored_tags_and_rebuild_no_operation_set(cold, monk
         for src, tags in openlineage.input_transformations(cold.operation_set(c), z).items():
             want.setdefault(src, []).extend(t for t in tags if t not in want.get(src, []))
     assert want and any(want.values())  # tagged edges to read back
-    cold._cache.clear()
-    cold._shapes.clear()
+    cold.clear_caches()
     _forbid_rebuilding(monkeypatch)
     view = ReadView(cold, SetMerges())
     got = views.merged_inputs(view, z, 0, MAX_TIME)

@@ -344,7 +344,7 @@ def test_a_data_row_is_its_operations_and_summaries_deflated_and_reads_back_exac
     assert len(row["z"]) < (len(ops) + len(summaries)) // 2
     with open_store(f"sqlite:///{tmp_path}/d.db") as store:
         store.record(info, "r1", 1000)
-        store._cache.clear()
+        store.clear_caches()
         assert store.operation_set(info.checksum) == info
         assert store.incoming(EndPointField(DST, "col1"), 0, 2000) == {EndPointField(SRC, "col1")}
 
@@ -353,7 +353,7 @@ def test_a_data_row_of_an_unknown_encoding_is_a_corrupt_row_never_cached(tmp_pat
     info = _wide(3)
     with open_store(f"sqlite:///{tmp_path}/d.db") as store:
         store.record(info, "r1", 1000)
-        store._cache.clear()
+        store.clear_caches()
         key = rk.data(info.checksum)
         good = store.table.get(key)
         from fll.store.lineage import data_row
@@ -378,8 +378,7 @@ def test_a_set_whose_shape_is_missing_or_wrong_is_a_store_error_and_fsck_names_i
         shape_key = next(k for k, _ in store.table.scan(b"p|", b"p}"))
         shape = store.table.get(shape_key)
         store.table.delete([shape_key])
-        store._cache.clear()
-        store._shapes.clear()
+        store.clear_caches()
         with pytest.raises(StoreError, match=r"shape .* row is missing.*fll admin fsck"):
             store.operation_set(info.checksum)
         assert admin.fsck(store.table).corrupt == [key]
@@ -387,12 +386,12 @@ def test_a_set_whose_shape_is_missing_or_wrong_is_a_store_error_and_fsck_names_i
         # endpoints that make another set than the key says
         value = shaped[SHAPED]
         store.table.put({key: {SHAPED: value.replace(b"dst", b"dsx")}})
-        store._cache.clear()
+        store.clear_caches()
         with pytest.raises(StoreError, match=r"d\|.*is corrupt"):
             store.operation_set(info.checksum)
         assert admin.fsck(store.table).corrupt == [key]
         store.table.put({key: shaped})
-        store._cache.clear()
+        store.clear_caches()
         assert store.operation_set(info.checksum) == info
         assert admin.fsck(store.table).clean
 

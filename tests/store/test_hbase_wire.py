@@ -136,9 +136,7 @@ def test_a_field_question_costs_at_most_three_thrift_calls_whatever_the_history(
         elif shape == "all time":
             start, end = 0, rk.MAX_TIME
         for shapes_cached in (False, True):
-            store._cache.clear()
-            if not shapes_cached:
-                store._shapes.clear()
+            store.clear_caches(shapes=not shapes_cached)
             before = dict(server.calls)
             got = store.incoming(EndPointField(EndPoint("n", "dst"), "a"), start, end)
             calls = {k: v - before.get(k, 0) for k, v in server.calls.items()

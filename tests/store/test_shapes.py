@@ -78,8 +78,7 @@ def test_a_store_answers_every_set_as_it_was_recorded_whatever_its_form(tmp_path
     path = tmp_path_factory.mktemp("shapes") / "s.db"
     with open_store(f"sqlite:///{path}") as store:
         store.record_many([(info, f"r{i}", 1_000 + i, None) for i, info in enumerate(sets)])
-        store._cache.clear()
-        store._shapes.clear()
+        store.clear_caches()
         for info in sets:
             assert store.operation_set(info.checksum).checksum == info.checksum
             assert _same(store.summaries([info.checksum])[info.checksum], summaries_of(info))
@@ -107,8 +106,7 @@ def test_a_daily_job_stores_one_shape_and_a_small_row_per_day(open_table_for):
     assert all(list(r) == [SHAPED] and len(r[SHAPED]) < 80 for r in rows.values())
     assert shape_ref(rows[rk.data(_daily(3).checksum)])[1][0]["properties"] == \
         {"path": "/data/raw/day=3"}
-    store._cache.clear()
-    store._shapes.clear()
+    store.clear_caches()
     assert store.operation_set(_daily(7).checksum) == _daily(7)
     assert store.incoming(EndPointField(EndPoint("n", "dst"), "a"), 0, 86_400_000 * 30) == \
         {EndPointField(EndPoint("n", "raw"), "a")}
@@ -127,7 +125,7 @@ def test_one_dataset_read_with_two_sets_of_properties_keeps_a_whole_row(tmp_path
         store.record(info, "r", 1)
         assert list(store.table.get(rk.data(info.checksum))) == ["z"]
         assert _shape_rows(store.table) == []
-        store._cache.clear()
+        store.clear_caches()
         assert store.operation_set(info.checksum) == info
 
 
@@ -139,8 +137,7 @@ def test_purge_removes_a_shape_with_its_last_set_and_fsck_repairs_an_unused_one(
         assert len(solo) == 2
         admin.purge(store, 2_000)  # two days of four: the shape stays
         assert _shape_rows(store.table) == solo
-        store._cache.clear()
-        store._shapes.clear()
+        store.clear_caches()
         assert store.operation_set(_daily(3).checksum) == _daily(3)
         admin.purge(store, 10_000)  # the last of the daily sets: its shape goes
         solo = _shape_rows(store.table)

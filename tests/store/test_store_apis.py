@@ -289,7 +289,7 @@ def test_a_field_question_costs_at_most_three_calls_whatever_the_history(open_ta
             start, end = 0, rk.MAX_TIME
         store._shapes.clear()
         for question in ("incoming", "field_map", "outgoing"):
-            store._cache.clear()
+            store.clear_caches(shapes=False)
             counting.calls.clear()
             if question == "field_map":
                 store.field_map(DST, start, end)
