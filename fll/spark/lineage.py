@@ -70,7 +70,7 @@ def _under(ctx: frozenset[Tag], *local: Tag) -> frozenset[Tag]:
 
 # Expression classes by how they pass values on (Catalyst short class names).
 _TRANSPARENT = frozenset({
-    "Alias", "Cast", "UpCast", "AnsiCast", "OuterReference", "KnownNotNull", "KnownNullable",
+    "Alias", "Cast", "UpCast", "AnsiCast", "KnownNotNull", "KnownNullable",
     "KnownFloatingPointNormalized", "PromotePrecision", "SortOrder", "AssertNotNull",
 })
 _MASKING = frozenset({"Sha1", "Sha2", "Md5", "Crc32", "Murmur3Hash", "XxHash64", "HiveHash",
@@ -132,6 +132,13 @@ class _Walker:
             for ch in e.children:
                 self.expr(ch, ctx, env, acc)
             return
+        if cls == "OuterReference":
+            # a leaf: the outer query's attribute it stands for sits in field `e`
+            # (not a child), and is found in the outer plan's columns (env chains them)
+            ref = e.embedded.get("e")
+            for ch in [ref] if ref is not None else e.children:
+                self.expr(ch, ctx, env, acc)
+            return
         if cls == "AggregateExpression":
             fn = e.child("aggregateFunction") or (e.children[0] if e.children else None)
             if fn is not None:
@@ -173,9 +180,10 @@ class _Walker:
                 self.expr(ch, _under(ctx, MASKED_TRANSFORMATION), env, acc)
             return
         if cls in _SUBQUERIES:
+            # its children are the outer columns it is correlated on; each is also an
+            # OuterReference inside the subquery's plan, met there in the role it has
+            # (a WHERE predicate, a selected value), so they are not counted again
             self._subquery(e, ctx, env, acc)
-            for ch in e.children:  # outer references it is correlated on
-                self.expr(ch, _under(ctx, indirect("FILTER")), env, acc)
             return
         for ch in e.children:
             self.expr(ch, _under(ctx, TRANSFORMATION), env, acc)
@@ -304,6 +312,8 @@ class _Walker:
         if cls == "Filter":
             self.depend(node.expr_list("condition"), indirect("FILTER"), env)
             return first
+        if cls == "LateralJoin":
+            return first + self._lateral(node, env)
         if cls == "Join":
             self.depend(node.expr_list("condition"), indirect("JOIN"), env)
             kind = str((node.fields.get("joinType") or {}).get("object", ""))
@@ -346,6 +356,25 @@ class _Walker:
         for a in attrs:
             lineage = {(ns, name, a.name): frozenset({IDENTITY}) for ns, name in datasets}
             cols.append(Column(a.expr_id, a.name, lineage))
+        return cols
+
+    def _lateral(self, node: PlanNode, env: Mapping[int, Lineage]) -> list[Column]:
+        """The columns a LATERAL subquery adds to its left side's.
+
+        The subquery runs once per left row and reads that row's columns through
+        OuterReference, so it is walked with the left's columns in scope. Its own
+        WHERE (the correlated predicate), joins and grouping decide which rows the
+        join yields, and how often each left row repeats: like a derived table's in
+        a join, they are dataset dependencies, not the added fields' alone.
+        """
+        right = node.exprs.get("right")
+        sub = right.plans.get("plan") if isinstance(right, Expr) else None
+        cols = self.plan(sub, env) if sub is not None else []
+        cond = node.expr_list("condition")
+        if cond:  # JOIN LATERAL (…) x ON …: the ON clause reads both sides
+            both = ChainMap({c.expr_id: c.lineage for c in cols if c.expr_id is not None},
+                            env)  # type: ignore[arg-type]
+            self.depend(cond, indirect("JOIN"), both)
         return cols
 
     def _cte_def(self, node: PlanNode, outer: Mapping[int, Lineage] | None) -> list[Column]:
