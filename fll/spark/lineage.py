@@ -114,6 +114,8 @@ class _Walker:
         self.leaves = leaves
         self.ctes: dict[object, tuple[list[Column], dict[Source, set[Tag]]]] = {}
         self.deps: dict[Source, set[Tag]] = {}
+        #: exprIds of PIVOT's pivot columns (`_note_pivot`)
+        self.pivot_ids: set[int] = set()
 
     # -- expressions ------------------------------------------------------
     def expr(self, e: Expr, ctx: frozenset[Tag], env: Mapping[int, Lineage],
@@ -140,14 +142,7 @@ class _Walker:
                 self.expr(ch, ctx, env, acc)
             return
         if cls == "AggregateExpression":
-            fn = e.child("aggregateFunction") or (e.children[0] if e.children else None)
-            if fn is not None:
-                tag = ("DIRECT", "AGGREGATION", fn.cls in _COUNTING)
-                for ch in fn.children:
-                    self.expr(ch, _under(ctx, tag), env, acc)
-            cond = e.child("filter")
-            if cond is not None:  # sum(x) FILTER (WHERE y > 0): y shapes this field only
-                self.expr(cond, _under(ctx, indirect("FILTER")), env, acc)
+            self._aggregate(e, ctx, env, acc)
             return
         if cls == "WindowExpression":
             self._window(e, ctx, env, acc)
@@ -187,6 +182,25 @@ class _Walker:
             return
         for ch in e.children:
             self.expr(ch, _under(ctx, TRANSFORMATION), env, acc)
+
+    def _aggregate(self, e: Expr, ctx: frozenset[Tag], env: Mapping[int, Lineage],
+                   acc: dict[Source, set[Tag]]) -> None:
+        fn = e.child("aggregateFunction") or (e.children[0] if e.children else None)
+        if fn is not None and fn.cls == "PivotFirst":
+            # PIVOT's second phase: the pivot column's value only decides which
+            # output column a row's aggregate lands in (like CASE WHEN q = 'v'),
+            # it is never part of the value: CONDITIONAL, not AGGREGATION
+            for role, tag in (("pivotColumn", CONDITIONAL), ("valueColumn", AGGREGATION)):
+                part = fn.child(role)
+                if part is not None:
+                    self.expr(part, _under(ctx, tag), env, acc)
+        elif fn is not None:
+            tag = ("DIRECT", "AGGREGATION", fn.cls in _COUNTING)
+            for ch in fn.children:
+                self.expr(ch, _under(ctx, tag), env, acc)
+        cond = e.child("filter")
+        if cond is not None:  # sum(x) FILTER (WHERE y > 0): y shapes this field only
+            self.expr(cond, _under(ctx, indirect("FILTER")), env, acc)
 
     def _replaced_conditional(self, e: Expr, ctx: frozenset[Tag], env: Mapping[int, Lineage],
                               acc: dict[Source, set[Tag]]) -> None:
@@ -296,6 +310,8 @@ class _Walker:
         query = write_query(node)
         if query is not None:
             return self._write(node, query, outer)
+        if cls == "Aggregate":
+            self._note_pivot(node)
         inputs = [self.plan(c, outer) for c in node.children]
         local: dict[int, Lineage] = {}
         for cols in inputs:
@@ -323,7 +339,13 @@ class _Walker:
                 return first + [Column(None, "exists", {})]
             return first + (inputs[1] if len(inputs) > 1 else [])
         if cls == "Aggregate":
-            self.depend(node.expr_list("groupingExpressions"), indirect("GROUP_BY"), env)
+            keys = node.expr_list("groupingExpressions")
+            if self.pivot_ids:
+                # PIVOT's first phase also groups by the pivot column, but the pivot
+                # output has one row per remaining key: that column is CONDITIONAL
+                # on the pivoted fields (PivotFirst), not a grouping of the dataset
+                keys = [k for k in keys if k.expr_id not in self.pivot_ids]
+            self.depend(keys, indirect("GROUP_BY"), env)
             return [self.named(e, env) for e in node.expr_list("aggregateExpressions")]
         if cls in ("Distinct",):
             self._depend_columns(first, indirect("GROUP_BY"))
@@ -376,6 +398,22 @@ class _Walker:
                             env)  # type: ignore[arg-type]
             self.depend(cond, indirect("JOIN"), both)
         return cols
+
+    def _note_pivot(self, node: PlanNode) -> None:
+        """Remember the pivot column of a PIVOT's second aggregate (``pivotfirst``).
+
+        Called before the children are walked, so the first aggregate, below,
+        knows not to count that column as a grouping key.
+        """
+        for e in node.expr_list("aggregateExpressions"):
+            while e.cls == "Alias" and e.children:
+                e = e.children[0]
+            if e.cls != "AggregateExpression":
+                continue
+            fn = e.child("aggregateFunction")
+            col = fn.child("pivotColumn") if fn is not None and fn.cls == "PivotFirst" else None
+            if col is not None and col.expr_id is not None:
+                self.pivot_ids.add(col.expr_id)
 
     def _cte_def(self, node: PlanNode, outer: Mapping[int, Lineage] | None) -> list[Column]:
         saved, self.deps = self.deps, {}

@@ -293,3 +293,15 @@ def test_a_catalog_table_read_twice_is_resolved_once(spark, lineage_tables, tmp_
               for out, spec in twice.facet["fields"].items()}
     assert fields == {"order_id": {(str(loc), "order_id")},
                       "customer_id": {(str(loc), "customer_id")}}
+
+
+# -- issue 30 -----------------------------------------------------------------------
+
+def test_dataframe_pivot_makes_the_pivot_column_conditional_not_aggregated(spark, lineage_tables):
+    orders = spark.read.parquet(lineage_tables["orders"])
+    df = orders.groupBy("customer_id").pivot("status", ["paid", "open"]).sum("amount")
+    fields, dataset = compact(column_lineage(df), lineage_tables)
+    pivoted = ["orders.amount DIRECT/AGGREGATION", "orders.status INDIRECT/CONDITIONAL"]
+    assert fields == {"customer_id": ["orders.customer_id DIRECT/IDENTITY"],
+                      "paid": pivoted, "open": pivoted}
+    assert dataset == ["orders.customer_id INDIRECT/GROUP_BY"]
