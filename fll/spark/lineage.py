@@ -442,11 +442,55 @@ class _Walker:
     def _generate(self, node: PlanNode, first: list[Column],
                   env: Mapping[int, Lineage]) -> list[Column]:
         generator = node.exprs.get("generator")
-        lineage = self.lineage_of(generator, env) if isinstance(generator, Expr) else {}
+        attrs = node.expr_list("generatorOutput")
+        if isinstance(generator, Expr):
+            per_column = self._generated(generator, len(attrs), env)
+        else:
+            per_column = [{}] * len(attrs)
         dropped = set(node.fields.get("unrequiredChildIndex") or [])
         kept = [c for i, c in enumerate(first) if i not in dropped]
         return kept + [Column(a.expr_id, a.name, lineage)
-                       for a in node.expr_list("generatorOutput")]
+                       for a, lineage in zip(attrs, per_column, strict=True)]
+
+    def _generated(self, gen: Expr, n: int, env: Mapping[int, Lineage]) -> list[Lineage]:
+        """The lineage of each of a generator's ``n`` output columns, in order."""
+        while gen.cls == "GeneratorOuter" and gen.children:
+            gen = gen.children[0]
+        kids = gen.children
+        if gen.cls == "Stack" and len(kids) > 1 and n:
+            # stack(rows, v1, v2, ...) lays the values out n to a row, so column j
+            # copies values j, j + n, ...: an unpivot's value column is IDENTITY of each
+            # source column, and its label column holds literals (no input), exactly as
+            # the same unpivot written with UNPIVOT (an Expand) gets
+            return [self._copies(kids[1 + j::n], env) for j in range(n)]
+        if gen.cls in ("Explode", "PosExplode") and kids:
+            # posexplode's position is the element's index: no value is copied into it
+            pos: list[Lineage] = [{}] if gen.cls == "PosExplode" else []
+            arg, rest = kids[0], n - len(pos)
+            if arg.cls == "CreateArray" and rest == 1:  # explode(array(a, b)): a, b copied
+                return pos + [self._copies(arg.children, env)]
+            if arg.cls == "CreateMap" and rest == 2:    # explode(map(k1, v1, ...))
+                return pos + [self._copies(arg.children[0::2], env),
+                              self._copies(arg.children[1::2], env)]
+            # an element of an array or map value: computed from it, as a[i] is
+            return pos + [self.lineage_of(arg, env, frozenset({TRANSFORMATION}))] * rest
+        if gen.cls == "Inline" and kids:
+            arg = kids[0]
+            if arg.cls == "CreateArray" and all(s.cls == "CreateNamedStruct"
+                                                for s in arg.children):
+                # inline(array(struct(a, b), struct(c, d))): column j copies the j-th
+                # value of each struct (named_struct's children are name, value, ...)
+                return [self._copies([s.children[2 * j + 1] for s in arg.children
+                                      if 2 * j + 1 < len(s.children)], env) for j in range(n)]
+            return [self.lineage_of(arg, env, frozenset({TRANSFORMATION}))] * n
+        # json_tuple, UDTFs...: every output computed from every argument
+        return [self.lineage_of(gen, env)] * n
+
+    def _copies(self, exprs: Iterable[Expr], env: Mapping[int, Lineage]) -> Lineage:
+        acc: dict[Source, set[Tag]] = {}
+        for e in exprs:
+            self.expr(e, frozenset({IDENTITY}), env, acc)
+        return _freeze(acc)
 
     def _union(self, inputs: list[list[Column]]) -> list[Column]:
         if not inputs:

@@ -305,3 +305,11 @@ def test_dataframe_pivot_makes_the_pivot_column_conditional_not_aggregated(spark
     assert fields == {"customer_id": ["orders.customer_id DIRECT/IDENTITY"],
                       "paid": pivoted, "open": pivoted}
     assert dataset == ["orders.customer_id INDIRECT/GROUP_BY"]
+
+
+def test_dataframe_stack_in_select_expr_copies_values_and_not_labels(spark, lineage_tables):
+    orders = spark.read.parquet(lineage_tables["orders"])
+    df = orders.selectExpr("order_id", "stack(2, 'c', customer_id, 'o', order_id) AS (k, v)")
+    fields, _ = compact(column_lineage(df), lineage_tables)
+    assert fields == {"order_id": ["orders.order_id DIRECT/IDENTITY"], "k": [],
+                      "v": ["orders.customer_id DIRECT/IDENTITY", "orders.order_id DIRECT/IDENTITY"]}
