@@ -198,8 +198,17 @@ class _Walker:
             tag = ("DIRECT", "AGGREGATION", fn.cls in _COUNTING)
             for ch in fn.children:
                 self.expr(ch, _under(ctx, tag), env, acc)
-        cond = e.child("filter")
-        if cond is not None:  # sum(x) FILTER (WHERE y > 0): y shapes this field only
+        # the filter is the second child; toJSON writes the Option in its field whole
+        # rather than as a child index, so e.child("filter") never finds it
+        cond = e.child("filter") or (e.children[1] if len(e.children) > 1
+                                     else e.embedded.get("filter"))
+        if cond is not None:
+            # sum(x) FILTER (WHERE y > 0): OpenLineage's FILTER is "input used as a
+            # filtering condition (e.g. WHERE clause)", and this is a WHERE over the
+            # rows the aggregate reads; CONDITIONAL is for IF/CASE WHEN, which pick
+            # between values. It goes on this field, not dataset[]: the clause
+            # changes no row of the output, only this aggregate's inputs (as a
+            # correlated scalar subquery's WHERE does for its field).
             self.expr(cond, _under(ctx, indirect("FILTER")), env, acc)
 
     def _replaced_conditional(self, e: Expr, ctx: frozenset[Tag], env: Mapping[int, Lineage],
@@ -363,8 +372,14 @@ class _Walker:
         if cls == "Union":
             return self._union(inputs)
         if cls in ("Intersect", "Except"):
+            # a row of the left side is kept by comparing all its columns with the
+            # right side's: both are filters. Without ALL they are set operations and
+            # return distinct rows, so the output's columns also group it (as UNION
+            # and SELECT DISTINCT do); INTERSECT ALL / EXCEPT ALL keep duplicates.
             for cols in inputs:
                 self._depend_columns(cols, indirect("FILTER"))
+            if not node.fields.get("isAll"):
+                self._depend_columns(first, indirect("GROUP_BY"))
             return first
         if cls == "Expand":
             return self._expand(node, env)

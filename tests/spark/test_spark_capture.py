@@ -313,3 +313,29 @@ def test_dataframe_stack_in_select_expr_copies_values_and_not_labels(spark, line
     fields, _ = compact(column_lineage(df), lineage_tables)
     assert fields == {"order_id": ["orders.order_id DIRECT/IDENTITY"], "k": [],
                       "v": ["orders.customer_id DIRECT/IDENTITY", "orders.order_id DIRECT/IDENTITY"]}
+
+
+@pytest.mark.parametrize("method, distinct", [
+    ("intersect", True), ("intersectAll", False), ("subtract", True), ("exceptAll", False)])
+def test_dataframe_set_operations_group_only_when_they_are_distinct(spark, lineage_tables,
+                                                                    method, distinct):
+    left = spark.read.parquet(lineage_tables["orders"]).select("status")
+    right = spark.table("customers").select("city")
+    fields, dataset = compact(column_lineage(getattr(left, method)(right)), lineage_tables)
+    assert fields == {"status": ["orders.status DIRECT/IDENTITY"]}
+    assert dataset == sorted(["orders.status INDIRECT/FILTER", "customers.city INDIRECT/FILTER"]
+                             + (["orders.status INDIRECT/GROUP_BY"] if distinct else []))
+
+
+def test_dataframe_union_by_name_matches_columns_by_name(spark, lineage_tables):
+    orders = spark.read.parquet(lineage_tables["orders"]).select("status", "customer_id")
+    customers = spark.table("customers")
+    fields, dataset = compact(column_lineage(orders.unionByName(
+        customers.select("customer_id", customers.city.alias("status")))), lineage_tables)
+    assert fields == {
+        "status": ["customers.city DIRECT/IDENTITY", "orders.status DIRECT/IDENTITY"],
+        "customer_id": ["customers.customer_id DIRECT/IDENTITY",
+                        "orders.customer_id DIRECT/IDENTITY"]}
+    fields, _ = compact(column_lineage(orders.unionByName(
+        customers.select("customer_id"), allowMissingColumns=True)), lineage_tables)
+    assert fields["status"] == ["orders.status DIRECT/IDENTITY"]  # null on the other side
