@@ -16,14 +16,15 @@ node is visited once and each expression once per use.
 from __future__ import annotations
 
 from collections import ChainMap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Mapping
 
-from .plan import Expr, PlanNode, write_query
+from .plan import RELATION_LEAVES, Expr, PlanNode, write_query
 
 __all__ = ["Tag", "Source", "Lineage", "compose", "walk", "PlanLineage",
-           "IDENTITY", "TRANSFORMATION", "AGGREGATION"]
+           "IDENTITY", "TRANSFORMATION", "AGGREGATION", "UNKNOWN", "unknown_reasons",
+           "nothing_read"]
 
 #: (type, subtype, masking)
 Tag = tuple[str, str, bool]
@@ -81,6 +82,46 @@ _OFFSET = frozenset({"Lag", "Lead", "NthValue"})
 _SUBQUERIES = frozenset({"ScalarSubquery", "Exists", "ListQuery", "LateralSubquery"})
 _LEAF_OUTPUT_KEYS = ("output", "dataCols", "partitionCols")
 _SEMI_JOINS = ("LeftSemi", "LeftAnti")
+#: leaves whose rows the query makes itself: no input, and nothing unknown about it
+_NO_DATASET = frozenset({"LocalRelation", "Range", "OneRowRelation"})
+#: nodes that pass their child's columns on unchanged (some drop or reorder rows)
+_PASS_THROUGH = frozenset({
+    "SubqueryAlias", "View", "GlobalLimit", "LocalLimit", "Limit", "Offset", "Tail",
+    "Repartition", "RepartitionByExpression", "RebalancePartitions", "ResolvedHint", "Sample",
+    "Subquery", "ReturnAnswer", "WriteFiles", "CollectMetrics", "EventTimeWatermark",
+    "UpdateEventTimeWatermarkColumn",
+})
+
+#: namespace of the stand-in source that marks a field's lineage as unknown (an RDD, a
+#: plan node fll does not understand); its ``name`` is the reason. It composes and
+#: propagates like any source, so exactly the fields it reaches carry the reason, and
+#: `fll.spark.facet.build_facet` turns it into the field's ``reason``, never an input.
+UNKNOWN = "_unknown"
+
+
+def unknown_reasons(lineage: Mapping[Source, object]) -> list[str]:
+    """The reasons, sorted, why part of a field's lineage is unknown."""
+    return sorted(src[1] for src in lineage if src[0] == UNKNOWN)
+
+
+#: why a write that reads no dataset records nothing, when nothing in it is unknown
+READS_NO_DATASET = "the data written reads no dataset (inline rows, range)"
+
+
+def nothing_read(result: "PlanLineage") -> str:
+    """Why a plan that reads no dataset has nothing to record: its unknown parts
+    (``unknown: built from an RDD (LogicalRDD)``), else `READS_NO_DATASET`."""
+    return "; ".join(result.unknown) if result.unknown else READS_NO_DATASET
+
+
+def _leaf_reason(node: PlanNode) -> str:
+    if node.cls in ("LogicalRDD", "ExternalRDD"):
+        if node.fields.get("fromCheckpoint"):
+            return f"unknown: read from a checkpoint ({node.cls})"
+        # createDataFrame(rdd), rdd.toDF(), and in classic PySpark also
+        # createDataFrame(list): the plan does not say where an RDD's rows come from
+        return f"unknown: built from an RDD ({node.cls})"
+    return f"unknown: plan node {node.cls} is not understood"
 
 
 @dataclass
@@ -98,6 +139,9 @@ class PlanLineage:
 
     columns: list[Column]
     dataset: dict[Source, frozenset[Tag]]
+    #: why part of the lineage is unknown (sorted reasons, each naming the plan node):
+    #: a field's own reasons are the `UNKNOWN` sources in its lineage
+    unknown: list[str] = field(default_factory=list)
 
 
 def _merge(into: dict[Source, set[Tag]], lineage: Lineage) -> None:
@@ -116,6 +160,8 @@ class _Walker:
         self.deps: dict[Source, set[Tag]] = {}
         #: exprIds of PIVOT's pivot columns (`_note_pivot`)
         self.pivot_ids: set[int] = set()
+        #: set once an `UNKNOWN` source is made, so a plan without one is never scanned
+        self.met_unknown = False
 
     # -- expressions ------------------------------------------------------
     def expr(self, e: Expr, ctx: frozenset[Tag], env: Mapping[int, Lineage],
@@ -383,15 +429,35 @@ class _Walker:
             return first
         if cls == "Expand":
             return self._expand(node, env)
-        # SubqueryAlias, View, limits, repartitions, hints...: pass the columns through
-        return [c for cols in inputs for c in cols]
+        if cls == "DeduplicateWithinWatermark":
+            self.depend(node.expr_list("keys"), indirect("GROUP_BY"), env)
+            return first
+        passed = [c for cols in inputs for c in cols]
+        if cls in _PASS_THROUGH:
+            return passed
+        # a node this walk does not know: what it does to its columns is unknown, so
+        # every column it outputs says so (its own output attributes if it makes new
+        # ones, e.g. mapInPandas), rather than passing on lineage it may not have
+        mark = self._unknown(f"unknown: plan node {cls} is not understood")
+        made = node.expr_list("output")
+        if made:
+            return [Column(a.expr_id, a.name, mark) for a in made]
+        return [Column(c.expr_id, c.name, {**c.lineage, **mark}) for c in passed]
+
+    def _unknown(self, reason: str) -> dict[Source, frozenset[Tag]]:
+        self.met_unknown = True
+        return {(UNKNOWN, reason, ""): frozenset({IDENTITY})}
 
     def _leaf(self, node: PlanNode) -> list[Column]:
-        datasets = self.leaves.get(node.number, [])
         attrs = [e for key in _LEAF_OUTPUT_KEYS for e in node.expr_list(key)]
+        datasets = self.leaves.get(node.number)
+        if datasets is None and node.cls not in _NO_DATASET and node.cls not in RELATION_LEAVES:
+            # rows from somewhere the plan does not name: unknown lineage, not none
+            mark = self._unknown(_leaf_reason(node))
+            return [Column(a.expr_id, a.name, mark) for a in attrs]
         cols = []
         for a in attrs:
-            lineage = {(ns, name, a.name): frozenset({IDENTITY}) for ns, name in datasets}
+            lineage = {(ns, name, a.name): frozenset({IDENTITY}) for ns, name in datasets or []}
             cols.append(Column(a.expr_id, a.name, lineage))
         return cols
 
@@ -555,9 +621,16 @@ def walk(root: PlanNode, leaves: Mapping[int, list[tuple[str, str]]]) -> PlanLin
     """Lineage of every output column of ``root`` plus the whole-dataset dependencies.
 
     ``leaves`` maps a relation leaf's node number to the datasets it reads
-    (`fll.spark.plan.resolve_leaves`); a leaf absent from it (inline data,
-    an RDD) contributes no source columns.
+    (`fll.spark.plan.resolve_leaves`). Rows the query makes itself (``VALUES``,
+    ``range``) contribute no source columns; any other leaf absent from it (an
+    RDD) and any node the walk does not know make their columns' lineage unknown,
+    with a reason (`UNKNOWN`, ``PlanLineage.unknown``).
     """
     walker = _Walker(leaves)
     cols = walker.plan(root)
-    return PlanLineage(cols, _freeze(walker.deps))
+    dataset = _freeze(walker.deps)
+    unknown: list[str] = []
+    if walker.met_unknown:  # only the reasons that reach the output count
+        found = {r for c in cols for r in unknown_reasons(c.lineage)}
+        unknown = sorted(found.union(unknown_reasons(dataset)))
+    return PlanLineage(cols, dataset, unknown)
