@@ -385,6 +385,15 @@ def test_a_dataframe_built_from_an_rdd_says_its_lineage_is_unknown(spark, lineag
     assert rdd_free.lineage.unknown == [] and "reason" not in rdd_free.facet["fields"]["status"]
 
 
+def test_a_checkpointed_dataframe_says_its_lineage_is_unknown(spark, lineage_tables):
+    # a checkpoint cuts the plan: what was read before it is no longer in the plan
+    orders = spark.read.parquet(lineage_tables["orders"]).localCheckpoint()
+    cap = capture(orders.select("status"))
+    reason = "unknown: read from a checkpoint (LogicalRDD)"
+    assert cap.lineage.unknown == [reason]
+    assert cap.facet["fields"] == {"status": {"inputFields": [], "reason": reason}}
+
+
 def test_rows_the_query_makes_itself_have_no_inputs_and_nothing_unknown(spark):
     for df in (spark.range(3), spark.sql("SELECT * FROM VALUES (1, 'a') AS t(x, y)"),
                spark.sql("SELECT 1 AS one")):
