@@ -158,8 +158,8 @@ class _Walker:
         self.leaves = leaves
         self.ctes: dict[object, tuple[list[Column], dict[Source, set[Tag]]]] = {}
         self.deps: dict[Source, set[Tag]] = {}
-        #: exprIds of PIVOT's pivot columns (`_note_pivot`)
-        self.pivot_ids: set[int] = set()
+        #: a PIVOT's first aggregate (by id) → exprIds of its pivot columns (`_note_pivot`)
+        self.pivot_keys: dict[int, set[int]] = {}
         #: set once an `UNKNOWN` source is made, so a plan without one is never scanned
         self.met_unknown = False
 
@@ -395,11 +395,12 @@ class _Walker:
             return first + (inputs[1] if len(inputs) > 1 else [])
         if cls == "Aggregate":
             keys = node.expr_list("groupingExpressions")
-            if self.pivot_ids:
+            pivot = self.pivot_keys.get(id(node)) if self.pivot_keys else None
+            if pivot:
                 # PIVOT's first phase also groups by the pivot column, but the pivot
                 # output has one row per remaining key: that column is CONDITIONAL
                 # on the pivoted fields (PivotFirst), not a grouping of the dataset
-                keys = [k for k in keys if k.expr_id not in self.pivot_ids]
+                keys = [k for k in keys if k.expr_id not in pivot]
             self.depend(keys, indirect("GROUP_BY"), env)
             return [self.named(e, env) for e in node.expr_list("aggregateExpressions")]
         if cls in ("Distinct",):
@@ -483,9 +484,12 @@ class _Walker:
     def _note_pivot(self, node: PlanNode) -> None:
         """Remember the pivot column of a PIVOT's second aggregate (``pivotfirst``).
 
-        Called before the children are walked, so the first aggregate, below,
-        knows not to count that column as a grouping key.
+        Called before the children are walked, so the first aggregate, its
+        child, knows not to count that column as a grouping key.
         """
+        first = node.children[0] if node.children else None
+        if first is None or first.cls != "Aggregate":
+            return
         for e in node.expr_list("aggregateExpressions"):
             while e.cls == "Alias" and e.children:
                 e = e.children[0]
@@ -494,7 +498,7 @@ class _Walker:
             fn = e.child("aggregateFunction")
             col = fn.child("pivotColumn") if fn is not None and fn.cls == "PivotFirst" else None
             if col is not None and col.expr_id is not None:
-                self.pivot_ids.add(col.expr_id)
+                self.pivot_keys.setdefault(id(first), set()).add(col.expr_id)
 
     def _cte_def(self, node: PlanNode, outer: Mapping[int, Lineage] | None) -> list[Column]:
         saved, self.deps = self.deps, {}
