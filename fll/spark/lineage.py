@@ -8,7 +8,9 @@ DIRECT/AGGREGATION, CASE/IF predicates and COALESCE/NVL/NULLIF arguments
 INDIRECT/CONDITIONAL, window keys INDIRECT/WINDOW; hashes and counts mask.
 Filters, join conditions, grouping keys, DISTINCT and ORDER BY affect the
 whole dataset and are collected apart (``dataset``). Tags compose along a
-path with `compose`.
+path with `compose`. What the walk cannot see (an RDD leaf, a node it does
+not know) is never left as an empty lineage: it flows as an `UNKNOWN` source
+that names the reason.
 
 This module must never call Spark, and must stay linear in plan size: each
 node is visited once and each expression once per use.
