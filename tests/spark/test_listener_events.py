@@ -112,6 +112,19 @@ def test_a_write_of_rows_built_from_an_rdd_says_its_lineage_is_unknown(store):
     assert store.run("from-rdd") is None
 
 
+def test_a_write_recorded_with_part_of_its_lineage_unknown_says_why(store):
+    ev = copy.deepcopy(EVENT)
+    ev["run_id"] = "half-known"
+    # a node this fll does not know, between the projection and the file it reads
+    ev["plan"].insert(2, {"class": "org.apache.spark.sql.catalyst.plans.logical.SomeFutureNode",
+                          "num-children": 1, "child": 0})
+    with TestClient(create_app(store)) as c:
+        r = c.post(ROUTE, json=ev, headers=TOKEN)
+    assert r.status_code == 201, r.text
+    assert r.json()["reason"] == "unknown: plan node SomeFutureNode is not understood"
+    assert store.run("half-known") is not None
+
+
 def test_a_store_failure_is_a_503_so_the_listener_keeps_the_event(store, monkeypatch):
     def broken(*_a, **_k):
         raise StoreError("disk full")
