@@ -31,6 +31,7 @@ from typing import Any, Mapping
 
 from ..errors import BadRequest, FllError, InvalidLineageError
 from ..model import EndPoint, FieldLineageInfo
+from .lineage import nothing_read
 from .plan import RELATION_LEAVES, PlanNode, _first_output_id, dataset_name, parse_plan, \
     write_query
 
@@ -51,7 +52,8 @@ class SparkWriteEvent:
     program: str
     command: str
     destination: tuple[str, str]
-    #: None when the write reads no dataset (inline rows, ``range``): nothing to record
+    #: None when the write reads no dataset (inline rows, ``range``, an RDD): nothing to
+    #: record (`fll.spark.lineage.nothing_read` says why)
     info: FieldLineageInfo | None
     capture: Any  # fll.spark.Capture
 
@@ -171,8 +173,10 @@ def record_event(store: Any, event: Any) -> tuple[int, dict[str, Any]]:
     """Record one listener event in ``store``: (HTTP-style status, answer).
 
     201 recorded, 200 already recorded with the same operations, 202 nothing
-    to record (the write reads no dataset), 409 the run id is recorded with
-    other operations (``answer["error"]`` says so; nothing changed).
+    to record (the write reads no dataset; ``answer["reason"]`` says why, e.g.
+    ``unknown: built from an RDD (LogicalRDD)``), 409 the run id is recorded with
+    other operations (``answer["error"]`` says so; nothing changed). A recorded
+    run whose lineage is partly unknown also has a ``reason``.
     `BadRequest`/`InvalidLineageError` for an event that cannot be analysed;
     a `StoreError` propagates.
     """
@@ -181,8 +185,8 @@ def record_event(store: Any, event: Any) -> tuple[int, dict[str, Any]]:
                               "destination": {"namespace": ev.destination[0],
                                               "name": ev.destination[1]}}
     if ev.info is None:
-        return 202, {**answer, "recorded": False,
-                     "reason": "the data written reads no dataset (inline rows, range)"}
+        # "unknown: built from an RDD (LogicalRDD)" when the plan cannot say what it read
+        return 202, {**answer, "recorded": False, "reason": nothing_read(ev.capture.lineage)}
     conflict = f"run {ev.run_id!r} is already recorded with other operations; nothing changed"
     prior = store.run(ev.run_id)
     if prior is not None and prior.checksum != ev.info.checksum:
@@ -194,6 +198,8 @@ def record_event(store: Any, event: Any) -> tuple[int, dict[str, Any]]:
         if raced is not None and raced.checksum != ev.info.checksum:
             return 409, {**answer, "error": conflict}
         raise
+    if ev.capture.lineage.unknown:  # recorded, but these fields lack inputs fll cannot see
+        answer["reason"] = "; ".join(ev.capture.lineage.unknown)
     return (201 if new else 200), {**answer, "recorded": new, "checksum": ev.info.checksum,
                                    "program": ev.program,
                                    "startTimeInSeconds": ev.start_ms // 1000}

@@ -16,7 +16,7 @@ from ..errors import BadRequest, InvalidLineageError
 from ..openlineage import PRODUCER
 from ..model import (EndPoint, FieldLineageInfo, InputField, ReadOperation, Transformation,
                      TransformOperation, WriteOperation)
-from .lineage import PlanLineage, Source, Tag
+from .lineage import UNKNOWN, PlanLineage, Source, Tag, unknown_reasons
 
 __all__ = ["PRODUCER", "SCHEMA_URL", "build_facet", "facet_to_operations"]
 
@@ -42,18 +42,42 @@ def _input_fields(lineage: Mapping[Source, Iterable[Tag]]) -> list[dict[str, Any
 
 def build_facet(result: PlanLineage) -> dict[str, Any]:
     """The ColumnLineageDatasetFacet of one plan. Output columns that share a
-    name (``SELECT a.id, b.id``) are merged, as the facet is keyed by name."""
+    name (``SELECT a.id, b.id``) are merged, as the facet is keyed by name.
+
+    A field whose lineage is partly unknown (built from an RDD, through a plan
+    node fll does not understand) gets a ``reason`` string next to its
+    ``inputFields`` (the facet's fields allow extra properties): ``"unknown: built
+    from an RDD (LogicalRDD)"``, several joined by ``"; "``. An unknown
+    whole-dataset dependency shapes every field's rows, so every field says so.
+    """
     by_name: dict[str, dict[Source, set[Tag]]] = {}
     for col in result.columns:
         acc = by_name.setdefault(col.name, {})
         for src, tags in col.lineage.items():
             acc.setdefault(src, set()).update(tags)
+    if not result.unknown:
+        return {
+            "_producer": PRODUCER,
+            "_schemaURL": SCHEMA_URL,
+            "fields": {name: {"inputFields": _input_fields(lineage)}
+                       for name, lineage in by_name.items()},
+            "dataset": _input_fields(result.dataset),
+        }
+    everywhere = unknown_reasons(result.dataset)
+    fields: dict[str, Any] = {}
+    for name, lineage in by_name.items():
+        reasons = sorted(set(unknown_reasons(lineage)).union(everywhere))
+        spec: dict[str, Any] = {"inputFields": _input_fields(
+            {src: tags for src, tags in lineage.items() if src[0] != UNKNOWN})}
+        if reasons:
+            spec["reason"] = "; ".join(reasons)
+        fields[name] = spec
     return {
         "_producer": PRODUCER,
         "_schemaURL": SCHEMA_URL,
-        "fields": {name: {"inputFields": _input_fields(lineage)}
-                   for name, lineage in by_name.items()},
-        "dataset": _input_fields(result.dataset),
+        "fields": fields,
+        "dataset": _input_fields({src: tags for src, tags in result.dataset.items()
+                                  if src[0] != UNKNOWN}),
     }
 
 

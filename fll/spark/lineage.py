@@ -8,7 +8,9 @@ DIRECT/AGGREGATION, CASE/IF predicates and COALESCE/NVL/NULLIF arguments
 INDIRECT/CONDITIONAL, window keys INDIRECT/WINDOW; hashes and counts mask.
 Filters, join conditions, grouping keys, DISTINCT and ORDER BY affect the
 whole dataset and are collected apart (``dataset``). Tags compose along a
-path with `compose`.
+path with `compose`. What the walk cannot see (an RDD leaf, a node it does
+not know) is never left as an empty lineage: it flows as an `UNKNOWN` source
+that names the reason.
 
 This module must never call Spark, and must stay linear in plan size: each
 node is visited once and each expression once per use.
@@ -16,14 +18,15 @@ node is visited once and each expression once per use.
 from __future__ import annotations
 
 from collections import ChainMap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Mapping
 
-from .plan import Expr, PlanNode, write_query
+from .plan import RELATION_LEAVES, Expr, PlanNode, write_query
 
 __all__ = ["Tag", "Source", "Lineage", "compose", "walk", "PlanLineage",
-           "IDENTITY", "TRANSFORMATION", "AGGREGATION"]
+           "IDENTITY", "TRANSFORMATION", "AGGREGATION", "UNKNOWN", "unknown_reasons",
+           "nothing_read"]
 
 #: (type, subtype, masking)
 Tag = tuple[str, str, bool]
@@ -70,7 +73,7 @@ def _under(ctx: frozenset[Tag], *local: Tag) -> frozenset[Tag]:
 
 # Expression classes by how they pass values on (Catalyst short class names).
 _TRANSPARENT = frozenset({
-    "Alias", "Cast", "UpCast", "AnsiCast", "OuterReference", "KnownNotNull", "KnownNullable",
+    "Alias", "Cast", "UpCast", "AnsiCast", "KnownNotNull", "KnownNullable",
     "KnownFloatingPointNormalized", "PromotePrecision", "SortOrder", "AssertNotNull",
 })
 _MASKING = frozenset({"Sha1", "Sha2", "Md5", "Crc32", "Murmur3Hash", "XxHash64", "HiveHash",
@@ -81,6 +84,46 @@ _OFFSET = frozenset({"Lag", "Lead", "NthValue"})
 _SUBQUERIES = frozenset({"ScalarSubquery", "Exists", "ListQuery", "LateralSubquery"})
 _LEAF_OUTPUT_KEYS = ("output", "dataCols", "partitionCols")
 _SEMI_JOINS = ("LeftSemi", "LeftAnti")
+#: leaves whose rows the query makes itself: no input, and nothing unknown about it
+_NO_DATASET = frozenset({"LocalRelation", "Range", "OneRowRelation"})
+#: nodes that pass their child's columns on unchanged (some drop or reorder rows)
+_PASS_THROUGH = frozenset({
+    "SubqueryAlias", "View", "GlobalLimit", "LocalLimit", "Limit", "Offset", "Tail",
+    "Repartition", "RepartitionByExpression", "RebalancePartitions", "ResolvedHint", "Sample",
+    "Subquery", "ReturnAnswer", "WriteFiles", "CollectMetrics", "EventTimeWatermark",
+    "UpdateEventTimeWatermarkColumn",
+})
+
+#: namespace of the stand-in source that marks a field's lineage as unknown (an RDD, a
+#: plan node fll does not understand); its ``name`` is the reason. It composes and
+#: propagates like any source, so exactly the fields it reaches carry the reason, and
+#: `fll.spark.facet.build_facet` turns it into the field's ``reason``, never an input.
+UNKNOWN = "_unknown"
+
+
+def unknown_reasons(lineage: Mapping[Source, object]) -> list[str]:
+    """The reasons, sorted, why part of a field's lineage is unknown."""
+    return sorted(src[1] for src in lineage if src[0] == UNKNOWN)
+
+
+#: why a write that reads no dataset records nothing, when nothing in it is unknown
+READS_NO_DATASET = "the data written reads no dataset (inline rows, range)"
+
+
+def nothing_read(result: "PlanLineage") -> str:
+    """Why a plan that reads no dataset has nothing to record: its unknown parts
+    (``unknown: built from an RDD (LogicalRDD)``), else `READS_NO_DATASET`."""
+    return "; ".join(result.unknown) if result.unknown else READS_NO_DATASET
+
+
+def _leaf_reason(node: PlanNode) -> str:
+    if node.cls in ("LogicalRDD", "ExternalRDD"):
+        if node.fields.get("fromCheckpoint"):
+            return f"unknown: read from a checkpoint ({node.cls})"
+        # createDataFrame(rdd), rdd.toDF(), and in classic PySpark also
+        # createDataFrame(list): the plan does not say where an RDD's rows come from
+        return f"unknown: built from an RDD ({node.cls})"
+    return f"unknown: plan node {node.cls} is not understood"
 
 
 @dataclass
@@ -98,6 +141,9 @@ class PlanLineage:
 
     columns: list[Column]
     dataset: dict[Source, frozenset[Tag]]
+    #: why part of the lineage is unknown (sorted reasons, each naming the plan node):
+    #: a field's own reasons are the `UNKNOWN` sources in its lineage
+    unknown: list[str] = field(default_factory=list)
 
 
 def _merge(into: dict[Source, set[Tag]], lineage: Lineage) -> None:
@@ -114,6 +160,10 @@ class _Walker:
         self.leaves = leaves
         self.ctes: dict[object, tuple[list[Column], dict[Source, set[Tag]]]] = {}
         self.deps: dict[Source, set[Tag]] = {}
+        #: a PIVOT's first aggregate (by id) → exprIds of its pivot columns (`_note_pivot`)
+        self.pivot_keys: dict[int, set[int]] = {}
+        #: set once an `UNKNOWN` source is made, so a plan without one is never scanned
+        self.met_unknown = False
 
     # -- expressions ------------------------------------------------------
     def expr(self, e: Expr, ctx: frozenset[Tag], env: Mapping[int, Lineage],
@@ -132,15 +182,15 @@ class _Walker:
             for ch in e.children:
                 self.expr(ch, ctx, env, acc)
             return
+        if cls == "OuterReference":
+            # a leaf: the outer query's attribute it stands for sits in field `e`
+            # (not a child), and is found in the outer plan's columns (env chains them)
+            ref = e.embedded.get("e")
+            for ch in [ref] if ref is not None else e.children:
+                self.expr(ch, ctx, env, acc)
+            return
         if cls == "AggregateExpression":
-            fn = e.child("aggregateFunction") or (e.children[0] if e.children else None)
-            if fn is not None:
-                tag = ("DIRECT", "AGGREGATION", fn.cls in _COUNTING)
-                for ch in fn.children:
-                    self.expr(ch, _under(ctx, tag), env, acc)
-            cond = e.child("filter")
-            if cond is not None:  # sum(x) FILTER (WHERE y > 0): y shapes this field only
-                self.expr(cond, _under(ctx, indirect("FILTER")), env, acc)
+            self._aggregate(e, ctx, env, acc)
             return
         if cls == "WindowExpression":
             self._window(e, ctx, env, acc)
@@ -173,12 +223,41 @@ class _Walker:
                 self.expr(ch, _under(ctx, MASKED_TRANSFORMATION), env, acc)
             return
         if cls in _SUBQUERIES:
+            # its children are the outer columns it is correlated on; each is also an
+            # OuterReference inside the subquery's plan, met there in the role it has
+            # (a WHERE predicate, a selected value), so they are not counted again
             self._subquery(e, ctx, env, acc)
-            for ch in e.children:  # outer references it is correlated on
-                self.expr(ch, _under(ctx, indirect("FILTER")), env, acc)
             return
         for ch in e.children:
             self.expr(ch, _under(ctx, TRANSFORMATION), env, acc)
+
+    def _aggregate(self, e: Expr, ctx: frozenset[Tag], env: Mapping[int, Lineage],
+                   acc: dict[Source, set[Tag]]) -> None:
+        fn = e.child("aggregateFunction") or (e.children[0] if e.children else None)
+        if fn is not None and fn.cls == "PivotFirst":
+            # PIVOT's second phase: the pivot column's value only decides which
+            # output column a row's aggregate lands in (like CASE WHEN q = 'v'),
+            # it is never part of the value: CONDITIONAL, not AGGREGATION
+            for role, tag in (("pivotColumn", CONDITIONAL), ("valueColumn", AGGREGATION)):
+                part = fn.child(role)
+                if part is not None:
+                    self.expr(part, _under(ctx, tag), env, acc)
+        elif fn is not None:
+            tag = ("DIRECT", "AGGREGATION", fn.cls in _COUNTING)
+            for ch in fn.children:
+                self.expr(ch, _under(ctx, tag), env, acc)
+        # the filter is the second child; toJSON writes the Option in its field whole
+        # rather than as a child index, so e.child("filter") never finds it
+        cond = e.child("filter") or (e.children[1] if len(e.children) > 1
+                                     else e.embedded.get("filter"))
+        if cond is not None:
+            # sum(x) FILTER (WHERE y > 0): OpenLineage's FILTER is "input used as a
+            # filtering condition (e.g. WHERE clause)", and this is a WHERE over the
+            # rows the aggregate reads; CONDITIONAL is for IF/CASE WHEN, which pick
+            # between values. It goes on this field, not dataset[]: the clause
+            # changes no row of the output, only this aggregate's inputs (as a
+            # correlated scalar subquery's WHERE does for its field).
+            self.expr(cond, _under(ctx, indirect("FILTER")), env, acc)
 
     def _replaced_conditional(self, e: Expr, ctx: frozenset[Tag], env: Mapping[int, Lineage],
                               acc: dict[Source, set[Tag]]) -> None:
@@ -288,6 +367,8 @@ class _Walker:
         query = write_query(node)
         if query is not None:
             return self._write(node, query, outer)
+        if cls == "Aggregate":
+            self._note_pivot(node)
         inputs = [self.plan(c, outer) for c in node.children]
         local: dict[int, Lineage] = {}
         for cols in inputs:
@@ -304,6 +385,8 @@ class _Walker:
         if cls == "Filter":
             self.depend(node.expr_list("condition"), indirect("FILTER"), env)
             return first
+        if cls == "LateralJoin":
+            return first + self._lateral(node, env)
         if cls == "Join":
             self.depend(node.expr_list("condition"), indirect("JOIN"), env)
             kind = str((node.fields.get("joinType") or {}).get("object", ""))
@@ -313,7 +396,14 @@ class _Walker:
                 return first + [Column(None, "exists", {})]
             return first + (inputs[1] if len(inputs) > 1 else [])
         if cls == "Aggregate":
-            self.depend(node.expr_list("groupingExpressions"), indirect("GROUP_BY"), env)
+            keys = node.expr_list("groupingExpressions")
+            pivot = self.pivot_keys.get(id(node)) if self.pivot_keys else None
+            if pivot:
+                # PIVOT's first phase also groups by the pivot column, but the pivot
+                # output has one row per remaining key: that column is CONDITIONAL
+                # on the pivoted fields (PivotFirst), not a grouping of the dataset
+                keys = [k for k in keys if k.expr_id not in pivot]
+            self.depend(keys, indirect("GROUP_BY"), env)
             return [self.named(e, env) for e in node.expr_list("aggregateExpressions")]
         if cls in ("Distinct",):
             self._depend_columns(first, indirect("GROUP_BY"))
@@ -331,22 +421,86 @@ class _Walker:
         if cls == "Union":
             return self._union(inputs)
         if cls in ("Intersect", "Except"):
+            # a row of the left side is kept by comparing all its columns with the
+            # right side's: both are filters. Without ALL they are set operations and
+            # return distinct rows, so the output's columns also group it (as UNION
+            # and SELECT DISTINCT do); INTERSECT ALL / EXCEPT ALL keep duplicates.
             for cols in inputs:
                 self._depend_columns(cols, indirect("FILTER"))
+            if not node.fields.get("isAll"):
+                self._depend_columns(first, indirect("GROUP_BY"))
             return first
         if cls == "Expand":
             return self._expand(node, env)
-        # SubqueryAlias, View, limits, repartitions, hints...: pass the columns through
-        return [c for cols in inputs for c in cols]
+        if cls == "DeduplicateWithinWatermark":
+            self.depend(node.expr_list("keys"), indirect("GROUP_BY"), env)
+            return first
+        passed = [c for cols in inputs for c in cols]
+        if cls in _PASS_THROUGH:
+            return passed
+        # a node this walk does not know: what it does to its columns is unknown, so
+        # every column it outputs says so (its own output attributes if it makes new
+        # ones, e.g. mapInPandas), rather than passing on lineage it may not have
+        mark = self._unknown(f"unknown: plan node {cls} is not understood")
+        made = node.expr_list("output")
+        if made:
+            return [Column(a.expr_id, a.name, mark) for a in made]
+        return [Column(c.expr_id, c.name, {**c.lineage, **mark}) for c in passed]
+
+    def _unknown(self, reason: str) -> dict[Source, frozenset[Tag]]:
+        self.met_unknown = True
+        return {(UNKNOWN, reason, ""): frozenset({IDENTITY})}
 
     def _leaf(self, node: PlanNode) -> list[Column]:
-        datasets = self.leaves.get(node.number, [])
         attrs = [e for key in _LEAF_OUTPUT_KEYS for e in node.expr_list(key)]
+        datasets = self.leaves.get(node.number)
+        if datasets is None and node.cls not in _NO_DATASET and node.cls not in RELATION_LEAVES:
+            # rows from somewhere the plan does not name: unknown lineage, not none
+            mark = self._unknown(_leaf_reason(node))
+            return [Column(a.expr_id, a.name, mark) for a in attrs]
         cols = []
         for a in attrs:
-            lineage = {(ns, name, a.name): frozenset({IDENTITY}) for ns, name in datasets}
+            lineage = {(ns, name, a.name): frozenset({IDENTITY}) for ns, name in datasets or []}
             cols.append(Column(a.expr_id, a.name, lineage))
         return cols
+
+    def _lateral(self, node: PlanNode, env: Mapping[int, Lineage]) -> list[Column]:
+        """The columns a LATERAL subquery adds to its left side's.
+
+        The subquery runs once per left row and reads that row's columns through
+        OuterReference, so it is walked with the left's columns in scope. Its own
+        WHERE (the correlated predicate), joins and grouping decide which rows the
+        join yields, and how often each left row repeats: like a derived table's in
+        a join, they are dataset dependencies, not the added fields' alone.
+        """
+        right = node.exprs.get("right")
+        sub = right.plans.get("plan") if isinstance(right, Expr) else None
+        cols = self.plan(sub, env) if sub is not None else []
+        cond = node.expr_list("condition")
+        if cond:  # JOIN LATERAL (…) x ON …: the ON clause reads both sides
+            both = ChainMap({c.expr_id: c.lineage for c in cols if c.expr_id is not None},
+                            env)  # type: ignore[arg-type]
+            self.depend(cond, indirect("JOIN"), both)
+        return cols
+
+    def _note_pivot(self, node: PlanNode) -> None:
+        """Remember the pivot column of a PIVOT's second aggregate (``pivotfirst``).
+
+        Called before the children are walked, so the first aggregate, its
+        child, knows not to count that column as a grouping key.
+        """
+        first = node.children[0] if node.children else None
+        if first is None or first.cls != "Aggregate":
+            return
+        for e in node.expr_list("aggregateExpressions"):
+            while e.cls == "Alias" and e.children:
+                e = e.children[0]
+            if e.cls != "AggregateExpression":
+                continue
+            fn = e.child("aggregateFunction")
+            col = fn.child("pivotColumn") if fn is not None and fn.cls == "PivotFirst" else None
+            if col is not None and col.expr_id is not None:
+                self.pivot_keys.setdefault(id(first), set()).add(col.expr_id)
 
     def _cte_def(self, node: PlanNode, outer: Mapping[int, Lineage] | None) -> list[Column]:
         saved, self.deps = self.deps, {}
@@ -375,11 +529,55 @@ class _Walker:
     def _generate(self, node: PlanNode, first: list[Column],
                   env: Mapping[int, Lineage]) -> list[Column]:
         generator = node.exprs.get("generator")
-        lineage = self.lineage_of(generator, env) if isinstance(generator, Expr) else {}
+        attrs = node.expr_list("generatorOutput")
+        if isinstance(generator, Expr):
+            per_column = self._generated(generator, len(attrs), env)
+        else:
+            per_column = [{}] * len(attrs)
         dropped = set(node.fields.get("unrequiredChildIndex") or [])
         kept = [c for i, c in enumerate(first) if i not in dropped]
         return kept + [Column(a.expr_id, a.name, lineage)
-                       for a in node.expr_list("generatorOutput")]
+                       for a, lineage in zip(attrs, per_column, strict=True)]
+
+    def _generated(self, gen: Expr, n: int, env: Mapping[int, Lineage]) -> list[Lineage]:
+        """The lineage of each of a generator's ``n`` output columns, in order."""
+        while gen.cls == "GeneratorOuter" and gen.children:
+            gen = gen.children[0]
+        kids = gen.children
+        if gen.cls == "Stack" and len(kids) > 1 and n:
+            # stack(rows, v1, v2, ...) lays the values out n to a row, so column j
+            # copies values j, j + n, ...: an unpivot's value column is IDENTITY of each
+            # source column, and its label column holds literals (no input), exactly as
+            # the same unpivot written with UNPIVOT (an Expand) gets
+            return [self._copies(kids[1 + j::n], env) for j in range(n)]
+        if gen.cls in ("Explode", "PosExplode") and kids:
+            # posexplode's position is the element's index: no value is copied into it
+            pos: list[Lineage] = [{}] if gen.cls == "PosExplode" else []
+            arg, rest = kids[0], n - len(pos)
+            if arg.cls == "CreateArray" and rest == 1:  # explode(array(a, b)): a, b copied
+                return pos + [self._copies(arg.children, env)]
+            if arg.cls == "CreateMap" and rest == 2:    # explode(map(k1, v1, ...))
+                return pos + [self._copies(arg.children[0::2], env),
+                              self._copies(arg.children[1::2], env)]
+            # an element of an array or map value: computed from it, as a[i] is
+            return pos + [self.lineage_of(arg, env, frozenset({TRANSFORMATION}))] * rest
+        if gen.cls == "Inline" and kids:
+            arg = kids[0]
+            if arg.cls == "CreateArray" and all(s.cls == "CreateNamedStruct"
+                                                for s in arg.children):
+                # inline(array(struct(a, b), struct(c, d))): column j copies the j-th
+                # value of each struct (named_struct's children are name, value, ...)
+                return [self._copies([s.children[2 * j + 1] for s in arg.children
+                                      if 2 * j + 1 < len(s.children)], env) for j in range(n)]
+            return [self.lineage_of(arg, env, frozenset({TRANSFORMATION}))] * n
+        # json_tuple, UDTFs...: every output computed from every argument
+        return [self.lineage_of(gen, env)] * n
+
+    def _copies(self, exprs: Iterable[Expr], env: Mapping[int, Lineage]) -> Lineage:
+        acc: dict[Source, set[Tag]] = {}
+        for e in exprs:
+            self.expr(e, frozenset({IDENTITY}), env, acc)
+        return _freeze(acc)
 
     def _union(self, inputs: list[list[Column]]) -> list[Column]:
         if not inputs:
@@ -429,9 +627,16 @@ def walk(root: PlanNode, leaves: Mapping[int, list[tuple[str, str]]]) -> PlanLin
     """Lineage of every output column of ``root`` plus the whole-dataset dependencies.
 
     ``leaves`` maps a relation leaf's node number to the datasets it reads
-    (`fll.spark.plan.resolve_leaves`); a leaf absent from it (inline data,
-    an RDD) contributes no source columns.
+    (`fll.spark.plan.resolve_leaves`). Rows the query makes itself (``VALUES``,
+    ``range``) contribute no source columns; any other leaf absent from it (an
+    RDD) and any node the walk does not know make their columns' lineage unknown,
+    with a reason (`UNKNOWN`, ``PlanLineage.unknown``).
     """
     walker = _Walker(leaves)
     cols = walker.plan(root)
-    return PlanLineage(cols, _freeze(walker.deps))
+    dataset = _freeze(walker.deps)
+    unknown: list[str] = []
+    if walker.met_unknown:  # only the reasons that reach the output count
+        found = {r for c in cols for r in unknown_reasons(c.lineage)}
+        unknown = sorted(found.union(unknown_reasons(dataset)))
+    return PlanLineage(cols, dataset, unknown)

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator
 from ..errors import BadRequest, FllError, InvalidLineageError
 from ..model import EndPoint, FieldLineageInfo
 from .facet import build_facet
-from .lineage import Column, PlanLineage
+from .lineage import Column, PlanLineage, nothing_read
 from .plan import dataset_name
 
 __all__ = ["track", "Tracker", "TrackedRun", "WRITER_METHODS"]
@@ -58,6 +58,9 @@ class TrackedRun:
     destination: EndPoint
     info: FieldLineageInfo = field(repr=False)
     method: str = ""
+    #: why part of the lineage recorded is unknown (``unknown: built from an RDD
+    #: (LogicalRDD)``: those fields lack those inputs), empty when all of it is known
+    unknown: tuple[str, ...] = ()
 
 
 @dataclass
@@ -246,17 +249,23 @@ def _after(tracker: Tracker, pending: _Pending, start_ms: int) -> None:
                 cap.facet = build_facet(PlanLineage(
                     [Column(c.expr_id, n, c.lineage)
                      for c, n in zip(cap.lineage.columns, names, strict=True)],
-                    cap.lineage.dataset))
+                    cap.lineage.dataset, cap.lineage.unknown))
         assert destination is not None
         if not cap.inputs:
-            tracker.skipped.append((pending.method, "the data written reads no dataset "
-                                                    "(inline rows, range): nothing to record"))
+            # an RDD's rows come from somewhere the plan does not say: "unknown: …",
+            # not the "reads no dataset" of rows the job made itself
+            tracker.skipped.append((pending.method,
+                                    f"{nothing_read(cap.lineage)}: nothing to record"))
             return
         info = to_operations(cap, EndPoint(*destination))
         run_id = str(uuid.uuid4())
         tracker.store.record(info, run_id, start_ms, tracker.program)
+        unknown = tuple(cap.lineage.unknown)
+        if unknown:
+            log.warning("fll.spark.track: %s to %s recorded with part of its lineage "
+                        "unknown: %s", pending.method, destination, "; ".join(unknown))
         tracker.runs.append(TrackedRun(run_id, start_ms, EndPoint(*destination), info,
-                                       pending.method))
+                                       pending.method, unknown))
     except Exception as exc:
         tracker._fail(f"cannot record the lineage of {pending.method}", exc)
         if tracker.strict:

@@ -1,8 +1,9 @@
-"""Fixtures for the Spark lineage tests: three small tables written to a temp dir.
+"""Fixtures for the Spark lineage tests: five small tables written to a temp dir.
 
 The files are read by path and registered as temp views (``orders``,
-``customers``, ``items``, plus the SQL view ``lin_big_orders``) on the shared
-session; no catalog table or metastore outside tmp is ever created.
+``customers``, ``items``, the two-column ``la`` and ``lb`` of issue 30's LATERAL
+example, plus the SQL view ``lin_big_orders``) on the shared session; no catalog
+table or metastore outside tmp is ever created.
 """
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import pytest
 
 @pytest.fixture(scope="session")
 def lineage_tables(spark, tmp_path_factory):
-    """Paths of the three tables, by short name; their temp views are registered."""
+    """Paths of the five tables, by short name; their temp views are registered."""
     root = tmp_path_factory.mktemp("lineage_tables")
     paths = {"orders": str(root / "orders.parquet"), "customers": str(root / "customers.csv"),
-             "items": str(root / "items.parquet")}
+             "items": str(root / "items.parquet"), "la": str(root / "la.parquet"),
+             "lb": str(root / "lb.parquet")}
     spark.createDataFrame(
         [(1, 1, 120.0, "paid", "2024-01-01"), (2, 1, 5.0, "open", "2024-01-02"),
          (3, 2, 40.0, "paid", "2024-01-03")],
@@ -33,6 +35,12 @@ def lineage_tables(spark, tmp_path_factory):
         "customer_id int, name string, email string, city string")
      .csv(paths["customers"]).createOrReplaceTempView("customers"))
     spark.read.parquet(paths["items"]).createOrReplaceTempView("items")
+    spark.createDataFrame([(1, 10), (2, 20)], "id int, a int").coalesce(1).write.parquet(
+        paths["la"])
+    spark.createDataFrame([(5, 15), (6, 1)], "b int, w int").coalesce(1).write.parquet(
+        paths["lb"])
+    spark.read.parquet(paths["la"]).createOrReplaceTempView("la")
+    spark.read.parquet(paths["lb"]).createOrReplaceTempView("lb")
     spark.sql("CREATE OR REPLACE TEMP VIEW lin_big_orders AS "
               "SELECT order_id AS big_id FROM orders WHERE amount > 100")
     return paths

@@ -95,6 +95,36 @@ def test_a_write_of_inline_rows_is_taken_but_records_nothing(store):
     assert store.run("inline") is None
 
 
+def test_a_write_of_rows_built_from_an_rdd_says_its_lineage_is_unknown(store):
+    # the listener sends only relation leaves; an RDD leaf is in the plan alone
+    ev = copy.deepcopy(EVENT)
+    ev["run_id"] = "from-rdd"
+    leaf = next(n for n in ev["plan"] if n["class"].endswith("LogicalRelation"))
+    leaf.clear()
+    leaf.update({"class": "org.apache.spark.sql.execution.LogicalRDD", "num-children": 0,
+                 "output": copy.deepcopy(EVENT["plan"][-1]["output"]), "rdd": None,
+                 "isStreaming": False, "session": None, "fromCheckpoint": False})
+    ev["leaves"] = []
+    with TestClient(create_app(store)) as c:
+        r = c.post(ROUTE, json=ev)
+    assert r.status_code == 202
+    assert r.json()["reason"] == "unknown: built from an RDD (LogicalRDD)"
+    assert store.run("from-rdd") is None
+
+
+def test_a_write_recorded_with_part_of_its_lineage_unknown_says_why(store):
+    ev = copy.deepcopy(EVENT)
+    ev["run_id"] = "half-known"
+    # a node this fll does not know, between the projection and the file it reads
+    ev["plan"].insert(2, {"class": "org.apache.spark.sql.catalyst.plans.logical.SomeFutureNode",
+                          "num-children": 1, "child": 0})
+    with TestClient(create_app(store)) as c:
+        r = c.post(ROUTE, json=ev, headers=TOKEN)
+    assert r.status_code == 201, r.text
+    assert r.json()["reason"] == "unknown: plan node SomeFutureNode is not understood"
+    assert store.run("half-known") is not None
+
+
 def test_a_store_failure_is_a_503_so_the_listener_keeps_the_event(store, monkeypatch):
     def broken(*_a, **_k):
         raise StoreError("disk full")

@@ -293,3 +293,148 @@ def test_a_catalog_table_read_twice_is_resolved_once(spark, lineage_tables, tmp_
               for out, spec in twice.facet["fields"].items()}
     assert fields == {"order_id": {(str(loc), "order_id")},
                       "customer_id": {(str(loc), "customer_id")}}
+
+
+# -- issue 30 -----------------------------------------------------------------------
+
+def test_dataframe_pivot_makes_the_pivot_column_conditional_not_aggregated(spark, lineage_tables):
+    orders = spark.read.parquet(lineage_tables["orders"])
+    df = orders.groupBy("customer_id").pivot("status", ["paid", "open"]).sum("amount")
+    fields, dataset = compact(column_lineage(df), lineage_tables)
+    pivoted = ["orders.amount DIRECT/AGGREGATION", "orders.status INDIRECT/CONDITIONAL"]
+    assert fields == {"customer_id": ["orders.customer_id DIRECT/IDENTITY"],
+                      "paid": pivoted, "open": pivoted}
+    assert dataset == ["orders.customer_id INDIRECT/GROUP_BY"]
+
+
+def test_dataframe_stack_in_select_expr_copies_values_and_not_labels(spark, lineage_tables):
+    orders = spark.read.parquet(lineage_tables["orders"])
+    df = orders.selectExpr("order_id", "stack(2, 'c', customer_id, 'o', order_id) AS (k, v)")
+    fields, _ = compact(column_lineage(df), lineage_tables)
+    assert fields == {"order_id": ["orders.order_id DIRECT/IDENTITY"], "k": [],
+                      "v": ["orders.customer_id DIRECT/IDENTITY", "orders.order_id DIRECT/IDENTITY"]}
+
+
+@pytest.mark.parametrize("method, distinct", [
+    ("intersect", True), ("intersectAll", False), ("subtract", True), ("exceptAll", False)])
+def test_dataframe_set_operations_group_only_when_they_are_distinct(spark, lineage_tables,
+                                                                    method, distinct):
+    left = spark.read.parquet(lineage_tables["orders"]).select("status")
+    right = spark.table("customers").select("city")
+    fields, dataset = compact(column_lineage(getattr(left, method)(right)), lineage_tables)
+    assert fields == {"status": ["orders.status DIRECT/IDENTITY"]}
+    assert dataset == sorted(["orders.status INDIRECT/FILTER", "customers.city INDIRECT/FILTER"]
+                             + (["orders.status INDIRECT/GROUP_BY"] if distinct else []))
+
+
+def test_dataframe_union_by_name_matches_columns_by_name(spark, lineage_tables):
+    orders = spark.read.parquet(lineage_tables["orders"]).select("status", "customer_id")
+    customers = spark.table("customers")
+    fields, dataset = compact(column_lineage(orders.unionByName(
+        customers.select("customer_id", customers.city.alias("status")))), lineage_tables)
+    assert fields == {
+        "status": ["customers.city DIRECT/IDENTITY", "orders.status DIRECT/IDENTITY"],
+        "customer_id": ["customers.customer_id DIRECT/IDENTITY",
+                        "orders.customer_id DIRECT/IDENTITY"]}
+    fields, _ = compact(column_lineage(orders.unionByName(
+        customers.select("customer_id"), allowMissingColumns=True)), lineage_tables)
+    assert fields["status"] == ["orders.status DIRECT/IDENTITY"]  # null on the other side
+
+
+def test_nodes_that_pass_columns_on_leave_nothing_unknown(spark, lineage_tables):
+    from pyspark.sql import functions as F
+
+    orders = spark.read.parquet(lineage_tables["orders"])
+    stamped = orders.withColumn("ts", F.current_timestamp()).withWatermark("ts", "1 minute")
+    for df in (orders.limit(2), orders.offset(1), orders.sample(0.5), orders.hint("broadcast"),
+               orders.repartition(3), orders.repartition("status"), orders.coalesce(1),
+               orders.observe("m", F.count(F.lit(1))), stamped,
+               stamped.dropDuplicatesWithinWatermark(["status"]),
+               spark.sql("SELECT /*+ REBALANCE */ * FROM orders")):
+        cap = capture(df.select("order_id"))
+        assert cap.lineage.unknown == [], cap.lineage.unknown
+        assert compact(cap.facet, lineage_tables)[0] == {
+            "order_id": ["orders.order_id DIRECT/IDENTITY"]}
+
+
+RDD_REASON = "unknown: built from an RDD (LogicalRDD)"
+
+
+def test_a_dataframe_built_from_an_rdd_says_its_lineage_is_unknown(spark, lineage_tables,
+                                                                   validators):
+    rdd = spark.sparkContext.parallelize([(1, "x"), (3, "y")])
+    side = spark.createDataFrame(rdd, "k int, label string")
+    alone = capture(side.selectExpr("k + 1 AS k1", "label"))
+    assert alone.inputs == [] and alone.lineage.unknown == [RDD_REASON]
+    assert alone.facet["fields"] == {"k1": {"inputFields": [], "reason": RDD_REASON},
+                                     "label": {"inputFields": [], "reason": RDD_REASON}}
+    orders = spark.read.parquet(lineage_tables["orders"])
+    joined = capture(orders.join(side, orders.order_id == side.k).select("status", "label"))
+    # the join on an RDD column decides every row, so every field says so; the
+    # known inputs stay as they are
+    assert joined.facet["fields"]["label"] == {"inputFields": [], "reason": RDD_REASON}
+    assert joined.facet["fields"]["status"]["reason"] == RDD_REASON
+    fields, dataset = compact(joined.facet, lineage_tables)
+    assert fields == {"status": ["orders.status DIRECT/IDENTITY"], "label": []}
+    assert dataset == ["orders.order_id INDIRECT/JOIN"]
+    validators[1].validate(joined.facet)
+    untouched = capture(orders.join(side, orders.order_id == side.k, "left_semi")
+                        .select("status"))
+    assert untouched.lineage.unknown == [RDD_REASON]  # the semi join's condition
+    rdd_free = capture(orders.select("status"))
+    assert rdd_free.lineage.unknown == [] and "reason" not in rdd_free.facet["fields"]["status"]
+
+
+def test_a_checkpointed_dataframe_says_its_lineage_is_unknown(spark, lineage_tables):
+    # a checkpoint cuts the plan: what was read before it is no longer in the plan
+    orders = spark.read.parquet(lineage_tables["orders"]).localCheckpoint()
+    cap = capture(orders.select("status"))
+    reason = "unknown: read from a checkpoint (LogicalRDD)"
+    assert cap.lineage.unknown == [reason]
+    assert cap.facet["fields"] == {"status": {"inputFields": [], "reason": reason}}
+
+
+def test_rows_the_query_makes_itself_have_no_inputs_and_nothing_unknown(spark):
+    for df in (spark.range(3), spark.sql("SELECT * FROM VALUES (1, 'a') AS t(x, y)"),
+               spark.sql("SELECT 1 AS one")):
+        cap = capture(df)
+        assert cap.inputs == [] and cap.lineage.unknown == []
+        assert all(spec == {"inputFields": []} for spec in cap.facet["fields"].values())
+
+
+def _attr(name: str, expr_id: int) -> list[dict]:
+    return [{"class": "org.apache.spark.sql.catalyst.expressions.AttributeReference",
+             "num-children": 0, "name": name, "dataType": "integer", "nullable": True,
+             "metadata": {}, "exprId": {"product-class":
+                                        "org.apache.spark.sql.catalyst.expressions.ExprId",
+                                        "id": expr_id, "jvmId": "j"}, "qualifier": []}]
+
+
+def _relation(expr_id: int) -> dict:
+    return {"class": "org.apache.spark.sql.execution.datasources.LogicalRelation",
+            "num-children": 0, "output": [_attr("x", expr_id)], "isStreaming": False}
+
+
+@pytest.mark.parametrize("node, out_id", [
+    # makes new columns, listed in its own output (as mapInPandas does)
+    ({"class": "org.apache.spark.sql.catalyst.plans.logical.MapInPandas", "num-children": 1,
+      "output": [_attr("y", 2)], "child": 0, "isBarrier": False}, 2),
+    # passes its child's columns on, for all this walk knows
+    ({"class": "org.apache.spark.sql.catalyst.plans.logical.SomeFutureNode",
+      "num-children": 1, "child": 0}, 1),
+])
+def test_a_plan_node_the_walk_does_not_know_is_named_in_a_reason(node, out_id):
+    from fll.spark.facet import build_facet
+    from fll.spark.lineage import walk
+    from fll.spark.plan import parse_plan_json
+
+    project = {"class": "org.apache.spark.sql.catalyst.plans.logical.Project",
+               "num-children": 1, "projectList": [_attr("out", out_id)], "child": 0}
+    root = parse_plan_json([project, node, _relation(1)])
+    result = walk(root, {2: [("file", "/t")]})
+    short = node["class"].rsplit(".", 1)[-1]
+    assert result.unknown == [f"unknown: plan node {short} is not understood"]
+    spec = build_facet(result)["fields"]["out"]
+    assert spec["reason"] == f"unknown: plan node {short} is not understood"
+    known = [(i["name"], i["field"]) for i in spec["inputFields"]]
+    assert known == ([] if out_id == 2 else [("/t", "x")])

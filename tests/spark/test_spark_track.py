@@ -155,6 +155,27 @@ def test_writing_rows_that_read_no_dataset_is_skipped_with_a_reason(spark, store
     assert "reads no dataset" in tracker.skipped[0][1]
 
 
+def test_writing_rows_built_from_an_rdd_is_skipped_as_unknown_not_as_empty(spark, lineage_tables,
+                                                                          store, tmp_path):
+    rdd = spark.sparkContext.parallelize([(1, "x"), (2, "y")])
+    side = spark.createDataFrame(rdd, "k int, label string")
+    orders = spark.read.parquet(lineage_tables["orders"])
+    with track(spark, store) as tracker:
+        side.write.parquet(str(tmp_path / "from_rdd"))
+        orders.join(side, orders.order_id == side.k).select("status", "label").write.parquet(
+            str(tmp_path / "half_known"))
+    assert tracker.errors == []
+    assert tracker.skipped == [("DataFrameWriter.parquet",
+                                "unknown: built from an RDD (LogicalRDD): nothing to record")]
+    # what is known is recorded, and the run says which part is not
+    [run] = tracker.runs
+    assert run.destination == _ep(tmp_path / "half_known")
+    assert run.unknown == ("unknown: built from an RDD (LogicalRDD)",)
+    assert _incoming(store, run.destination, "status") == {
+        EndPointField(_ep(lineage_tables["orders"]), "status"),
+        EndPointField(_ep(lineage_tables["orders"]), "order_id")}
+
+
 def test_a_store_url_is_opened_for_the_block(spark, lineage_tables, tmp_path):
     from fll import open_store
 
