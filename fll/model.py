@@ -30,7 +30,7 @@ class EndPoint:
     """A dataset. Identity is ``(namespace, name)``; ``properties`` describe it
     (path, format, stage...) and take part in the checksum, not in equality."""
 
-    __slots__ = ("namespace", "name", "properties")
+    __slots__ = ("namespace", "name", "properties", "_hash")
     namespace: str
     name: str
     properties: Mapping[str, str]
@@ -48,6 +48,8 @@ class EndPoint:
         object.__setattr__(self, "namespace", namespace)
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "properties", MappingProxyType(dict(sorted(props.items()))))
+        # kept: a deep walk hashes the endpoints of its fields hundreds of thousands of times
+        object.__setattr__(self, "_hash", hash(("EndPoint", namespace, name)))
 
     def __setattr__(self, key: str, value: Any) -> None:
         raise AttributeError("EndPoint is immutable")
@@ -61,7 +63,7 @@ class EndPoint:
         return (self.namespace, self.name) < (other.namespace, other.name)
 
     def __hash__(self) -> int:
-        return hash(("EndPoint", self.namespace, self.name))
+        return self._hash
 
     def __repr__(self) -> str:
         if self.properties:

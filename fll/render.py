@@ -64,16 +64,21 @@ class Names:
         self._eq: dict[EndPoint, tuple[EndPoint, ...]] = {}
 
     def canonical(self, ep: EndPoint) -> EndPoint:
-        plain = EndPoint(ep.namespace, ep.name)
-        hit = self._canon.get(plain)
+        hit = self._canon.get(ep)  # endpoints are equal by name, whatever their properties
         if hit is None:
+            plain = EndPoint(ep.namespace, ep.name)
             resolve = getattr(self.store, "resolve_dataset", None)
             hit = EndPoint(*resolve(plain.namespace, plain.name)) if resolve else plain
+            if hit == plain:
+                hit = plain
             self._canon[plain] = hit
         return hit
 
     def field(self, f: EndPointField) -> EndPointField:
-        return EndPointField(self.canonical(f.endpoint), f.field)
+        target = self.canonical(f.endpoint)
+        if target is f.endpoint or (target == f.endpoint and not f.endpoint.properties):
+            return f  # its own name: the same field, not a copy
+        return EndPointField(target, f.field)
 
     def equivalents(self, ep: EndPoint) -> tuple[EndPoint, ...]:
         target = self.canonical(ep)

@@ -627,11 +627,25 @@ def column_lineage(store: LineageStore, node_id: str, depth: int,
                      "fieldType": types[f.endpoint].get(f.field) or "",
                      "inputFields": [{"namespace": s.endpoint.namespace,
                                       "dataset": s.endpoint.name, "field": s.field,
-                                      "transformations": [t.to_dict() for t in tags]}
+                                      "transformations": [_tag_json(t) for t in tags]}
                                      for s, tags in sorted(inputs_of(f).items(),
                                                            key=lambda kv: _order(kv[0]))]},
             "inEdges": ins.get(f, []), "outEdges": outs.get(f, [])})
     return {"graph": graph}
+
+
+_TAG_JSON: dict[Transformation, dict] = {}
+
+
+def _tag_json(t: Transformation) -> dict:
+    """A tag as JSON, made once per distinct tag (there are few): shared by every
+    answer, so never changed."""
+    found = _TAG_JSON.get(t)
+    if found is None:
+        if len(_TAG_JSON) > 4096:
+            _TAG_JSON.clear()
+        found = _TAG_JSON[t] = t.to_dict()
+    return found
 
 
 def datasets(store: LineageStore) -> dict:
