@@ -113,7 +113,6 @@ class Warehouse:
         self.cols: list[list[str]] = []
         self.layer: list[int] = []
         per_layer = max(1, n_datasets // LAYERS)
-        lanes = per_layer
         for i in range(n_datasets):
             layer = min(i // per_layer, LAYERS - 1)
             ns = NAMESPACES[(i * 7 + layer) % len(NAMESPACES)]
@@ -509,10 +508,6 @@ def one_hop_path(wh: Warehouse, f: Field, start_s: int, end_s: int) -> str:
 def deep_path(wh: Warehouse, f: Field) -> str:
     return (f"/api/v1/column-lineage?nodeId={quote(wh.node_id(f), safe='')}&depth={DEPTH}"
             f"&withDownstream=false")
-
-
-def field_key(ns: str, name: str, col: str) -> tuple[str, str, str]:
-    return (ns, name, col)
 
 
 def check_one_hop(wh: Warehouse, expected: set[Field], data: bytes) -> str | None:
