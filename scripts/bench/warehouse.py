@@ -37,8 +37,10 @@ the range asked, as fll's ranges are ``[start, end)`` on a run's start):
   (all time): the graph's nodes and its edges (each node's inEdges), as a
   breadth-first walk of 25 hops gives them;
 
-each list asked twice, the second time timed (warm; the first pass's
-timings are printed too). Then the server is restarted (SIGTERM, same store)
+each list asked twice on one keep-alive connection per pass, the second
+pass the warm figure (the first pass's timings are printed too; with
+``--workers`` above 1 the kernel may give the second pass's connection to
+another worker, whose caches are cold). Then the server is restarted (SIGTERM, same store)
 and the largest deep question (of ``--candidates`` fields of the top layers,
 the one whose 25-hop walk has the most edges) is the first request, timed and
 checked; then ``fll --store URL lineage NS:NAME:FIELD --depth 25 --format
