@@ -16,7 +16,7 @@ import msgpack
 import xxhash
 
 from .errors import InvalidLineageError
-from .graph import LineageGroups, TagStates
+from .graph import TagStates
 from .model import (DROPPED, EndPoint, EndPointField, FieldLineageInfo, InputField, Operation,
                     ReadOperation, Transformation, TransformOperation, WriteOperation)
 
@@ -250,14 +250,18 @@ def decode_canonical(raw: bytes) -> FieldLineageInfo:
 SUMMARY_VERSION = 2
 
 
-def summaries_to_bytes(info: FieldLineageInfo) -> bytes:
+def summaries_to_bytes(info: FieldLineageInfo,
+                       rename: Mapping[tuple[str, str], tuple[str, str]] | None = None) -> bytes:
     """Precomputed answers of one operation set, so queries never recompute them:
-    its `fll.graph.LineageGroups`, linear in the set's operations."""
-    g = LineageGroups(info._graph)
+    its `fll.graph.LineageGroups`, linear in the set's operations. ``rename``:
+    (namespace, name) of endpoints to write instead (a shape's placeholders)."""
+    g = info.groups()
     eps: dict[tuple[str, str], int] = {}
     fields = []
     for ef in g.fields:
         key = (ef.endpoint.namespace, ef.endpoint.name)
+        if rename is not None:
+            key = rename.get(key, key)
         fields.append([eps.setdefault(key, len(eps)), ef.field])
     st = g.states
     doc = {"v": SUMMARY_VERSION, "endpoints": [list(k) for k in eps], "fields": fields,

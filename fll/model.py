@@ -34,6 +34,7 @@ class EndPoint:
     namespace: str
     name: str
     properties: Mapping[str, str]
+    _hash: int
 
     def __init__(self, namespace: str, name: str, properties: Mapping[str, str] | None = None):
         _check_str(namespace, "EndPoint namespace")
@@ -278,6 +279,8 @@ class FieldLineageInfo:
         ops = list(operations)
         self._graph = graph.OperationGraph(ops)  # validates
         self._checksum: str | None = None
+        self._canonical: bytes | None = None
+        self._groups: Any = None
         self._incoming: dict[EndPointField, frozenset[EndPointField]] | None = None
         self._outgoing: dict[EndPointField, frozenset[EndPointField]] | None = None
 
@@ -285,9 +288,23 @@ class FieldLineageInfo:
     @property
     def checksum(self) -> str:
         if self._checksum is None:
-            from .codec import checksum
-            self._checksum = checksum(self._graph.operations)
+            import xxhash
+            self._checksum = xxhash.xxh3_128_hexdigest(self.canonical_bytes())
         return self._checksum
+
+    def canonical_bytes(self) -> bytes:
+        """The canonical encoding the checksum hashes (`fll.codec.canonical_bytes`), once."""
+        if self._canonical is None:
+            from .codec import canonical_bytes
+            self._canonical = canonical_bytes(self._graph.operations)
+        return self._canonical
+
+    def groups(self) -> Any:
+        """The set's summaries as shared groups (`fll.graph.LineageGroups`), once."""
+        if self._groups is None:
+            from .graph import LineageGroups
+            self._groups = LineageGroups(self._graph)
+        return self._groups
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, FieldLineageInfo) and self.checksum == other.checksum

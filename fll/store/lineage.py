@@ -58,7 +58,7 @@ import msgpack
 import xxhash
 
 from .. import rowkeys as rk
-from ..codec import (PLACEHOLDER_NS, Summaries, canonical_bytes, decode_canonical,
+from ..codec import (PLACEHOLDER_NS, Summaries, decode_canonical,
                      summaries_to_bytes)
 from ..errors import FllError, InvalidLineageError, StoreError
 from ..model import DROPPED, EndPoint, EndPointField, FieldLineageInfo, Operation
@@ -129,10 +129,12 @@ _LEN = struct.Struct(">I")
 
 def data_row(info: FieldLineageInfo) -> dict[str, bytes]:
     """The ``d|`` row of an operation set, as this format writes it."""
-    ops = canonical_bytes(info.operations)
+    return {"z": _deflated(info.canonical_bytes(), summaries_to_bytes(info))}
+
+
+def _deflated(ops: bytes, summaries: bytes) -> bytes:
     z = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zdict=_ZDICTS[_ZVERSION])
-    body = z.compress(_LEN.pack(len(ops)) + ops + summaries_to_bytes(info)) + z.flush()
-    return {"z": bytes([_ZVERSION]) + body}
+    return bytes([_ZVERSION]) + z.compress(_LEN.pack(len(ops)) + ops + summaries) + z.flush()
 
 
 def data_parts(row: dict[str, bytes]) -> tuple[bytes, bytes]:
@@ -627,8 +629,8 @@ class LineageStore:
         when it goes: (whole rows: the narrow rows of an older format in a store
         not upgraded yet; cells: its run cells and the bucket cells no other
         run keeps)."""
-        eps = self._eps.get(checksum)  # a set this process recorded: no read, no decode
-        if eps is None:
+        known = self._eps.get(checksum)  # a set this process recorded: no read, no decode
+        if known is None:
             row = table.get(rk.data(checksum))
             if row is None:
                 return [], {}  # its data row is gone: fsck removes what is left
@@ -636,8 +638,8 @@ class LineageStore:
                 info = decode_data(row, table)
             except (FllError, ValueError):
                 return [], {}
-            eps = self._endpoints(info)
-        dsts, srcs = eps
+            known = self._endpoints(info)
+        dsts, srcs = known
         rows: list[bytes] = []
         cells: dict[bytes, set[str]] = {}
         for kind, eps in ((rk.BACKWARD, dsts), (rk.FORWARD, srcs)):
@@ -658,23 +660,23 @@ class LineageStore:
     def _data_rows(self, info: FieldLineageInfo) -> dict[bytes, dict[str, bytes]]:
         """The ``d|`` row of a set, and the ``p|`` row of its shape (format 5)."""
         key = rk.data(info.checksum)
-        ops =  canonical_bytes(info.operations)
-        split = split_shape(ops)
+        split = split_shape(info.canonical_bytes())
         if split is None:
             return {key: data_row(info)}
         shape, eps = split
         shape_checksum = xxhash.xxh3_128_hexdigest(shape)
         z = self._shape_rows.get(shape_checksum)
         if z is None:
-            try:
-                shaped = decode_canonical(shape)
-            except FllError:
-                return {key: data_row(info)}  # not a set with its endpoints left out
-            if shaped.checksum != shape_checksum:
-                return {key: data_row(info)}  # not canonical as rebuilt: keep it whole
+            # the shape's summaries are the set's with each endpoint named by its
+            # placeholder (summaries know fields by position, never by name), so
+            # the shape is not decoded and summarized again; split_shape made
+            # sure the shape and its endpoints give back the set byte for byte
+            placeholders = {(e["namespace"], e["name"]): (PLACEHOLDER_NS, str(i))
+                            for i, e in enumerate(eps)}
             if len(self._shape_rows) > 1024:
                 self._shape_rows.clear()
-            z = self._shape_rows[shape_checksum] = data_row(shaped)["z"]
+            z = self._shape_rows[shape_checksum] = _deflated(
+                shape, summaries_to_bytes(info, placeholders))
         value = rk.checksum_bytes(shape_checksum) + _pack_endpoints(eps)
         return {key: {SHAPED: value}, rk.shape(shape_checksum): {"z": z}}
 
