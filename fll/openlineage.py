@@ -59,7 +59,7 @@ from .errors import BadRequest, FllError, InvalidLineageError
 from .model import (EndPoint, EndPointField, FieldLineageInfo, InputField, Operation,
                     ReadOperation, Transformation, TransformOperation, WriteOperation)
 
-__all__ = ["dataset_input_transformations", "run_event_to_lineage", "union", "normal_form", "event_kind", "dataset_facts",
+__all__ = ["dataset_input_transformations", "run_event_to_lineage", "union", "normal_form", "normal_checksum", "event_kind", "dataset_facts",
            "DatasetFacts", "check_static_event", "static_column_lineage", "export_run_id",
            "schema_owner", "static_owner", "SCHEMA_OWNER_FACET", "RUN_FACET", "check_shape", "facet_from_info", "export_events", "input_transformations",
            "event_run_id", "event_time_ms", "PRODUCER", "RUN_EVENT_SCHEMA_URL",
@@ -413,13 +413,14 @@ def _facet_operations(ops: Any) -> tuple[FieldLineageInfo, str] | None:
     None when the facet is not fll's own (then the event's lineage stands)."""
     try:
         original = FieldLineageInfo(operations_from_list(ops))
-        return original, _normal_checksum(original)
+        return original, normal_checksum(original)
     except (FllError, TypeError, ValueError, KeyError, AttributeError):
         return None
 
 
-def _normal_checksum(info: FieldLineageInfo) -> str:
-    """``normal_form(info).checksum``, remembered per set."""
+def normal_checksum(info: FieldLineageInfo) -> str:
+    """``normal_form(info).checksum``, remembered per set (a set ingest built is
+    its own normal form, known without building it again)."""
     found = _NORMAL.get(info.checksum)
     if found is None:
         found = normal_form(info).checksum
@@ -446,7 +447,7 @@ def union(prior: FieldLineageInfo, event: Any) -> FieldLineageInfo | None:
     the transformation tags of an edge merged. None when ``prior`` is not an
     operation set OpenLineage ingest made (a run recorded through the store API
     or a pipeline keeps CDAP's rule: one run, one operation set)."""
-    if _normal_checksum(prior) != prior.checksum:
+    if normal_checksum(prior) != prior.checksum:
         return None
     known = _SOURCES.get(prior.checksum)
     if known is not None:  # built here: its lineage, copied where it is merged into

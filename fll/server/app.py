@@ -448,7 +448,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                 target = info
             else:
                 merged = ol.union(lineage.operation_set(prior.checksum), event)
-                if merged is None or (info.checksum != normal_checksum(info)):
+                if merged is None or (info.checksum != ol.normal_checksum(info)):
                     raise ApiError(409, f"run {run_id!r} is already recorded with other "
                                         f"operations (operation set {prior.checksum}) that "
                                         f"OpenLineage events cannot extend; nothing was changed")
@@ -465,8 +465,6 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                 # another writer recorded the run first: merge with that instead
         raise ApiError(503, f"run {run_id!r} kept changing under concurrent events; retry")
 
-    def normal_checksum(info: Any) -> str:
-        return ol.normal_form(info).checksum
 
     def _keep_facts(facts: list, run_id: str, start_ms: int) -> int:
         """Store the schemas and symlinks of the datasets an event names."""
