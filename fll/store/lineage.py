@@ -97,9 +97,8 @@ _FIRST_KINDS = {"incoming": rk.FIRST_BACKWARD, "outgoing": rk.FIRST_FORWARD}
 #: the first-run rows beside each run index (format 5)
 FIRST_OF_RUN = {rk.BACKWARD: rk.FIRST_BACKWARD, rk.FORWARD: rk.FIRST_FORWARD}
 RUN_OF_FIRST = {v: k for k, v in FIRST_OF_RUN.items()}
-#: the run index a bucket kind summarizes, and the by-set index format 2 kept beside it
+#: the run index a bucket kind summarizes
 RUN_OF_BUCKET = {rk.BACKWARD_BUCKET: rk.BACKWARD, rk.FORWARD_BUCKET: rk.FORWARD}
-BY_SET_OF_RUN = {rk.BACKWARD: rk.BACKWARD_BY_SET, rk.FORWARD: rk.FORWARD_BY_SET}
 
 # -- the d| row ----------------------------------------------------------------
 #
@@ -626,9 +625,8 @@ class LineageStore:
     def _old_index(self, table: Table, checksum: str, run_id: str, start: int
                    ) -> tuple[list[bytes], dict[bytes, set[str]]]:
         """What a run recorded with ``checksum`` at ``start`` leaves to delete
-        when it goes: (whole rows: the narrow rows of an older format in a store
-        not upgraded yet; cells: its run cells and the bucket cells no other
-        run keeps)."""
+        when it goes: (whole rows: none in this format; cells: its run cells and
+        the bucket cells no other run keeps)."""
         known = self._eps.get(checksum)  # a set this process recorded: no read, no decode
         if known is None:
             row = table.get(rk.data(checksum))
@@ -1270,41 +1268,33 @@ class LineageStore:
                    limit: int | None = None, *, programs: bool = True) -> Iterator[RunInfo]:
         """Runs of the ``b|``/``f|`` rows in the range, newest first (same
         millisecond: by run id): one scan, its cost the answer's size, then one
-        multi-get of the answer's run rows for their programs. Reads the narrow
-        rows of an older format too (a store being upgraded)."""
+        multi-get of the answer's run rows for their programs."""
         # from the run row holding ``start``: its runs are filtered by their time
         lo, hi = rk.time_range(rk.dataset_prefix(kind, endpoint.namespace, endpoint.name),
                                start - start % rk.LEVELS4[0] if start > 0 else start, end)
-        found: list[tuple[bytes, str, int, str, bytes | None]] = []
+        found: list[tuple[bytes, str, int, str]] = []
         seen: set[str] = set()
         for key, cols in self._run_rows(lo, hi, limit, found):
-            k = _decode_key(self.url, key)
-            runs: list[tuple[int, str, str, bytes | None]]
             try:
-                if k.level == 0:
-                    runs = sorted(((t, r, c, None) for r, c, t in row_sets(key, cols)
-                                   if start <= t < end), key=lambda x: (-x[0], x[1]))
-                else:
-                    runs = [(k.start_ms or 0, k.run_id or "", cols["c"].decode(), cols.get("p"))]
-            except (KeyError, ValueError, UnicodeDecodeError):
+                runs = sorted(((t, r, c) for r, c, t in row_sets(key, cols)
+                               if start <= t < end), key=lambda x: (-x[0], x[1]))
+            except (ValueError, UnicodeDecodeError):
                 raise _corrupt(self.url, key) from None
-            for t, run_id, checksum, prog in runs:
+            for t, run_id, checksum in runs:
                 if run_id not in seen:
                     seen.add(run_id)
-                    found.append((key, run_id, t, checksum, prog))
+                    found.append((key, run_id, t, checksum))
         if limit is not None:
             found = found[:limit]
-        # the program is in the run row only (format 2 also kept it in the
-        # index): one multi-get of the run rows of the answer
-        need = [rk.run(r) for _, r, _, _, prog in found if prog is None] if programs else []
-        rows = self.table.get_many(need) if need else {}
-        for key, run_id, t, checksum, prog in found:
-            if prog is None:
-                prog = rows.get(rk.run(run_id), {}).get("p", b"")
+        # the program is in the run row only: one multi-get of the answer's run rows
+        rows = self.table.get_many([rk.run(r) for _, r, _, _ in found]) \
+            if programs and found else {}
+        for key, run_id, t, checksum in found:
             try:
-                yield RunInfo(run_id, t, prog.decode() or None, checksum)
+                prog = rows.get(rk.run(run_id), {}).get("p", b"").decode() or None
             except UnicodeDecodeError:
                 raise _corrupt(self.url, key) from None
+            yield RunInfo(run_id, t, prog, checksum)
 
     def _run_rows(self, lo: bytes, hi: bytes, limit: int | None, found: list
                   ) -> Iterator[tuple[bytes, dict[str, bytes]]]:
@@ -1483,17 +1473,16 @@ def _not_put(cells: dict[bytes, set[str]], puts: dict[bytes, dict[str, bytes]]
 
 def row_sets(key: bytes, cols: dict[str, bytes], ignore: Set[str] = frozenset()
              ) -> Iterator[tuple[str, str, int]]:
-    """(run, checksum, start ms) of every run a ``b|``/``f|`` row holds: a
-    format-4 row a column per run, an older narrow row one run (its ``c``).
-    ValueError when the row does not decode."""
+    """(run, checksum, start ms) of every run a run row (``b|``, ``f|``, ``i|``,
+    ``o|``) holds, a column per run. ValueError when the row does not decode
+    (a narrow row of an older format included: `fll admin upgrade` reads those)."""
     k = rk.decode(key)
-    if k.level == 0:
-        for run_id, value in cols.items():
-            if run_id not in ignore:
-                t, checksum = rk.run_of(k.start_ms or 0, value)
-                yield run_id, checksum, t
-    elif k.run_id not in ignore and "c" in cols:
-        yield k.run_id or "", cols["c"].decode("utf-8", "replace"), k.start_ms or 0
+    if k.level != 0:
+        raise ValueError("not a run row of this format")
+    for run_id, value in cols.items():
+        if run_id not in ignore:
+            t, checksum = rk.run_of(k.start_ms or 0, value)
+            yield run_id, checksum, t
 
 
 Bucket = tuple[bytes, str, str, str, int]  # (bucket kind, namespace, name, checksum, start ms)

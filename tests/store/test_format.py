@@ -18,13 +18,15 @@ from fll import EndPoint, EndPointField, StoreError, open_store
 from fll import rowkeys as rk
 from fll.store import LineageStore, admin
 from fll.codec import canonical_bytes, decode_canonical, summaries_to_bytes
-from fll.store.lineage import (_ZDICTS, BY_SET_OF_RUN, FORMAT, SCHEMA_REF, SHAPED, OlderFormat,
+from fll.store.lineage import (_ZDICTS, FORMAT, SCHEMA_REF, SHAPED, OlderFormat,
                                data_parts, decode_data, row_sets, run_cells)
 from tests.lineage_examples import chain
 
 from .conftest import open_url
 
 SRC, DST = EndPoint("n", "src"), EndPoint("n", "dst")
+#: the by-set index format 2 kept beside each run index
+BY_SET_OF_RUN = {rk.BACKWARD: rk.BACKWARD_BY_SET, rk.FORWARD: rk.FORWARD_BY_SET}
 DAY = 86_400_000
 
 
