@@ -1113,7 +1113,8 @@ def purge(state: State, before: str, dry_run: bool, fmt: str) -> None:
 @pass_state
 def upgrade(state: State, dry_run: bool, batch_size: int, fmt: str) -> None:
     """Convert the store to this fll's row format, in place, resumable (rerun after
-    an interruption and it continues). Writers may keep running meanwhile."""
+    an interruption and it continues). Stop the older fll's writers first: this
+    fll reads and writes the store only once it is converted."""
     from .store import admin as adm
 
     table = state.table()
@@ -1132,7 +1133,9 @@ def upgrade(state: State, dry_run: bool, batch_size: int, fmt: str) -> None:
     verb = "would convert" if dry_run else "converted"
     click.echo(f"{verb} format {report.from_format} to {report.to_format}: "
                f"{report.index_rows} index rows read, {report.bucket_rows} bucket rows "
-               f"{'to write' if dry_run else 'written'}")
+               f"{'to write' if dry_run else 'written'}, {report.data_rows} operation sets "
+               f"and shapes and {report.schema_rows} schema rows "
+               f"{'to rewrite' if dry_run else 'rewritten'}")
 
 
 @admin.command()
