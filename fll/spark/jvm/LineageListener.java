@@ -302,7 +302,9 @@ public final class LineageListener implements QueryExecutionListener {
                 return location(call(plan, "outputPath"));
             case "CreateDataSourceTableAsSelectCommand":
             case "CreateHiveTableAsSelectCommand": {
-                Object table = call(plan, "table");
+                // the Hive command names its table "tableDesc", the data source one "table"
+                Object table = call(plan, command.startsWith("CreateHive") ? "tableDesc"
+                    : "table");
                 Object catalog = call(call(qe.sparkSession(), "sessionState"), "catalog");
                 Object ident = call(table, "identifier");
                 try {
