@@ -193,3 +193,57 @@ def test_a_spark_connect_session_is_refused_clearly(store):
     with pytest.raises(FllError, match="classic SparkSession"):
         with track(object(), store):
             pass
+
+
+#: a DataSource V2 catalog over Derby's in-memory database (shipped with Spark)
+V2_CATALOG = {
+    "spark.sql.catalog.lintrack": "org.apache.spark.sql.execution.datasources.v2.jdbc."
+                                  "JDBCTableCatalog",
+    "spark.sql.catalog.lintrack.url": "jdbc:derby:memory:linv2track;create=true",
+    "spark.sql.catalog.lintrack.driver": "org.apache.derby.iapi.jdbc.AutoloadedDriver",
+}
+
+
+def test_data_frame_writer_v2_writes_are_recorded_as_the_listener_names_them(
+        spark, lineage_tables, store, tmp_path):
+    from pyspark.sql import functions as F
+
+    for k, v in V2_CATALOG.items():
+        spark.conf.set(k, v)
+    v2, session_table = "lintrack.app.lin_v2", "lin_v2_session"
+    loc = tmp_path / "v2_session"
+    orders = _ep(lineage_tables["orders"])
+    rows = spark.read.parquet(lineage_tables["orders"]).selectExpr(
+        "customer_id", "amount * 2 AS doubled")
+    spark.sql(f"DROP TABLE IF EXISTS {v2}")
+    try:
+        with track(spark, store) as tracker:
+            rows.writeTo(v2).create()                             # CreateTableAsSelect
+            rows.writeTo(v2).append()                             # AppendData
+            rows.writeTo(v2).overwrite(F.lit(True))               # OverwriteByExpression
+            (rows.writeTo(session_table).using("parquet")         # the session catalog
+             .option("path", str(loc)).create())
+            # (append/overwrite to a session catalog's v1 table: Spark refuses them)
+        assert spark.table(v2).count() == 3  # the writes really ran
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {v2}")
+        spark.sql(f"DROP TABLE IF EXISTS {session_table}")
+    assert not tracker.errors and not tracker.skipped
+    # a JDBC table has no location: named by the table's own name (JDBCTable.name())
+    named = tracker.runs[0].destination
+    assert named.namespace == "spark" and named.name.lower().endswith("lin_v2"), named
+    assert [(r.destination, r.method) for r in tracker.runs] == [
+        (named, "DataFrameWriterV2.create"), (named, "DataFrameWriterV2.append"),
+        (named, "DataFrameWriterV2.overwrite"), (_ep(loc), "DataFrameWriterV2.create")]
+    assert _incoming(store, named, "doubled") == {EndPointField(orders, "amount")}
+    assert _incoming(store, _ep(loc), "customer_id") == {EndPointField(orders, "customer_id")}
+
+
+def test_a_v2_writer_made_before_the_block_is_skipped_with_a_reason(spark, lineage_tables,
+                                                                     store):
+    writer = spark.read.parquet(lineage_tables["orders"]).writeTo("lin_v2_never")
+    with track(spark, store) as tracker:
+        with pytest.raises(Exception):  # noqa: B017 (the table does not exist: Spark says so)
+            writer.append()
+    assert tracker.skipped and "before the track block" in tracker.skipped[0][1]
+    assert not tracker.runs
