@@ -827,8 +827,8 @@ def _run_from_record(item: Any, where: str, run_id: str | None, start: str | Non
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True), required=False)
 @click.option("--spool", metavar="DIR", help="Record the Spark listener's spooled events "
               "from DIR instead (each recorded file is deleted).")
-@click.option("--server", metavar="URL", help="With --spool: record only the events captured "
-              "for this fll server (spark.fll.url); needed when DIR holds several servers'.")
+@click.option("--server", metavar="URL", help="With --spool: record the events captured for "
+              "this fll server (its spark.fll.url), into that server's store.")
 @click.option("--run-id", help="Run id for a file that has none (overrides the file's).")
 @click.option("--start", metavar="T", help="Run start time for a file that has none.")
 @click.option("--program", help="Program (pipeline) name for the run.")
@@ -844,10 +844,9 @@ def record(state: State, file: str | None, spool: str | None, server: str | None
 
     or OpenLineage RunEvents with columnLineage facets. All or nothing: one bad
     item stores nothing. `fll export --format json` writes this same shape.
-    With --spool DIR: the events the Spark listener could not send, each kept
-    for the fll server it was captured for (named in the output); give --server
-    URL when DIR holds several servers' events, and record them into that
-    server's store.
+    With --spool DIR --server URL: the events the Spark listener could not
+    send to the fll server at URL, recorded into that server's store (without
+    --server, the servers whose events wait in DIR are named).
     """
     if (file is None) == (spool is None):
         raise BadRequest("give either FILE or --spool DIR", "FILE")

@@ -249,8 +249,9 @@ def record_spool(store: Any, directory: str | Path, server: str | None = None
 
     An event is recorded only into the store of the server it was captured for:
     ``server`` (its URL, as given to ``spark.fll.url``) picks that server's
-    events; without it the spool must hold one server's events only, else
-    `BadRequest` names every server waiting (the events stay spooled).
+    events, and must be given whenever events of a known server wait, else
+    `BadRequest` names every server waiting (the events stay spooled); only an
+    older listener's events, of no known server, are recorded without it.
     ``answer["server"]`` names the server recorded for (None: an older
     listener's events, captured for an unknown server).
 
@@ -285,7 +286,8 @@ def record_spool(store: Any, directory: str | Path, server: str | None = None
 def select_spool(directory: str | Path, server: str | None = None) -> list[dict[str, Any]]:
     """The `spool_servers` groups `record_spool` would record (see there); `BadRequest`
     when ``server`` has none waiting while others do, or, without ``server``, when
-    several servers' events wait."""
+    events captured for a known server wait (the caller must say which server's
+    store it records into)."""
     groups = spool_servers(directory)
     if server is not None:
         wanted = server.rstrip("/")
@@ -294,10 +296,10 @@ def select_spool(directory: str | Path, server: str | None = None) -> list[dict[
             raise BadRequest(f"no event in {directory} was captured for {wanted}; it holds "
                              f"events for {_waiting(groups)}", "--server")
         return chosen
-    if len({g["server"] for g in groups}) > 1:
-        raise BadRequest(f"{directory} holds events captured for several fll servers: "
-                         f"{_waiting(groups)}; record one server's events into its own "
-                         f"store with --server URL", "--server")
+    if any(g["server"] is not None for g in groups):
+        raise BadRequest(f"{directory} holds events captured for {_waiting(groups)}: record "
+                         f"one server's events into that server's store with --server URL",
+                         "--server")
     return groups
 
 

@@ -586,7 +586,8 @@ public final class LineageListener implements QueryExecutionListener {
         private void down(String problem) {
             downUntil = System.currentTimeMillis() + RETRY_MS;
             problem(problem + "; events are spooled in " + spool
-                + " and re-sent when it answers (or: fll record --spool " + root + ")");
+                + " and re-sent when it answers (or: fll record --spool " + root + " --server "
+                + base + ")");
         }
 
         /** Re-sends this server's spooled events oldest first; stops at the first failure. */
