@@ -95,6 +95,15 @@ public final class LineageListener implements QueryExecutionListener {
      */
     static final Set<String> SKIPPED_FUNCS = Set.of("file source write", "cli");
 
+    /**
+     * Writes that run their data write as a nested command, reported on its own
+     * (func "command") with the same query and destination: INSERT OVERWRITE
+     * DIRECTORY … USING runs an InsertIntoHadoopFsRelationCommand (sent), and a Hive
+     * CTAS an InsertIntoHiveTable tagged BY_CTAS (not sent: the CTAS is). Sending
+     * both would record the write twice.
+     */
+    static final Set<String> REPORTED_BY_NESTED_WRITE = Set.of("InsertIntoDataSourceDirCommand");
+
     /** Leaves whose dataset the plan JSON drops (the Python side keeps the same list). */
     static final Set<String> LEAVES = Set.of(
         "LogicalRelation", "HiveTableRelation", "DataSourceV2Relation",
@@ -125,8 +134,9 @@ public final class LineageListener implements QueryExecutionListener {
         try {
             LogicalPlan plan = qe.analyzed();
             String command = plan.getClass().getSimpleName();
-            if (!WRITES.contains(command) || SKIPPED_FUNCS.contains(funcName)) {
-                // a query, a non-writing command, or a write already reported once
+            if (!WRITES.contains(command) || SKIPPED_FUNCS.contains(funcName)
+                    || REPORTED_BY_NESTED_WRITE.contains(command) || byHiveCtas(plan, command)) {
+                // a query, a non-writing command, or a write reported once already
                 return;
             }
             long end = System.currentTimeMillis();
@@ -140,6 +150,22 @@ public final class LineageListener implements QueryExecutionListener {
     @Override
     public void onFailure(String funcName, QueryExecution qe, Exception exception) {
         // a failed write records nothing
+    }
+
+    /** The InsertIntoHiveTable a Hive CTAS runs (reported whole as the CTAS). */
+    private static boolean byHiveCtas(LogicalPlan plan, String command) {
+        if (!command.equals("InsertIntoHiveTable")) {
+            return false;
+        }
+        try {  // by reflection: spark-hive is not on every class path
+            Object tag = plan.getClass().getMethod("BY_CTAS").invoke(null);
+            @SuppressWarnings("unchecked")
+            org.apache.spark.sql.catalyst.trees.TreeNodeTag<Object> t =
+                (org.apache.spark.sql.catalyst.trees.TreeNodeTag<Object>) tag;
+            return plan.getTagValue(t).isDefined();
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return false;  // no such tag in this Spark: sent (possibly twice)
+        }
     }
 
     // -- the event ------------------------------------------------------------------
