@@ -26,6 +26,8 @@ def _orders_df(spark, lineage_tables):
         "order_id", "upper(status) AS status_uc")
 
 
+@pytest.mark.covers("InsertIntoHadoopFsRelationCommand",
+                    "df.write.parquet/csv/json/orc(path), save(path), option('path')", "track")
 @pytest.mark.parametrize("method", ["parquet", "csv", "json", "orc", "save", "option-path"])
 def test_a_path_write_records_one_run_named_by_its_absolute_path(spark, lineage_tables, store,
                                                                   tmp_path, method):
@@ -46,6 +48,7 @@ def test_a_path_write_records_one_run_named_by_its_absolute_path(spark, lineage_
     assert [(r.run_id, r.program) for r in runs] == [(tracker.runs[0].run_id, "nightly")]
 
 
+@pytest.mark.covers("InsertIntoHadoopFsRelationCommand", "df.write.text(path)", "track")
 def test_a_text_write_records_its_single_column(spark, lineage_tables, store, tmp_path):
     out = tmp_path / "text_out"
     with track(spark, store) as tracker:
@@ -66,6 +69,9 @@ def test_the_run_starts_when_the_write_starts(spark, lineage_tables, store, tmp_
     assert store.runs(_ep(tmp_path / "o"), 0, MAX_TIME)[0].start_ms == tracker.runs[0].start_ms
 
 
+@pytest.mark.covers("CreateDataSourceTableAsSelectCommand", "df.write.saveAsTable (new table)",
+                    "track")
+@pytest.mark.covers("InsertIntoHadoopFsRelationCommand", "df.write.insertInto", "track")
 def test_save_as_table_and_insert_into_are_named_by_the_table_location(
         spark, lineage_tables, store, tmp_path):
     loc = tmp_path / "tracked_table"
@@ -87,6 +93,9 @@ def test_save_as_table_and_insert_into_are_named_by_the_table_location(
         EndPointField(orders, "status"), EndPointField(orders, "placed")}
 
 
+@pytest.mark.covers("InsertIntoHadoopFsRelationCommand", "spark.sql INSERT INTO … SELECT", "track")
+@pytest.mark.covers("CreateDataSourceTableAsSelectCommand", "spark.sql CREATE TABLE … AS SELECT",
+                    "track")
 def test_sql_insert_and_ctas_are_recorded_and_queries_are_not(spark, lineage_tables, store,
                                                                tmp_path):
     loc, ctas = tmp_path / "ins", tmp_path / "ctas"
@@ -204,6 +213,11 @@ V2_CATALOG = {
 }
 
 
+@pytest.mark.covers("CreateTableAsSelect", "df.writeTo(t).create() (V2, session catalog)",
+                    "track")
+@pytest.mark.covers("AppendData", "df.writeTo(t).append()", "track")
+@pytest.mark.covers("OverwriteByExpression", "df.writeTo(t).overwrite(condition)", "track")
+@pytest.mark.covers("ReplaceTableAsSelect", "df.writeTo(t).createOrReplace()", "track")
 def test_data_frame_writer_v2_writes_are_recorded_as_the_listener_names_them(
         spark, lineage_tables, store, tmp_path):
     from pyspark.sql import functions as F
@@ -221,10 +235,11 @@ def test_data_frame_writer_v2_writes_are_recorded_as_the_listener_names_them(
             rows.writeTo(v2).create()                             # CreateTableAsSelect
             rows.writeTo(v2).append()                             # AppendData
             rows.writeTo(v2).overwrite(F.lit(True))               # OverwriteByExpression
+            rows.writeTo(v2).createOrReplace()                    # ReplaceTableAsSelect
             (rows.writeTo(session_table).using("parquet")         # the session catalog
              .option("path", str(loc)).create())
             # (append/overwrite to a session catalog's v1 table: Spark refuses them)
-        assert spark.table(v2).count() == 3  # the writes really ran
+        assert spark.table(v2).count() == 3  # the writes really ran (the last replaced)
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {v2}")
         spark.sql(f"DROP TABLE IF EXISTS {session_table}")
@@ -234,7 +249,8 @@ def test_data_frame_writer_v2_writes_are_recorded_as_the_listener_names_them(
     assert named.namespace == "spark" and named.name.lower().endswith("lin_v2"), named
     assert [(r.destination, r.method) for r in tracker.runs] == [
         (named, "DataFrameWriterV2.create"), (named, "DataFrameWriterV2.append"),
-        (named, "DataFrameWriterV2.overwrite"), (_ep(loc), "DataFrameWriterV2.create")]
+        (named, "DataFrameWriterV2.overwrite"), (named, "DataFrameWriterV2.createOrReplace"),
+        (_ep(loc), "DataFrameWriterV2.create")]
     assert _incoming(store, named, "doubled") == {EndPointField(orders, "amount")}
     assert _incoming(store, _ep(loc), "customer_id") == {EndPointField(orders, "customer_id")}
 
