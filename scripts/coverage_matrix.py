@@ -39,9 +39,10 @@ ROUTES = ("track", "listener")
 #: what the table says of writes fll does not follow, each with why (kept here, by hand)
 NOT_HANDLED = [
     ("streaming `foreachBatch`",
-     "Spark hands each micro-batch over as a `LogicalRDD`, so a write inside it is "
-     "reported with its lineage unknown (`unknown: built from an RDD (LogicalRDD)`: "
-     "track() skips it, the server answers 202), not with the stream's sources"),
+     "Spark 4's ForeachBatchSink hands each micro-batch to the function as a `LogicalRDD`, "
+     "which names no source: a write inside it cannot be traced to the stream's sources "
+     "(the listener's event would be answered 202 `unknown: built from an RDD "
+     "(LogicalRDD)`, as any RDD write is). Read from Spark's code, not tested"),
     ("`DataFrameWriter.save()` with no path (JDBC, custom sinks)",
      "no destination to name: track() skips it with that reason; the listener sees no "
      "write command it handles"),
