@@ -8,7 +8,7 @@ import pytest
 from fll import EndPoint, EndPointField, FllError
 from fll.rowkeys import MAX_TIME
 from fll.spark import track
-from fll.spark.track import WRITER_METHODS
+from fll.spark.track import WRITER_METHODS, WRITER_V2_METHODS
 
 pytestmark = pytest.mark.spark
 
@@ -137,15 +137,19 @@ def test_a_failing_write_records_nothing_and_its_error_passes_through(
 
 
 def test_the_wrappers_are_removed_on_exit_even_when_the_block_raises(spark, store):
-    from pyspark.sql.readwriter import DataFrameWriter
+    from pyspark.sql.readwriter import DataFrameWriter, DataFrameWriterV2
 
     before = {m: DataFrameWriter.__dict__.get(m) for m in WRITER_METHODS}
+    v2_names = ("__init__", *WRITER_V2_METHODS)
+    v2_before = {m: DataFrameWriterV2.__dict__.get(m) for m in v2_names}
     sql_before = type(spark).__dict__.get("sql")
     with pytest.raises(RuntimeError, match="boom"):
         with track(spark, store):
             assert DataFrameWriter.__dict__["parquet"] is not before["parquet"]
+            assert DataFrameWriterV2.__dict__["append"] is not v2_before["append"]
             raise RuntimeError("boom")
     assert {m: DataFrameWriter.__dict__.get(m) for m in WRITER_METHODS} == before
+    assert {m: DataFrameWriterV2.__dict__.get(m) for m in v2_names} == v2_before
     assert type(spark).__dict__.get("sql") is sql_before
 
 
