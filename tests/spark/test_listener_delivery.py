@@ -5,6 +5,9 @@
   shutdown hook) are recorded by their server by the time the command exits:
   the store is read right after ``wait()``, with no sleep or poll, and nothing
   is left in the spool.
+- A server that takes an event and never answers: the command still exits
+  within ``spark.fll.exitTimeout`` of the listener's post, not the post's own
+  read timeout, and the event is spooled, not lost.
 - Two servers, A and B, and one spool directory: an application for A runs
   while A is down (its event is spooled), then an application for B starts
   with the same spool: B records its own writes and never A's, which stays
@@ -17,6 +20,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -221,3 +227,52 @@ def test_an_event_is_only_ever_delivered_to_the_server_it_was_captured_for(workd
     assert "fll: " not in err, err[-3000:]
     assert len(a1) == 1 and len(a2) == 1
     assert not list(spool.rglob("*.json"))
+
+
+class _Hanging(BaseHTTPRequestHandler):
+    """Reads an event and answers only after a minute: a server stuck on its store."""
+
+    received: list[float] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        type(self).received.append(time.monotonic())
+        time.sleep(60)
+        self.send_response(201)
+        self.end_headers()
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_the_exit_flush_is_bounded_and_spools_the_event_it_could_not_finish(workdir):
+    root = workdir / "hanging"
+    root.mkdir()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hanging)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url, spool = f"http://127.0.0.1:{server.server_address[1]}", root / "spool"
+    here = root / "sql"
+    here.mkdir()
+    try:
+        proc = subprocess.Popen(
+            [str(BIN / "spark-sql"), "--master", "local[1]",
+             *spark_conf(url, TOKEN, str(spool), ensure_jar()),
+             *_confs({"spark.sql.warehouse.dir": str(here / "wh"),
+                      "spark.fll.exitTimeout": "2s",
+                      "spark.hadoop.javax.jdo.option.ConnectionURL":
+                          f"jdbc:derby:;databaseName={here}/metastore_db;create=true"}),
+             "-e", _ctas("hanging_ctas", workdir / "src") + ";"],
+            cwd=here, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _finish(proc)
+        exited = time.monotonic()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+    assert len(_Hanging.received) == 1
+    # the post's read timeout is 15 s: the JVM was let go well before it
+    assert exited - _Hanging.received[0] < 12, exited - _Hanging.received[0]
+    waiting = list(spool.glob("*/*.json"))
+    assert len(waiting) == 1 and "hanging_ctas" in waiting[0].read_text()
