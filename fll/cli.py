@@ -827,13 +827,15 @@ def _run_from_record(item: Any, where: str, run_id: str | None, start: str | Non
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True), required=False)
 @click.option("--spool", metavar="DIR", help="Record the Spark listener's spooled events "
               "from DIR instead (each recorded file is deleted).")
+@click.option("--server", metavar="URL", help="With --spool: record the events captured for "
+              "this fll server (its spark.fll.url), into that server's store.")
 @click.option("--run-id", help="Run id for a file that has none (overrides the file's).")
 @click.option("--start", metavar="T", help="Run start time for a file that has none.")
 @click.option("--program", help="Program (pipeline) name for the run.")
 @format_option("text", "json")
 @pass_state
-def record(state: State, file: str | None, spool: str | None, run_id: str | None,
-           start: str | None, program: str | None, fmt: str) -> None:
+def record(state: State, file: str | None, spool: str | None, server: str | None,
+           run_id: str | None, start: str | None, program: str | None, fmt: str) -> None:
     """Record runs from FILE ('-' for stdin): JSON, a list, or JSON Lines of
 
     \b
@@ -842,20 +844,28 @@ def record(state: State, file: str | None, spool: str | None, run_id: str | None
 
     or OpenLineage RunEvents with columnLineage facets. All or nothing: one bad
     item stores nothing. `fll export --format json` writes this same shape.
-    With --spool DIR: the events the Spark listener could not send.
+    With --spool DIR --server URL: the events the Spark listener could not
+    send to the fll server at URL, recorded into that server's store (without
+    --server, the servers whose events wait in DIR are named).
     """
     if (file is None) == (spool is None):
         raise BadRequest("give either FILE or --spool DIR", "FILE")
+    if server is not None and spool is None:
+        raise BadRequest("--server goes with --spool DIR", "--server")
     if spool is not None:
-        from .spark.events import record_spool
+        from .spark.events import record_spool, select_spool
 
-        done = record_spool(state.store(create=True), spool)
+        select_spool(spool, server)  # a missing or ambiguous spool: said before opening a store
+        done = record_spool(state.store(create=True), spool, server)
         if fmt == "json":
             _echo_json(done)
         for r in done["rejected"]:
             click.echo(f"rejected {r['file']}: {r['error']}", err=True)
-        click.echo(f"recorded {done['recorded']} new run(s) from {spool}, {done['unchanged']} "
-                   f"already present, {done['empty']} without inputs, "
+        meant = (f" (captured for {done['server']})" if done["server"] else
+                 " (captured for an unknown server)" if done["recorded"] + done["unchanged"]
+                 + done["empty"] + len(done["rejected"]) else "")
+        click.echo(f"recorded {done['recorded']} new run(s) from {spool}{meant}, "
+                   f"{done['unchanged']} already present, {done['empty']} without inputs, "
                    f"{len(done['rejected'])} rejected", err=True)
         if done["rejected"]:
             raise SystemExit(EXIT_USAGE)

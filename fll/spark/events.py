@@ -36,7 +36,7 @@ from .plan import RELATION_LEAVES, PlanNode, _first_output_id, dataset_name, par
     write_query
 
 __all__ = ["FORMAT", "SparkWriteEvent", "parse_event", "analyse_event", "record_event",
-           "record_spool"]
+           "record_spool", "select_spool", "spool_servers"]
 
 FORMAT = 1
 #: what a plan that is JSON but not Spark's toJSON() raises while parsed or walked
@@ -205,18 +205,65 @@ def record_event(store: Any, event: Any) -> tuple[int, dict[str, Any]]:
                                    "startTimeInSeconds": ev.start_ms // 1000}
 
 
-def record_spool(store: Any, directory: str | Path) -> dict[str, Any]:
-    """Record every event the listener spooled in ``directory``, oldest first.
+def spool_servers(directory: str | Path) -> list[dict[str, Any]]:
+    """What waits in a listener spool, per server it was captured for.
+
+    The listener spools into ``DIR/<key>/`` (one sub-directory per server URL and
+    token, its ``server`` file naming the URL); ``DIR`` may also be one such
+    sub-directory. Events lying in ``DIR`` itself, written by a listener older than
+    the per-server spool, have no known server (``"server": None``). Returns
+    ``[{"server": url | None, "directory": Path, "events": [paths, oldest first]}]``
+    for every group that holds events.
+    """
+    root = Path(directory)
+    if not root.is_dir():
+        raise BadRequest(f"spool directory {root} does not exist", "--spool")
+    groups: list[dict[str, Any]] = []
+
+    def add(server: str | None, where: Path) -> None:
+        events = sorted(where.glob("*.json"))
+        if events:
+            groups.append({"server": server, "directory": where, "events": events})
+
+    own = _server_of(root)
+    add(own, root)
+    if own is None:
+        for sub in sorted(p for p in root.iterdir() if p.is_dir()):
+            server = _server_of(sub)
+            if server is not None:
+                add(server, sub)
+    return groups
+
+
+def _server_of(directory: Path) -> str | None:
+    try:
+        first = (directory / "server").read_text(encoding="utf-8").strip().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return first[0].rstrip("/") if first else None
+
+
+def record_spool(store: Any, directory: str | Path, server: str | None = None
+                 ) -> dict[str, Any]:
+    """Record the events the listener spooled in ``directory`` for one server, oldest first.
+
+    An event is recorded only into the store of the server it was captured for:
+    ``server`` (its URL, as given to ``spark.fll.url``) picks that server's
+    events, and must be given whenever events of a known server wait, else
+    `BadRequest` names every server waiting (the events stay spooled); only an
+    older listener's events, of no known server, are recorded without it.
+    ``answer["server"]`` names the server recorded for (None: an older
+    listener's events, captured for an unknown server).
 
     A recorded (or already recorded, or empty) event's file is deleted; one
     that can never be recorded is renamed ``*.rejected`` and listed with why.
     A `StoreError` stops the pass and leaves the remaining files in place.
     """
-    root = Path(directory)
-    if not root.is_dir():
-        raise BadRequest(f"spool directory {root} does not exist", "--spool")
-    done: dict[str, Any] = {"recorded": 0, "unchanged": 0, "empty": 0, "rejected": []}
-    for path in sorted(root.glob("*.json")):
+    chosen = select_spool(directory, server)
+    done: dict[str, Any] = {"server": chosen[0]["server"] if chosen else
+                            (server.rstrip("/") if server else None),
+                            "recorded": 0, "unchanged": 0, "empty": 0, "rejected": []}
+    for path in [p for g in chosen for p in g["events"]]:
         try:
             event = json.loads(path.read_bytes())
             status, answer = record_event(store, event)
@@ -234,3 +281,32 @@ def record_spool(store: Any, directory: str | Path) -> dict[str, Any]:
         done[key] += 1
         path.unlink()
     return done
+
+
+def select_spool(directory: str | Path, server: str | None = None) -> list[dict[str, Any]]:
+    """The `spool_servers` groups `record_spool` would record (see there); `BadRequest`
+    when ``server`` has none waiting while others do, or, without ``server``, when
+    events captured for a known server wait (the caller must say which server's
+    store it records into)."""
+    groups = spool_servers(directory)
+    if server is not None:
+        wanted = server.rstrip("/")
+        chosen = [g for g in groups if g["server"] == wanted]
+        if not chosen and groups:
+            raise BadRequest(f"no event in {directory} was captured for {wanted}; it holds "
+                             f"events for {_waiting(groups)}", "--server")
+        return chosen
+    if any(g["server"] is not None for g in groups):
+        raise BadRequest(f"{directory} holds events captured for {_waiting(groups)}: record "
+                         f"one server's events into that server's store with --server URL",
+                         "--server")
+    return groups
+
+
+def _waiting(groups: list[dict[str, Any]]) -> str:
+    counts: dict[str, int] = {}
+    for g in groups:
+        name = g["server"] or "an unknown server (an older listener's files)"
+        counts[name] = counts.get(name, 0) + len(g["events"])
+    return ", ".join(f"{name} ({n} event{'s' if n != 1 else ''})"
+                     for name, n in counts.items())

@@ -580,7 +580,9 @@ def _loc_option(calls: JvmCalls, storage: Any) -> str | None:
 
 def _ctas_location(plan: AnalyzedPlan, jcmd: Any) -> str:
     calls = plan.calls
-    table = calls(jcmd, "table")
+    # the Hive command names its table "tableDesc", the data source one "table"
+    table = calls(jcmd, "tableDesc" if plan.root.cls == "CreateHiveTableAsSelectCommand"
+                  else "table")
     loc = _loc_option(calls, calls(table, "storage"))
     if loc is None:  # a managed table: where the catalog would put it
         catalog = calls(calls(plan.session, "sessionState"), "catalog")

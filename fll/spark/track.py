@@ -2,13 +2,16 @@
 
 While the block is open, the PySpark ``DataFrameWriter`` save methods
 (``save``, ``saveAsTable``, ``insertInto``, ``parquet``, ``csv``, ``json``,
-``orc``, ``text``) and ``SparkSession.sql`` (for ``INSERT …`` and ``CREATE
-TABLE … AS SELECT``) are wrapped: the lineage of what is about to be written
+``orc``, ``text``), the ``DataFrameWriterV2`` ones (``df.writeTo(t)`` then
+``append``, ``create``, ``replace``, ``createOrReplace``, ``overwrite``,
+``overwritePartitions``) and ``SparkSession.sql`` (for ``INSERT …`` and
+``CREATE TABLE … AS SELECT``) are wrapped: the lineage of what is about to be written
 is captured first (plan analysis only, `fll.spark.capture`), the write runs
 unchanged, and only when it returns is one run recorded, with a fresh uuid
 run id, the write's start time and the destination the write named (a path
 → its qualified location, e.g. ``("file", "/abs/path")`` as the OpenLineage
-Spark integration names it; a table → its location).
+Spark integration names it; a table → its location; a V2 table → its
+``location`` property, else its name, as the JVM listener names it).
 
 This module must never change what a write does or whether it succeeds: a
 write that raises records nothing and its error is re-raised untouched; a
@@ -35,12 +38,15 @@ from .facet import build_facet
 from .lineage import Column, PlanLineage, nothing_read
 from .plan import dataset_name
 
-__all__ = ["track", "Tracker", "TrackedRun", "WRITER_METHODS"]
+__all__ = ["track", "Tracker", "TrackedRun", "WRITER_METHODS", "WRITER_V2_METHODS"]
 
 log = logging.getLogger(__name__)
 
 #: DataFrameWriter methods wrapped inside a ``track`` block
 WRITER_METHODS = ("save", "saveAsTable", "insertInto", "parquet", "csv", "json", "orc", "text")
+#: DataFrameWriterV2 methods (``df.writeTo(table)...``) wrapped inside a ``track`` block
+WRITER_V2_METHODS = ("append", "create", "replace", "createOrReplace", "overwrite",
+                     "overwritePartitions")
 _PATH_METHODS = frozenset({"save", "parquet", "csv", "json", "orc", "text"})
 
 # SQL that may write: INSERT, CREATE/REPLACE … AS SELECT, or a WITH … INSERT.
@@ -94,6 +100,14 @@ def _writer_class() -> type:
     return DataFrameWriter
 
 
+def _writer_v2_class() -> type | None:
+    try:
+        from pyspark.sql.readwriter import DataFrameWriterV2
+    except ImportError:  # a PySpark without the V2 writer
+        return None
+    return DataFrameWriterV2
+
+
 def _patch(cls: type, name: str, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     key = (cls, name)
     if key in _ORIGINALS or not hasattr(cls, name):
@@ -108,6 +122,12 @@ def _install(session_cls: type) -> None:
     writer = _writer_class()
     for name in WRITER_METHODS:
         _patch(writer, name, functools.partial(_wrap_writer, name))
+    v2 = _writer_v2_class()
+    if v2 is not None:
+        # the table a writer was made for is not kept by PySpark: remember it
+        _patch(v2, "__init__", _wrap_v2_init)
+        for name in WRITER_V2_METHODS:
+            _patch(v2, name, functools.partial(_wrap_writer_v2, name))
     _patch(session_cls, "sql", _wrap_sql)
 
 
@@ -153,6 +173,37 @@ def _wrap_writer(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
             if tracker is None:
                 return original(self, *args, **kwargs)
             pending = _before_writer(tracker, self, name, args, kwargs)
+            start_ms = int(time.time() * 1000)
+            result = original(self, *args, **kwargs)  # a failing write records nothing
+            if pending is not None:
+                _after(tracker, pending, start_ms)
+            return result
+    return wrapper
+
+
+#: the attribute a DataFrameWriterV2 made inside a block keeps its table name in
+_V2_TABLE = "_fll_table"
+
+
+def _wrap_v2_init(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def wrapper(self: Any, df: Any, table: str, *args: Any, **kwargs: Any) -> None:
+        original(self, df, table, *args, **kwargs)
+        try:
+            setattr(self, _V2_TABLE, table)
+        except Exception:  # never fail making a writer
+            pass
+    return wrapper
+
+
+def _wrap_writer_v2(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with _busy() as outer:
+            tracker = _tracker_for(getattr(self, "_spark", None)) if outer else None
+            if tracker is None:
+                return original(self, *args, **kwargs)
+            pending = _before_writer_v2(tracker, self, name)
             start_ms = int(time.time() * 1000)
             result = original(self, *args, **kwargs)  # a failing write records nothing
             if pending is not None:
@@ -213,6 +264,25 @@ def _before_writer(tracker: Tracker, writer: Any, method: str, args: tuple,
         if tracker.strict:
             raise
         return None
+
+
+def _before_writer_v2(tracker: Tracker, writer: Any, method: str) -> _Pending | None:
+    from . import capture
+
+    what = f"DataFrameWriterV2.{method}"
+    table = getattr(writer, _V2_TABLE, None)
+    if not isinstance(table, str):
+        tracker.skipped.append((what, "the writer was made (df.writeTo) before the track "
+                                      "block opened: its table is not known"))
+        return None
+    try:
+        cap = capture(writer._df)
+    except Exception as exc:  # lineage must never stop the write
+        tracker._fail(f"cannot capture the lineage of {what}", exc)
+        if tracker.strict:
+            raise
+        return None
+    return _Pending(what, cap, None, lambda: (_v2_table(tracker.spark, table), None))
 
 
 def _before_sql(tracker: Tracker, sql: str, args: tuple, kwargs: dict) -> _Pending | None:
@@ -305,6 +375,20 @@ def _table(spark: Any, name: str, positional: bool) -> tuple[tuple[str, str], li
     if positional:
         names = [f["name"] for f in json.loads(meta.schema().json())["fields"]]
     return dataset_name(str(meta.location().toString())), names
+
+
+def _v2_table(spark: Any, name: str) -> tuple[str, str]:
+    """The dataset a table written through ``writeTo`` is, read after the write (a created
+    table exists then): what reading it reads, so its location (a session catalog
+    table, a V2 table with a ``location`` property) or the V2 table's name, the way
+    the listener names the destination of the same write."""
+    from . import capture
+
+    inputs = capture(spark.table(name)).inputs
+    if len(inputs) != 1:
+        raise FllError(f"the table {name!r} written by writeTo reads as {len(inputs)} "
+                       f"datasets, not one: its destination is not known")
+    return inputs[0]
 
 
 # -- the public entry point ----------------------------------------------------------

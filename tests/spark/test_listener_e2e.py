@@ -4,7 +4,8 @@ One ``fll serve`` (127.0.0.1, a token) takes the events; two applications run
 at once to keep the wall time down:
 
 - ``spark-submit`` of a Python job writing parquet files, ``saveAsTable``,
-  ``insertInto`` and a DataSource V2 ``writeTo(...).append()`` (a JDBC catalog
+  ``insertInto`` and DataSource V2 ``writeTo(...)`` ``append()``, ``overwrite()``
+  and ``create()`` (a JDBC catalog
   over Derby's in-memory database, shipped with Spark);
 - ``spark-sql -e "CREATE TABLE … AS SELECT …; INSERT …"`` with a WRONG token:
   the job still succeeds, one warning line names the problem, the events wait
@@ -50,11 +51,13 @@ TOTALS = ("SELECT customer_id, sum(amount) AS total, count(*) AS n FROM e2e_orde
 V2_ROWS = "SELECT customer_id, amount * 2 AS doubled FROM e2e_orders"
 V2_TABLE = "e2e.app.fll_e2e_v2"
 V2_DDL = f"CREATE TABLE {V2_TABLE} (customer_id INT, doubled DOUBLE)"
+V2_CREATED = "e2e.app.fll_e2e_v2_created"
 
 # The application under test: plain PySpark, no fll anywhere.
 JOB = f'''
 import sys
 from pyspark.sql import SparkSession
+from pyspark.sql.functions import lit
 
 root = sys.argv[1]
 spark = SparkSession.builder.appName("fll-e2e-job").getOrCreate()
@@ -65,6 +68,8 @@ spark.sql({TOTALS!r}).write.saveAsTable("fll_e2e_totals")
 spark.sql({TOTALS!r}).write.insertInto("fll_e2e_totals")
 spark.sql({V2_DDL!r})
 spark.sql({V2_ROWS!r}).writeTo({V2_TABLE!r}).append()
+spark.sql({V2_ROWS!r}).writeTo({V2_TABLE!r}).overwrite(lit(True))
+spark.sql({V2_ROWS!r}).writeTo({V2_CREATED!r}).create()
 spark.stop()
 '''
 
@@ -237,7 +242,7 @@ def applications(served, failing_server, spark):
         for p in (job, sql, bad):
             if p.poll() is None:
                 p.kill()
-    return {"root": root, "src": src, "store_url": store_url,
+    return {"root": root, "src": src, "store_url": store_url, "base": base,
             "job": (job.returncode, *job_out), "sql": (sql.returncode, *sql_out),
             "bad": (bad.returncode, *bad_out), "unreachable": unreachable,
             "failing": failing_server,
@@ -255,8 +260,18 @@ def _tracked(spark, root: Path, statements) -> list:
         store.close()
 
 
+@pytest.mark.covers("InsertIntoHadoopFsRelationCommand", "spark-submit: df.write.parquet, insertInto",
+                    "listener")
+@pytest.mark.covers("CreateDataSourceTableAsSelectCommand", "spark-submit: df.write.saveAsTable",
+                    "listener")
+@pytest.mark.covers("AppendData", "spark-submit: df.writeTo(t).append()", "listener")
+@pytest.mark.covers("OverwriteByExpression", "spark-submit: df.writeTo(t).overwrite(condition)",
+                    "listener")
+@pytest.mark.covers("CreateTableAsSelect", "spark-submit: df.writeTo(t).create()", "listener")
 def test_a_python_job_that_never_imports_fll_is_recorded_like_track(applications, spark,
                                                                      tmp_path):
+    from pyspark.sql import functions as F
+
     app = applications
     rc, _out, err = app["job"]
     assert rc == 0, err[-3000:]
@@ -267,6 +282,7 @@ def test_a_python_job_that_never_imports_fll_is_recorded_like_track(applications
     for k, v in V2_CATALOG.items():
         spark.conf.set(k, v)
     spark.sql(f"DROP TABLE IF EXISTS {V2_TABLE}")
+    spark.sql(f"DROP TABLE IF EXISTS {V2_CREATED}")
     spark.sql(V2_DDL)
     spark.sql("DROP TABLE IF EXISTS fll_e2e_totals")
     try:
@@ -274,17 +290,26 @@ def test_a_python_job_that_never_imports_fll_is_recorded_like_track(applications
             lambda: spark.sql(MASKED).write.mode("overwrite").parquet(str(here / "masked")),
             lambda: spark.sql(TOTALS).write.saveAsTable("fll_e2e_totals"),
             lambda: spark.sql(TOTALS).write.insertInto("fll_e2e_totals"),
-            # track() sees SQL and DataFrameWriter writes: the same V2 append as INSERT
-            lambda: spark.sql(f"INSERT INTO {V2_TABLE} {V2_ROWS}"),
+            # the same DataFrameWriterV2 writes: track() names their table as the listener
+            lambda: spark.sql(V2_ROWS).writeTo(V2_TABLE).append(),
+            lambda: spark.sql(V2_ROWS).writeTo(V2_TABLE).overwrite(F.lit(True)),
+            lambda: spark.sql(V2_ROWS).writeTo(V2_CREATED).create(),
         ])
     finally:
         spark.sql("DROP TABLE IF EXISTS fll_e2e_totals")
         spark.sql(f"DROP TABLE IF EXISTS {V2_TABLE}")
-    assert len(runs) == 4
+        spark.sql(f"DROP TABLE IF EXISTS {V2_CREATED}")
+    assert len(runs) == 6
+    assert [r.method for r in runs[3:]] == ["DataFrameWriterV2.append",
+                                            "DataFrameWriterV2.overwrite",
+                                            "DataFrameWriterV2.create"]
+    # a JDBC table has no location: the listener and track() both name it by its name, so
+    # finding the listener's run at track's destination proves the names agree
     listener_dest = [("file", str(src.parent / "out" / "masked")),
                      ("file", str(app["job_wh"] / "fll_e2e_totals")),
                      ("file", str(app["job_wh"] / "fll_e2e_totals")),
-                     ("spark", runs[3].destination.name)]
+                     *(("spark", r.destination.name) for r in runs[3:])]
+    assert all(r.destination.namespace == "spark" for r in runs[3:])
     store = open_store(app["store_url"])
     try:
         for run, dest in zip(runs, listener_dest, strict=True):
@@ -304,6 +329,10 @@ def test_a_python_job_that_never_imports_fll_is_recorded_like_track(applications
         store.close()
 
 
+@pytest.mark.covers("CreateDataSourceTableAsSelectCommand", "spark-sql -e CTAS (spooled, fll record --spool)",
+                    "listener")
+@pytest.mark.covers("InsertIntoHadoopFsRelationCommand", "spark-sql -e INSERT INTO (spooled, fll record --spool)",
+                    "listener")
 def test_spark_sql_with_a_wrong_token_finishes_spools_and_records_later(applications, spark,
                                                                         tmp_path):
     app = applications
@@ -313,13 +342,16 @@ def test_spark_sql_with_a_wrong_token_finishes_spools_and_records_later(applicat
     assert len(warnings) == 1, warnings
     assert "token" in warnings[0] and "401" in warnings[0]
     spool = app["root"] / "spool-sql"
-    assert len(list(spool.glob("*.json"))) == 2  # the CTAS and the INSERT, nothing else
+    # the CTAS and the INSERT, nothing else, in the part of the spool of this server
+    assert len(list(spool.glob("*/*.json"))) == 2
+    assert f"--server {app['base']}" in warnings[0]
 
     done = subprocess.run([str(BIN / "fll"), "--store", app["store_url"], "record", "--spool",
-                           str(spool)], capture_output=True, text=True, timeout=120)
+                           str(spool), "--server", app["base"]], capture_output=True,
+                          text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "recorded 2 new run(s)" in done.stderr
-    assert not list(spool.glob("*.json"))
+    assert f"recorded 2 new run(s) from {spool} (captured for {app['base']})" in done.stderr
+    assert not list(spool.rglob("*.json"))
 
     statements = _sql_statements(str(app["src"]))
     spark.sql("DROP TABLE IF EXISTS fll_e2e_ctas")
@@ -357,9 +389,11 @@ def test_a_wrong_url_and_a_failing_server_leave_the_job_alone_and_the_events_spo
     assert len(failing) == 1 and app["failing"][0] in failing[0]
     assert app["failing"][1] and set(app["failing"][1]) == {"/api/v1/spark/events"}
     store_url = f"sqlite:///{tmp_path}/spooled.db"
-    for spool in ("spool-unreachable", "spool-failing"):
-        assert len(list((root / spool).glob("*.json"))) == 2, spool
+    for spool, url in (("spool-unreachable", app["unreachable"]),
+                       ("spool-failing", app["failing"][0])):
+        assert len(list((root / spool).glob("*/*.json"))) == 2, spool
         done = subprocess.run([str(BIN / "fll"), "--store", store_url, "record", "--spool",
-                               str(root / spool)], capture_output=True, text=True, timeout=120)
+                               str(root / spool), "--server", url], capture_output=True,
+                              text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         assert "recorded 2 new run(s)" in done.stderr, done.stderr

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from fll import EndPoint, EndPointField
 from fll.errors import BadRequest, StoreError
 from fll.server import create_app
-from fll.spark.events import analyse_event, record_spool
+from fll.spark.events import analyse_event, record_spool, spool_servers
 from fll.spark.listener import LISTENER_CLASS, ROUTE, SOURCE
 
 EVENT = json.loads((Path(__file__).parent / "data" / "listener_event.json").read_text())
@@ -157,6 +157,54 @@ def test_a_store_failure_leaves_the_spool_in_place(store, tmp_path, monkeypatch)
     with pytest.raises(StoreError):
         record_spool(store, tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["0001-a.json"]
+
+
+def _server_spool(root: Path, key: str, url: str, *events) -> Path:
+    """A per-server spool sub-directory as the listener writes it."""
+    sub = root / key
+    sub.mkdir(parents=True)
+    (sub / "server").write_text(url + "\n")
+    for i, ev in enumerate(events):
+        (sub / f"000{i}-{key}.json").write_text(json.dumps(ev))
+    return sub
+
+
+def test_spooled_events_are_recorded_only_for_the_server_they_were_captured_for(store,
+                                                                               tmp_path):
+    spool = tmp_path / "spool"
+    a = _server_spool(spool, "aaaa", "http://a:8080", _event(run_id="for-a"))
+    b = _server_spool(spool, "bbbb", "http://b:8080", _event(run_id="for-b"))
+    # which store is A's is the caller's word: without --server nothing is recorded
+    with pytest.raises(BadRequest, match="http://a:8080 .1 event.*http://b:8080 .1 event"):
+        record_spool(store, spool)
+    with pytest.raises(BadRequest, match="no event .* was captured for http://c:8080"):
+        record_spool(store, spool, "http://c:8080")
+    assert store.run("for-a") is None and store.run("for-b") is None
+    done = record_spool(store, spool, "http://a:8080/")
+    assert done["server"] == "http://a:8080" and done["recorded"] == 1
+    assert store.run("for-a") is not None and store.run("for-b") is None
+    assert not list(a.glob("*.json")) and len(list(b.glob("*.json"))) == 1
+    # one server's own sub-directory names its server too
+    assert spool_servers(b)[0]["server"] == "http://b:8080"
+
+
+def test_fll_record_spool_names_the_server_events_wait_for(tmp_path):
+    from click.testing import CliRunner
+
+    from fll.cli import main
+
+    spool = tmp_path / "spool"
+    _server_spool(spool, "aaaa", "http://a:8080", EVENT)
+    store_url = f"sqlite:///{tmp_path}/a.db"
+    r = CliRunner().invoke(main, ["--store", store_url, "record", "--spool", str(spool)])
+    assert r.exit_code != 0 and "http://a:8080 (1 event)" in r.output
+    assert "--server" in r.output
+    assert not (tmp_path / "a.db").exists()  # refused before a store is made
+    r = CliRunner().invoke(main, ["--store", store_url, "record", "--spool", str(spool),
+                                  "--server", "http://a:8080"])
+    assert r.exit_code == 0, r.output
+    assert "recorded 1 new run(s)" in r.output and "captured for http://a:8080" in r.output
+    assert not list(spool.rglob("*.json"))
 
 
 def test_spark_conf_prints_the_flags_for_the_installed_spark():

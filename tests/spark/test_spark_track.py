@@ -8,7 +8,7 @@ import pytest
 from fll import EndPoint, EndPointField, FllError
 from fll.rowkeys import MAX_TIME
 from fll.spark import track
-from fll.spark.track import WRITER_METHODS
+from fll.spark.track import WRITER_METHODS, WRITER_V2_METHODS
 
 pytestmark = pytest.mark.spark
 
@@ -26,6 +26,8 @@ def _orders_df(spark, lineage_tables):
         "order_id", "upper(status) AS status_uc")
 
 
+@pytest.mark.covers("InsertIntoHadoopFsRelationCommand",
+                    "df.write.parquet/csv/json/orc(path), save(path), option('path')", "track")
 @pytest.mark.parametrize("method", ["parquet", "csv", "json", "orc", "save", "option-path"])
 def test_a_path_write_records_one_run_named_by_its_absolute_path(spark, lineage_tables, store,
                                                                   tmp_path, method):
@@ -46,6 +48,7 @@ def test_a_path_write_records_one_run_named_by_its_absolute_path(spark, lineage_
     assert [(r.run_id, r.program) for r in runs] == [(tracker.runs[0].run_id, "nightly")]
 
 
+@pytest.mark.covers("InsertIntoHadoopFsRelationCommand", "df.write.text(path)", "track")
 def test_a_text_write_records_its_single_column(spark, lineage_tables, store, tmp_path):
     out = tmp_path / "text_out"
     with track(spark, store) as tracker:
@@ -66,6 +69,9 @@ def test_the_run_starts_when_the_write_starts(spark, lineage_tables, store, tmp_
     assert store.runs(_ep(tmp_path / "o"), 0, MAX_TIME)[0].start_ms == tracker.runs[0].start_ms
 
 
+@pytest.mark.covers("CreateDataSourceTableAsSelectCommand", "df.write.saveAsTable (new table)",
+                    "track")
+@pytest.mark.covers("InsertIntoHadoopFsRelationCommand", "df.write.insertInto", "track")
 def test_save_as_table_and_insert_into_are_named_by_the_table_location(
         spark, lineage_tables, store, tmp_path):
     loc = tmp_path / "tracked_table"
@@ -87,6 +93,9 @@ def test_save_as_table_and_insert_into_are_named_by_the_table_location(
         EndPointField(orders, "status"), EndPointField(orders, "placed")}
 
 
+@pytest.mark.covers("InsertIntoHadoopFsRelationCommand", "spark.sql INSERT INTO … SELECT", "track")
+@pytest.mark.covers("CreateDataSourceTableAsSelectCommand", "spark.sql CREATE TABLE … AS SELECT",
+                    "track")
 def test_sql_insert_and_ctas_are_recorded_and_queries_are_not(spark, lineage_tables, store,
                                                                tmp_path):
     loc, ctas = tmp_path / "ins", tmp_path / "ctas"
@@ -128,15 +137,19 @@ def test_a_failing_write_records_nothing_and_its_error_passes_through(
 
 
 def test_the_wrappers_are_removed_on_exit_even_when_the_block_raises(spark, store):
-    from pyspark.sql.readwriter import DataFrameWriter
+    from pyspark.sql.readwriter import DataFrameWriter, DataFrameWriterV2
 
     before = {m: DataFrameWriter.__dict__.get(m) for m in WRITER_METHODS}
+    v2_names = ("__init__", *WRITER_V2_METHODS)
+    v2_before = {m: DataFrameWriterV2.__dict__.get(m) for m in v2_names}
     sql_before = type(spark).__dict__.get("sql")
     with pytest.raises(RuntimeError, match="boom"):
         with track(spark, store):
             assert DataFrameWriter.__dict__["parquet"] is not before["parquet"]
+            assert DataFrameWriterV2.__dict__["append"] is not v2_before["append"]
             raise RuntimeError("boom")
     assert {m: DataFrameWriter.__dict__.get(m) for m in WRITER_METHODS} == before
+    assert {m: DataFrameWriterV2.__dict__.get(m) for m in v2_names} == v2_before
     assert type(spark).__dict__.get("sql") is sql_before
 
 
@@ -193,3 +206,64 @@ def test_a_spark_connect_session_is_refused_clearly(store):
     with pytest.raises(FllError, match="classic SparkSession"):
         with track(object(), store):
             pass
+
+
+#: a DataSource V2 catalog over Derby's in-memory database (shipped with Spark)
+V2_CATALOG = {
+    "spark.sql.catalog.lintrack": "org.apache.spark.sql.execution.datasources.v2.jdbc."
+                                  "JDBCTableCatalog",
+    "spark.sql.catalog.lintrack.url": "jdbc:derby:memory:linv2track;create=true",
+    "spark.sql.catalog.lintrack.driver": "org.apache.derby.iapi.jdbc.AutoloadedDriver",
+}
+
+
+@pytest.mark.covers("CreateTableAsSelect", "df.writeTo(t).create() (V2, session catalog)",
+                    "track")
+@pytest.mark.covers("AppendData", "df.writeTo(t).append()", "track")
+@pytest.mark.covers("OverwriteByExpression", "df.writeTo(t).overwrite(condition)", "track")
+@pytest.mark.covers("ReplaceTableAsSelect", "df.writeTo(t).createOrReplace()", "track")
+def test_data_frame_writer_v2_writes_are_recorded_as_the_listener_names_them(
+        spark, lineage_tables, store, tmp_path):
+    from pyspark.sql import functions as F
+
+    for k, v in V2_CATALOG.items():
+        spark.conf.set(k, v)
+    v2, session_table = "lintrack.app.lin_v2", "lin_v2_session"
+    loc = tmp_path / "v2_session"
+    orders = _ep(lineage_tables["orders"])
+    rows = spark.read.parquet(lineage_tables["orders"]).selectExpr(
+        "customer_id", "amount * 2 AS doubled")
+    spark.sql(f"DROP TABLE IF EXISTS {v2}")
+    try:
+        with track(spark, store) as tracker:
+            rows.writeTo(v2).create()                             # CreateTableAsSelect
+            rows.writeTo(v2).append()                             # AppendData
+            rows.writeTo(v2).overwrite(F.lit(True))               # OverwriteByExpression
+            rows.writeTo(v2).createOrReplace()                    # ReplaceTableAsSelect
+            (rows.writeTo(session_table).using("parquet")         # the session catalog
+             .option("path", str(loc)).create())
+            # (append/overwrite to a session catalog's v1 table: Spark refuses them)
+        assert spark.table(v2).count() == 3  # the writes really ran (the last replaced)
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {v2}")
+        spark.sql(f"DROP TABLE IF EXISTS {session_table}")
+    assert not tracker.errors and not tracker.skipped
+    # a JDBC table has no location: named by the table's own name (JDBCTable.name())
+    named = tracker.runs[0].destination
+    assert named.namespace == "spark" and named.name.lower().endswith("lin_v2"), named
+    assert [(r.destination, r.method) for r in tracker.runs] == [
+        (named, "DataFrameWriterV2.create"), (named, "DataFrameWriterV2.append"),
+        (named, "DataFrameWriterV2.overwrite"), (named, "DataFrameWriterV2.createOrReplace"),
+        (_ep(loc), "DataFrameWriterV2.create")]
+    assert _incoming(store, named, "doubled") == {EndPointField(orders, "amount")}
+    assert _incoming(store, _ep(loc), "customer_id") == {EndPointField(orders, "customer_id")}
+
+
+def test_a_v2_writer_made_before_the_block_is_skipped_with_a_reason(spark, lineage_tables,
+                                                                     store):
+    writer = spark.read.parquet(lineage_tables["orders"]).writeTo("lin_v2_never")
+    with track(spark, store) as tracker:
+        with pytest.raises(Exception):  # noqa: B017 (the table does not exist: Spark says so)
+            writer.append()
+    assert tracker.skipped and "before the track block" in tracker.skipped[0][1]
+    assert not tracker.runs

@@ -6,7 +6,7 @@
  *   --jars fll-spark-listener.jar
  *   --conf spark.sql.queryExecutionListeners=fll.spark.LineageListener
  *   --conf spark.fll.url=http://127.0.0.1:8080  [--conf spark.fll.token=T]
- *   [--conf spark.fll.spool=/var/spool/fll]
+ *   [--conf spark.fll.spool=/var/spool/fll] [--conf spark.fll.exitTimeout=5s]
  *
  * What it sends per write: the analyzed plan's JSON (TreeNode.toJSON) and what
  * that JSON loses, read here from the live plan: each relation leaf's storage
@@ -18,9 +18,21 @@
  * what the live session knows (names, locations); the plan's JSON is rendered and
  * sent on one daemon thread fed by a small bounded queue, which sleeps while idle;
  * every failure is swallowed, and
- * whatever cannot be sent (server down, wrong token, queue full, JVM exiting)
- * is written to the spool directory, re-sent when the server answers again or
- * by `fll record --spool DIR`. A send problem is logged once, not per event.
+ * whatever cannot be sent (server down, wrong token, queue full, the exit budget
+ * spent) is written to the spool directory, re-sent when the server answers again
+ * or by `fll record --spool DIR`. A send problem is logged once, not per event.
+ *
+ * At JVM exit (spark-sql -e, spark-submit of a short job) the sender flushes what
+ * is queued within spark.fll.exitTimeout (default 5 s) before spooling the rest:
+ * its hook runs in Spark's own shutdown sequence after the SparkContext has
+ * stopped, i.e. after Spark's listener bus has delivered its last events to
+ * onSuccess (a plain JVM shutdown hook would run concurrently with Spark's and
+ * could close the sender before the last write is even reported).
+ *
+ * The spool is per server: events go to DIR/<key>/, key = the first 16 hex digits
+ * of sha256(url + "\n" + token), and DIR/<key>/server names the URL (never the
+ * token). A sender only ever re-sends its own sub-directory, so an event captured
+ * for one fll server is never delivered to another one sharing the directory.
  * Only the JDK and Spark's own classes are used: no extra jar to download.
  */
 package fll.spark;
@@ -37,6 +49,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -51,8 +65,11 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.trees.TreeNode;
 import org.apache.spark.sql.execution.QueryExecution;
 import org.apache.spark.sql.util.QueryExecutionListener;
+import org.apache.spark.util.ShutdownHookManager;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import scala.runtime.AbstractFunction0;
+import scala.runtime.BoxedUnit;
 
 public final class LineageListener implements QueryExecutionListener {
 
@@ -78,6 +95,15 @@ public final class LineageListener implements QueryExecutionListener {
      */
     static final Set<String> SKIPPED_FUNCS = Set.of("file source write", "cli");
 
+    /**
+     * Writes that run their data write as a nested command, reported on its own
+     * (func "command") with the same query and destination: INSERT OVERWRITE
+     * DIRECTORY … USING runs an InsertIntoHadoopFsRelationCommand (sent), and a Hive
+     * CTAS an InsertIntoHiveTable tagged BY_CTAS (not sent: the CTAS is). Sending
+     * both would record the write twice.
+     */
+    static final Set<String> REPORTED_BY_NESTED_WRITE = Set.of("InsertIntoDataSourceDirCommand");
+
     /** Leaves whose dataset the plan JSON drops (the Python side keeps the same list). */
     static final Set<String> LEAVES = Set.of(
         "LogicalRelation", "HiveTableRelation", "DataSourceV2Relation",
@@ -96,10 +122,11 @@ public final class LineageListener implements QueryExecutionListener {
         String spool = conf.get("spark.fll.spool",
             Paths.get(System.getProperty("java.io.tmpdir"), "fll-spool").toString());
         int queue = conf.getInt("spark.fll.queueSize", 64);
+        long exitMs = Math.max(0L, conf.getTimeAsMs("spark.fll.exitTimeout", "5s"));
         this.appName = conf.get("spark.app.name", "spark");
         this.appId = conf.get("spark.app.id", "");
         this.sender = SENDERS.computeIfAbsent(url + "\n" + token + "\n" + spool,
-            k -> new Sender(url, token, Paths.get(spool), queue));
+            k -> new Sender(url, token, Paths.get(spool), queue, exitMs));
     }
 
     @Override
@@ -107,8 +134,9 @@ public final class LineageListener implements QueryExecutionListener {
         try {
             LogicalPlan plan = qe.analyzed();
             String command = plan.getClass().getSimpleName();
-            if (!WRITES.contains(command) || SKIPPED_FUNCS.contains(funcName)) {
-                // a query, a non-writing command, or a write already reported once
+            if (!WRITES.contains(command) || SKIPPED_FUNCS.contains(funcName)
+                    || REPORTED_BY_NESTED_WRITE.contains(command) || byHiveCtas(plan, command)) {
+                // a query, a non-writing command, or a write reported once already
                 return;
             }
             long end = System.currentTimeMillis();
@@ -122,6 +150,22 @@ public final class LineageListener implements QueryExecutionListener {
     @Override
     public void onFailure(String funcName, QueryExecution qe, Exception exception) {
         // a failed write records nothing
+    }
+
+    /** The InsertIntoHiveTable a Hive CTAS runs (reported whole as the CTAS). */
+    private static boolean byHiveCtas(LogicalPlan plan, String command) {
+        if (!command.equals("InsertIntoHiveTable")) {
+            return false;
+        }
+        try {  // by reflection: spark-hive is not on every class path
+            Object tag = plan.getClass().getMethod("BY_CTAS").invoke(null);
+            @SuppressWarnings("unchecked")
+            org.apache.spark.sql.catalyst.trees.TreeNodeTag<Object> t =
+                (org.apache.spark.sql.catalyst.trees.TreeNodeTag<Object>) tag;
+            return plan.getTagValue(t).isDefined();
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return false;  // no such tag in this Spark: sent (possibly twice)
+        }
     }
 
     // -- the event ------------------------------------------------------------------
@@ -284,7 +328,9 @@ public final class LineageListener implements QueryExecutionListener {
                 return location(call(plan, "outputPath"));
             case "CreateDataSourceTableAsSelectCommand":
             case "CreateHiveTableAsSelectCommand": {
-                Object table = call(plan, "table");
+                // the Hive command names its table "tableDesc", the data source one "table"
+                Object table = call(plan, command.startsWith("CreateHive") ? "tableDesc"
+                    : "table");
                 Object catalog = call(call(qe.sparkSession(), "sessionState"), "catalog");
                 Object ident = call(table, "identifier");
                 try {
@@ -392,6 +438,21 @@ public final class LineageListener implements QueryExecutionListener {
 
     // -- sending ----------------------------------------------------------------------
 
+    /** The spool sub-directory of one server and token: 16 hex digits of sha256(url, token). */
+    static String spoolKey(String base, String token) {
+        try {
+            byte[] d = MessageDigest.getInstance("SHA-256").digest(
+                (base + "\n" + token).getBytes(StandardCharsets.UTF_8));
+            StringBuilder hex = new StringBuilder(16);
+            for (int i = 0; i < 8; i++) {
+                hex.append(String.format("%02x", d[i] & 0xff));
+            }
+            return hex.toString();
+        } catch (java.security.NoSuchAlgorithmException e) {  // every JDK has SHA-256
+            throw new IllegalStateException(e);
+        }
+    }
+
     /**
      * One daemon thread posting events in order. A failed post spools the event and
      * marks the server down: later events go straight to the spool until a retry
@@ -401,33 +462,70 @@ public final class LineageListener implements QueryExecutionListener {
         private static final long RETRY_MS = 10_000;
         private static final int CONNECT_MS = 2_000;
         private static final int READ_MS = 15_000;
-        /** At JVM exit: how long pending events may still be posted before being spooled. */
-        private static final long EXIT_BUDGET_MS = 3_000;
+        /**
+         * Where the exit flush runs in Spark's shutdown sequence: after the SparkContext
+         * (priority 50, whose stop drains the listener bus), before temp dirs (25).
+         */
+        static final int EXIT_PRIORITY = 40;
 
         /** Wakes the sender at JVM exit without waiting for an event. */
         private static final Pending STOP = new Pending("", null);
 
         private final String endpoint;
+        private final String base;
         private final String token;
+        private final Path root;
+        /** This server's (and token's) own sub-directory of the spool: all it reads or writes. */
         private final Path spool;
+        private final long exitBudgetMs;
         private final ArrayBlockingQueue<Pending> queue;
         private final Set<String> logged = ConcurrentHashMap.newKeySet();
         private final Thread thread;
         private volatile boolean closing;
         private volatile long downUntil;
         private volatile boolean spooled;
+        /** The event the sender thread is posting: spooled at exit if the post outlives the budget. */
+        private volatile String inFlight;
 
-        Sender(String url, String token, Path spool, int capacity) {
-            String base = url.endsWith("/") ? url.substring(0, url.length() - 1) : url;
+        Sender(String url, String token, Path root, int capacity, long exitBudgetMs) {
+            this.base = url.endsWith("/") ? url.substring(0, url.length() - 1) : url;
             this.endpoint = base + ROUTE;
             this.token = token;
-            this.spool = spool;
+            this.root = root;
+            this.spool = root.resolve(spoolKey(base, token));
+            this.exitBudgetMs = exitBudgetMs;
             this.queue = new ArrayBlockingQueue<>(Math.max(1, capacity));
             this.spooled = true;  // events left by an earlier run are re-sent on first success
             this.thread = new Thread(this, "fll-lineage-sender");
             this.thread.setDaemon(true);
             this.thread.start();
-            Runtime.getRuntime().addShutdownHook(new Thread(this::drain, "fll-lineage-exit"));
+            addExitHook();
+        }
+
+        /**
+         * The flush runs in Spark's shutdown sequence after the SparkContext stopped;
+         * a plain JVM hook (run concurrently with Spark's) only if that is unavailable.
+         */
+        private void addExitHook() {
+            try {
+                ShutdownHookManager.addShutdownHook(EXIT_PRIORITY,
+                    new AbstractFunction0<BoxedUnit>() {
+                        @Override
+                        public BoxedUnit apply() {
+                            drain();
+                            return BoxedUnit.UNIT;
+                        }
+                    });
+                return;
+            } catch (Throwable t) {
+                problem("cannot join Spark's shutdown sequence (" + describe(t)
+                    + "); flushing at exit with a JVM hook instead");
+            }
+            try {
+                Runtime.getRuntime().addShutdownHook(new Thread(this::drain, "fll-lineage-exit"));
+            } catch (IllegalStateException e) {
+                // the JVM is exiting already: what is submitted now is spooled
+            }
         }
 
         void submit(Pending event) {
@@ -487,24 +585,38 @@ public final class LineageListener implements QueryExecutionListener {
                 spool(event);
                 return;
             }
-            String problem = post(event.getBytes(StandardCharsets.UTF_8));
+            inFlight = event;
+            String problem = post(event.getBytes(StandardCharsets.UTF_8), CONNECT_MS, READ_MS);
             if (problem == null) {
+                inFlight = null;
                 if (spooled) {
                     resendSpool();
                 }
                 return;
             }
-            spool(event);
+            spoolInFlight(event);
             down(problem);
+        }
+
+        /** Spools the event being posted unless the exit flush has spooled it already. */
+        private void spoolInFlight(String event) {
+            synchronized (this) {
+                if (inFlight != event) {
+                    return;
+                }
+                inFlight = null;
+            }
+            spool(event);
         }
 
         private void down(String problem) {
             downUntil = System.currentTimeMillis() + RETRY_MS;
             problem(problem + "; events are spooled in " + spool
-                + " and re-sent when it answers (or: fll record --spool " + spool + ")");
+                + " and re-sent when it answers (or: fll record --spool " + root + " --server "
+                + base + ")");
         }
 
-        /** Re-sends spooled events oldest first; stops at the first failure. */
+        /** Re-sends this server's spooled events oldest first; stops at the first failure. */
         private void resendSpool() {
             List<Path> files = new ArrayList<>();
             try (DirectoryStream<Path> dir = Files.newDirectoryStream(spool, "*.json")) {
@@ -526,7 +638,7 @@ public final class LineageListener implements QueryExecutionListener {
                 } catch (IOException e) {
                     continue;
                 }
-                String problem = post(body);
+                String problem = post(body, CONNECT_MS, READ_MS);
                 if (problem != null && !problem.startsWith("rejected")) {
                     down(problem);
                     return;
@@ -546,12 +658,12 @@ public final class LineageListener implements QueryExecutionListener {
         }
 
         /** Null when the server took the event, else what went wrong (one line). */
-        private String post(byte[] body) {
+        private String post(byte[] body, int connectMs, int readMs) {
             HttpURLConnection conn = null;
             try {
                 conn = (HttpURLConnection) URI.create(endpoint).toURL().openConnection();
-                conn.setConnectTimeout(CONNECT_MS);
-                conn.setReadTimeout(READ_MS);
+                conn.setConnectTimeout(connectMs);
+                conn.setReadTimeout(readMs);
                 conn.setRequestMethod("POST");
                 conn.setDoOutput(true);
                 conn.setFixedLengthStreamingMode(body.length);
@@ -605,7 +717,7 @@ public final class LineageListener implements QueryExecutionListener {
 
         private void spool(String event) {
             try {
-                Files.createDirectories(spool);
+                ensureSpool();
                 String name = String.format("%013d-%s", System.currentTimeMillis(),
                     UUID.randomUUID());
                 Path tmp = spool.resolve(name + ".tmp");
@@ -618,6 +730,26 @@ public final class LineageListener implements QueryExecutionListener {
             }
         }
 
+        /** This server's sub-directory (owner only) and its "server" file naming the URL. */
+        private void ensureSpool() throws IOException {
+            Path server = spool.resolve("server");
+            if (Files.exists(server)) {
+                return;
+            }
+            Files.createDirectories(root);
+            try {
+                Files.createDirectory(spool,
+                    PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+            } catch (java.nio.file.FileAlreadyExistsException e) {
+                // another application made it
+            } catch (UnsupportedOperationException e) {
+                Files.createDirectories(spool);  // not a POSIX file system
+            }
+            Path tmp = spool.resolve("server." + UUID.randomUUID() + ".tmp");
+            Files.write(tmp, (base + "\n").getBytes(StandardCharsets.UTF_8));
+            Files.move(tmp, server, StandardCopyOption.ATOMIC_MOVE);
+        }
+
         /** Logs a problem once per kind for the life of the JVM. */
         void problem(String message) {
             String kind = message.replaceAll("\\(.*", "");
@@ -626,15 +758,29 @@ public final class LineageListener implements QueryExecutionListener {
             }
         }
 
-        /** JVM exit: post what is queued within a short budget, spool the rest. */
+        /**
+         * JVM exit: post what is queued within the exit budget (spark.fll.exitTimeout),
+         * oldest first, and spool the rest. Runs after Spark's listener bus has stopped,
+         * so every write the application made has been submitted by now.
+         */
         private void drain() {
-            long deadline = System.currentTimeMillis() + EXIT_BUDGET_MS;
+            long deadline = System.currentTimeMillis() + exitBudgetMs;
             closing = true;
             queue.offer(STOP);  // an idle sender returns now, not at its next wake-up
             try {  // let an event in flight finish: killing the post would lose it
-                thread.join(EXIT_BUDGET_MS);
+                thread.join(Math.max(1L, exitBudgetMs));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
+            }
+            String stuck;
+            synchronized (this) {
+                stuck = thread.isAlive() ? inFlight : null;
+                if (stuck != null) {
+                    inFlight = null;
+                }
+            }
+            if (stuck != null) {  // still posting at the deadline: kept (the run id makes a
+                spool(stuck);     // second delivery a no-op if the first one landed)
             }
             Pending pending;
             while ((pending = queue.poll()) != null) {
@@ -645,9 +791,11 @@ public final class LineageListener implements QueryExecutionListener {
                 if (event == null) {
                     continue;
                 }
-                long now = System.currentTimeMillis();
-                if (now < deadline && now >= downUntil) {
-                    String problem = post(event.getBytes(StandardCharsets.UTF_8));
+                long left = deadline - System.currentTimeMillis();
+                if (left > 0 && System.currentTimeMillis() >= downUntil) {
+                    int ms = (int) Math.min(left, READ_MS);
+                    String problem = post(event.getBytes(StandardCharsets.UTF_8),
+                        Math.min(ms, CONNECT_MS), ms);
                     if (problem == null) {
                         continue;
                     }
