@@ -595,7 +595,8 @@ def _cpu_seconds(pid: int) -> float:
 def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers: int,
               cache_sets: int, rss_budget_mb: float, n_one_hop: int, n_deep: int,
               n_candidates: int, connections: int, directory: str | None,
-              fll_path: str | None, start_lineage: str = "half") -> dict[str, Any]:
+              fll_path: str | None, start_lineage: str = "half",
+              reuse: bool = False) -> dict[str, Any]:
     t_all = time.monotonic()
     t0 = time.monotonic()
     wh = Warehouse(n_datasets, days, runs_per_day, seed, start_lineage)
@@ -612,8 +613,11 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
     directory = os.path.abspath(directory or tempfile.mkdtemp(prefix="fll-warehouse-"))
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "fll.db")
-    if os.path.exists(path):
-        raise click.UsageError(f"{path} exists: give an empty --dir (the bench ingests anew)")
+    if os.path.exists(path) and not reuse:
+        raise click.UsageError(f"{path} exists: give an empty --dir (the bench ingests "
+                               f"anew), or --reuse it (same generation options)")
+    if reuse and not os.path.exists(path):
+        raise click.UsageError(f"--reuse: {path} does not exist")
     url = f"sqlite:///{path}"
     fll = fll_command(fll_path)
     log_path = os.path.join(directory, "server.log")
@@ -632,13 +636,14 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
         watch = RssWatch(server.pid)
         watch.start()
 
-        # -- ingest
+        # -- ingest (with --reuse: the store holds it already; the figures say so)
         t0, cpu0, own0 = time.monotonic(), _cpu_seconds(server.pid), time.process_time()
-        events, sent_bytes = asyncio.run(ingest(wh, port, connections, errors))
+        events, sent_bytes = (0, 0) if reuse else asyncio.run(ingest(wh, port, connections,
+                                                                      errors))
         took = time.monotonic() - t0
         server_cpu, own_cpu = _cpu_seconds(server.pid) - cpu0, time.process_time() - own0
         report["ingest"] = {"events": events, "seconds": round(took, 1),
-                            "events_per_s": round(events / took, 1),
+                            "events_per_s": round(events / took, 1) if events else None,
                             "mb_sent": round(sent_bytes / 2**20, 1),
                             "store_mb": round(_dir_bytes(directory) / 2**20, 1),
                             "server_cpu_s": round(server_cpu, 1),
@@ -819,9 +824,9 @@ def render(r: dict[str, Any]) -> str:
              f"START events carry {r['start_lineage']} of the column lineage",
              f"{'figure':<44}{'value':>12}{'target':>12}{'ratio':>8}  "]
 
-    def row(name: str, value: float, target: float, unit: str, more_is_better: bool = False
-            ) -> None:
-        if value != value:  # nan
+    def row(name: str, value: float | None, target: float, unit: str,
+            more_is_better: bool = False) -> None:
+        if value is None or value != value:  # not measured (--reuse), or nan
             lines.append(f"{name:<44}{'n/a':>12}{target:>10g} {unit}")
             return
         ratio = value / target
@@ -889,14 +894,17 @@ def render(r: dict[str, Any]) -> str:
 @click.option("--dir", "directory", default=None, help="Put the store here (must not hold one).")
 @click.option("--fll", "fll_path", default=None, help="The fll executable to serve with.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--reuse", is_flag=True,
+              help="Ask the questions of a store this bench ingested into --dir before "
+                   "(the same generation options), without ingesting again.")
 def cli(n_datasets: int, days: int, runs_per_day: int, seed: int, workers: int,
         cache_sets: int, rss_budget_mb: float, n_one_hop: int, n_deep: int, candidates: int,
         start_lineage: str, connections: int, directory: str | None, fll_path: str | None,
-        as_json: bool) -> None:
+        as_json: bool, reuse: bool) -> None:
     """Run the warehouse benchmark and print the table."""
     report = run_bench(n_datasets, days, runs_per_day, seed, workers, cache_sets, rss_budget_mb,
                        n_one_hop, n_deep, candidates, connections, directory, fll_path,
-                       start_lineage)
+                       start_lineage, reuse)
     click.echo(json.dumps(report, indent=2) if as_json else render(report))
     if report["wrong"] or report["errors"]:
         sys.exit(1)
