@@ -34,6 +34,7 @@ from ..model import EndPoint
 from .base import Table
 from .lineage import (FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, SHAPED, WIDE_PREFIXES,
                       LineageStore, data_parts, data_row, decode_data, has_lineage_rows,
+                      unstamped_format,
                       join_shape, row_sets, run_cells, SCHEMA_REF, set_used_since, shape_ref,
                       unused_buckets)
 
@@ -1296,7 +1297,9 @@ def store_format(table: Table) -> int:
     row = table.get(rk.meta("format"))
     if row is not None and row.get("v", b"").isdigit():
         return int(row["v"])
-    return 1 if has_lineage_rows(table) else 0
+    if not has_lineage_rows(table):
+        return 0
+    return unstamped_format(table)
 
 
 def count_upgrade_rows(table: Table) -> int:

@@ -321,6 +321,22 @@ def has_lineage_rows(table: Table) -> bool:
                for _ in table.scan(lo, hi, limit=1))
 
 
+def unstamped_format(table: Table) -> int:
+    """The format of a table without a format stamp: this one when it holds no
+    lineage or its run rows are of this format (a store whose rows were lost
+    under a running writer, as a Bigtable emulator restarted, gets rows again
+    without the stamp written at its first open); 1 (before versioning) when
+    its run index is narrow rows."""
+    if not has_lineage_rows(table):
+        return FORMAT
+    for key, _ in table.scan(rk.BACKWARD + rk.SEP, rk.prefix_end(rk.BACKWARD + rk.SEP), limit=1):
+        try:
+            return FORMAT if rk.decode(key).level == 0 else 1
+        except (ValueError, UnicodeDecodeError):
+            return 1
+    return FORMAT
+
+
 class OlderFormat(StoreError):
     """A store of a format older than `FORMAT`: `fll admin upgrade` converts it."""
 
@@ -411,13 +427,13 @@ class LineageStore:
         that reads older formats, `fll.store.admin.upgrade`)."""
         row = self.table.get(rk.meta("format"))
         if row is None or "v" not in row:
-            if not has_lineage_rows(self.table):
+            found = unstamped_format(self.table)
+            if found == FORMAT:
                 try:
                     self.table.put({rk.meta("format"): {"v": str(FORMAT).encode()}})
                 except StoreError:
                     pass  # read-only access: an empty store reads the same in any format
                 return FORMAT
-            found = 1
         else:
             try:
                 found = int(row["v"])
