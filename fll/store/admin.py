@@ -1360,6 +1360,10 @@ def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
     cursor_row = table.get(rk.meta("upgrade")) or {}
     cursor = cursor_row.get("k")
     report.resumed_from = cursor
+    if not dry_run and "f" not in cursor_row:
+        # before any row changes: a format-1 store has no stamp, and once its run
+        # index is half wide it must still be known as one being converted
+        table.put({rk.meta("upgrade"): {"f": str(found).encode()}})
     batch: dict[bytes, dict[str, bytes]] = {}
     done = 0
 

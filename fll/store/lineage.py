@@ -326,9 +326,12 @@ def unstamped_format(table: Table) -> int:
     lineage or its run rows are of this format (a store whose rows were lost
     under a running writer, as a Bigtable emulator restarted, gets rows again
     without the stamp written at its first open); 1 (before versioning) when
-    its run index is narrow rows."""
+    its run index is narrow rows or its upgrade began (`fll.store.admin.upgrade`
+    marks that before it changes a row)."""
     if not has_lineage_rows(table):
         return FORMAT
+    if table.get(rk.meta("upgrade")) is not None:
+        return 1  # an upgrade of an unstamped store began: its rows are of both kinds
     for key, _ in table.scan(rk.BACKWARD + rk.SEP, rk.prefix_end(rk.BACKWARD + rk.SEP), limit=1):
         try:
             return FORMAT if rk.decode(key).level == 0 else 1
