@@ -466,7 +466,6 @@ def _row_checksum(key: bytes, cols: dict[str, bytes]) -> str | None:
     return c.decode("utf-8") if c is not None else None
 
 
-
 def _bucket_children(key: bytes, k: rk.Key) -> list[bytes]:
     level, first = k.level or 0, k.start_ms or 0
     size = rk.LEVELS4[level - 1]
