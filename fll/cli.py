@@ -1083,7 +1083,11 @@ def fsck(state: State, repair: bool, fmt: str) -> None:
     elif report.repaired:
         left = f"; {report.unrepaired} left (corrupt and unknown rows are reported, " \
                f"not changed)" if report.unrepaired else ""
-        click.echo(f"repaired {n - report.unrepaired} problem(s) in {report.rows} rows{left}")
+        gone = n - report.unrepaired
+        click.echo(f"found {gone} problem(s) in {report.rows} rows, repaired {report.fixed} "
+                   f"(the rest a writer had already finished){left}"
+                   if report.fixed < gone else
+                   f"repaired {report.fixed} problem(s) in {report.rows} rows{left}")
     else:
         click.echo(f"found {n} problem(s) in {report.rows} rows; run with --repair to fix")
     click.get_current_context().exit(report.exit_code)

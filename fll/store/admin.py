@@ -19,6 +19,7 @@ import functools
 import json
 import re
 import struct
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -365,6 +366,9 @@ def stats(table: Table, progress: Progress | None = None) -> dict:
 
 # -- fsck ----------------------------------------------------------------------
 
+Cell = tuple[bytes, str]
+
+
 @dataclass
 class FsckReport:
     """What fsck found (keys are raw bytes) and what it repaired."""
@@ -392,6 +396,18 @@ class FsckReport:
     repaired: bool = False
     #: problems a repair left (corrupt and unknown rows are reported, never changed)
     unrepaired: int = 0
+    #: what the repair changed (rows or cells, as each list counts them): a problem
+    #: a writer finished or removed before the repair reached it is not counted
+    fixed: int = 0
+    #: problems the scans suggested that a fresh re-read showed were not there
+    #: (a writer was between two of its writes, or wrote after a scan passed)
+    unconfirmed: int = 0
+    #: what each suspected problem depends on, for that re-read: the run cell
+    #: (row, run) behind a missing run row, the run cells (run row, run, value,
+    #: first-run row) wanting a missing twin cell
+    run_cell_of: dict[bytes, Cell] = field(default_factory=dict, repr=False)
+    twin_wanters: dict[Cell, list[tuple[bytes, str, bytes, bytes]]] = field(
+        default_factory=dict, repr=False)
 
     @property
     def problems(self) -> int:
@@ -422,6 +438,7 @@ class FsckReport:
             return [f"{printable_key(k)} column {c}" for k, c in items]
         return {"rows": self.rows, "format": self.format, "clean": self.clean,
                 "repaired": self.repaired, "unrepaired": self.unrepaired,
+                "fixed": self.fixed, "unconfirmed": self.unconfirmed,
                 "exit_code": self.exit_code,
                 "dangling_index_rows": keys(self.dangling) + cells(self.dangling_cells),
                 "orphaned_data_rows": keys(self.orphans),
@@ -448,9 +465,6 @@ def _row_checksum(key: bytes, cols: dict[str, bytes]) -> str | None:
         return rk.decode(key).checksum
     c = cols.get("c")
     return c.decode("utf-8") if c is not None else None
-
-
-Cell = tuple[bytes, str]
 
 
 def _bucket_children(key: bytes, k: rk.Key) -> list[bytes]:
@@ -562,9 +576,17 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
     A store of an older format is refused: `fll admin upgrade` converts it
     first (a rerun finishes an interrupted one).
 
-    Two scans without a lock: the ``d|`` rows, then every row. Writers may run
-    meanwhile, so every repair re-checks its row inside the transaction that
-    changes it (one per batch) and leaves alone what a writer completed since.
+    Several scans (the shapes, the schema bodies, the ``d|`` rows, then every
+    row), each judging from what the earlier ones saw. Writers may run
+    meanwhile: on SQLite the scans read one snapshot (`SQLiteTable.snapshot`,
+    which blocks no writer); on backends without transactions they read as
+    they go. Either way a problem is reported only once a fresh read of what
+    it depends on still shows it (`_confirm`; after `SETTLE_S` where writers
+    may be between two puts), so a sound store beside writers reports
+    nothing. The repair re-checks each problem again inside the transaction
+    that changes it (one per batch; elsewhere under the lease, which no
+    writer holds meanwhile) and leaves alone what a writer completed since;
+    ``report.fixed`` counts what it changed.
     """
     from .lineage import FORMAT, OlderFormat
 
@@ -576,6 +598,81 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
         raise StoreError(f"store {table.url} has format {found}, newer than format {FORMAT} "
                          f"this fll reads; upgrade fll")
     report.format = found or FORMAT
+    with _read_view(table):
+        _find_problems(table, report, progress)
+    if not report.clean:
+        _confirm(table, report, settle=not _transactional(table))
+    if repair and not report.clean:
+        with maintenance(table, "fsck --repair"):
+            if not _transactional(table):
+                # no writer runs now (the lease): this re-read is the state repaired
+                _confirm(table, report, settle=False)
+            report.fixed = _repair(table, report)
+        report.repaired = True
+        report.unrepaired = len(report.corrupt) + len(report.unknown)
+    return report
+
+
+def _transactional(table: Table) -> bool:
+    return callable(getattr(table, "atomic", None))
+
+
+@contextmanager
+def _read_view(table: Table) -> Iterator[None]:
+    """One state of the store for every read inside, where the backend can
+    (SQLite: `SQLiteTable.snapshot`); elsewhere reads as they come, and what
+    they suggest is confirmed by `_confirm`."""
+    snapshot = getattr(table, "snapshot", None)
+    if callable(snapshot):
+        with snapshot():
+            yield
+    else:
+        yield
+
+
+def _shape_parts(cols: dict[str, bytes]) -> tuple[bytes, bytes]:
+    """(shape, summaries) of a ``p|`` row; an error when it does not decode."""
+    parts = data_parts(cols)
+    decode_canonical(parts[0])
+    Summaries(parts[1])
+    return parts
+
+
+_BODY_ERRORS = (ValueError, KeyError, UnicodeDecodeError, msgpack.UnpackException)
+_DATA_ERRORS = (ValueError, FllError, IndexError, TypeError, KeyError, UnicodeDecodeError)
+
+
+def _body_digest(key: bytes, cols: dict[str, bytes]) -> bytes:
+    """The digest a ``q|`` row is keyed by, once its body is checked against it."""
+    digest = rk.checksum_bytes(rk.decode(key).checksum or "")
+    msgpack.unpackb(cols["f"], raw=False)
+    if xxhash.xxh3_128_digest(cols["f"]) != digest:
+        raise ValueError("not the schema its key names")
+    return digest
+
+
+def _check_data(key: bytes, cols: dict[str, bytes],
+                shapes: dict[str, tuple[bytes, bytes]]) -> None:
+    """An error when a ``d|`` row does not decode to the set its key names
+    (a row in shape form with the shapes given, by checksum)."""
+    stored = rk.decode(key).checksum or ""
+    if SHAPED in cols:
+        shape_checksum, eps = shape_ref(cols)
+        if shape_checksum not in shapes:
+            raise ValueError("its shape row is missing or corrupt")
+        ops = join_shape(shapes[shape_checksum][0], eps)
+        if decode_canonical(ops).checksum != stored:
+            raise ValueError("its shape and endpoints make another set")
+        Summaries(shapes[shape_checksum][1], [EndPoint(e["namespace"], e["name"])
+                                              for e in eps])
+    else:
+        ops, summaries = data_parts(cols)
+        decode_canonical(ops)
+        Summaries(summaries)
+
+
+def _find_problems(table: Table, report: FsckReport, progress: Progress | None) -> None:
+    """The scans of `fsck`: what they find goes into ``report``, to be confirmed."""
     data: set[str] = set()
     # the shapes first (format 5): few, and every shaped d| row is checked against its own
     shapes: dict[str, tuple[bytes, bytes]] = {}
@@ -584,9 +681,7 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
         try:
             c = rk.decode(key).checksum or ""
             shape_keys[c] = key
-            shapes[c] = data_parts(cols)
-            decode_canonical(shapes[c][0])
-            Summaries(shapes[c][1])
+            shapes[c] = _shape_parts(cols)
         except (ValueError, FllError, UnicodeDecodeError):
             shapes.pop(c, None)
             report.corrupt.append(key)
@@ -596,42 +691,26 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
     for key, cols in table.scan(rk.SCHEMA_BODY + rk.SEP,
                                 rk.prefix_end(rk.SCHEMA_BODY + rk.SEP)):
         try:
-            digest = rk.checksum_bytes(rk.decode(key).checksum or "")
-            msgpack.unpackb(cols["f"], raw=False)
-            if xxhash.xxh3_128_digest(cols["f"]) != digest:
-                raise ValueError("not the schema its key names")
-            bodies[digest] = key
-        except (ValueError, KeyError, UnicodeDecodeError, msgpack.UnpackException):
+            bodies[_body_digest(key, cols)] = key
+        except _BODY_ERRORS:
             report.corrupt.append(key)
     named_schemas: set[bytes] = set()
     for key, cols in table.scan(rk.DATA + rk.SEP, rk.prefix_end(rk.DATA + rk.SEP)):
-        stored = rk.decode(key).checksum or ""
-        data.add(stored)
+        data.add(rk.decode(key).checksum or "")
         try:
             if SHAPED in cols:
-                shape_checksum, eps = shape_ref(cols)
-                used_shapes.add(shape_checksum)
-                if shape_checksum not in shapes:
-                    raise ValueError("its shape row is missing or corrupt")
-                ops = join_shape(shapes[shape_checksum][0], eps)
-                if decode_canonical(ops).checksum != stored:
-                    raise ValueError("its shape and endpoints make another set")
-                Summaries(shapes[shape_checksum][1], [EndPoint(e["namespace"], e["name"])
-                                                      for e in eps])
-            else:
-                ops, summaries = data_parts(cols)
-                decode_canonical(ops)
-                Summaries(summaries)
-        except (ValueError, FllError, IndexError, TypeError, KeyError):
+                used_shapes.add(shape_ref(cols)[0])
+            _check_data(key, cols, shapes)
+        except _DATA_ERRORS:
             report.corrupt.append(key)
     referenced: set[str] = set()
     # runs seen in b|/f| rows, and twins expected, checked a batch at a time so
     # memory stays flat whatever the number of runs
-    pending: dict[str, tuple[str, int, bytes]] = {}
+    pending: dict[str, tuple[str, int, bytes, bytes | None]] = {}  # ..., the run cell's row
     twins: dict[bytes, dict[str, bytes]] = {}
     # format 5: a run cell is indexed either by its first-run cell (row, run,
-    # value) or by its bucket cells, as in format 4
-    either: list[tuple[bytes, str, bytes, dict[bytes, dict[str, bytes]]]] = []
+    # value) or by its bucket cells, as in format 4; and the run cell's row
+    either: list[tuple[bytes, str, bytes, dict[bytes, dict[str, bytes]], bytes]] = []
     firsts: list[tuple[bytes, str, bytes]] = []  # first-run cells, to match with run cells
     stale: set[Cell] = set()
     current = report.format >= 4
@@ -639,27 +718,34 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
 
     def check_runs() -> None:
         found = table.get_many([rk.run(r) for r in pending])
-        for run_id, (checksum, start, program) in pending.items():
+        for run_id, (checksum, start, program, row) in pending.items():
             if rk.run(run_id) not in found:
                 report.missing_runs[rk.run(run_id)] = {
                     "c": checksum.encode(), "t": _T.pack(start), "p": program}
+                if row is not None:
+                    report.run_cell_of[rk.run(run_id)] = (row, run_id)
         pending.clear()
 
     def check_twins() -> None:
         keys = set(twins)
-        for first, _, _, buckets in either:
+        for first, _, _, buckets, _ in either:
             keys.add(first)
             keys.update(buckets)
         found = table.get_many(sorted(keys))
-        expected = [(key, cols) for key, cols in twins.items()]
-        for first, run_id, value, buckets in either:
+        expected: list[tuple[bytes, dict[str, bytes], tuple[bytes, str, bytes, bytes] | None]] = \
+            [(key, cols, None) for key, cols in twins.items()]
+        for first, run_id, value, buckets, row in either:
             if found.get(first, {}).get(run_id) != value:
-                expected.extend(buckets.items())
-        for key, cols in expected:
+                expected.extend((key, cols, (row, run_id, value, first))
+                                for key, cols in buckets.items())
+        for key, cols, wanter in expected:
             have = found.get(key, {})
             missing = {c: v for c, v in cols.items() if c not in have}
             if missing:
                 report.missing_twins.setdefault(key, {}).update(missing)
+                if wanter is not None:
+                    for c in missing:
+                        report.twin_wanters.setdefault((key, c), []).append(wanter)
         twins.clear()
         either.clear()
 
@@ -716,11 +802,11 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
                         wanted.pop(key, None)
                         if fmt5:
                             either.append((FIRST_OF_RUN[kind] + key[1:], run_id, cols[run_id],
-                                           wanted))
+                                           wanted, key))
                         else:
                             for twin, want in wanted.items():
                                 twins.setdefault(twin, {}).update(want)
-                    pending.setdefault(run_id, (checksum, t, b""))
+                    pending.setdefault(run_id, (checksum, t, b"", key))
                 if len(twins) + len(either) >= _BATCH:
                     check_twins()
                 if len(pending) >= _BATCH:
@@ -750,7 +836,8 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
             continue
         referenced.add(named)
         if kind in (rk.BACKWARD, rk.FORWARD):
-            pending.setdefault(k.run_id or "", (named, k.start_ms or 0, cols.get("p", b"")))
+            pending.setdefault(k.run_id or "", (named, k.start_ms or 0, cols.get("p", b""),
+                                                None))
             if len(pending) >= _BATCH:
                 check_runs()
     check_runs()
@@ -760,12 +847,6 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
         [shape_keys[c] for c in sorted(set(shape_keys) - used_shapes)]
     report.unused_schemas = sorted(key for digest, key in bodies.items()
                                    if digest not in named_schemas)
-    if repair and not report.clean:
-        with maintenance(table, "fsck --repair"):
-            _repair(table, report)
-        report.repaired = True
-        report.unrepaired = len(report.corrupt) + len(report.unknown)
-    return report
 
 
 def _bucket_cells(table: Table, key: bytes, cols: dict[str, bytes], data: set[str],
@@ -784,96 +865,313 @@ def _bucket_cells(table: Table, key: bytes, cols: dict[str, bytes], data: set[st
             stale.add((key, checksum))
 
 
-def _repair(table: Table, report: FsckReport) -> None:
-    """Each fix re-checked inside the transaction that applies it."""
+# -- confirming what the scans found ---------------------------------------------
+#
+# Each `_still_*` takes problems of one kind as the scans listed them and returns
+# those a fresh read of exactly what the problem depends on still shows: the
+# scans read the store at different moments (on SQLite one snapshot, elsewhere
+# as they go, beside writers between two of their writes). `_confirm` runs them
+# before anything is reported; the repair runs them again inside the transaction
+# (SQLite) or under the lease (elsewhere) that applies each fix.
+
+#: seconds a check on a backend without transactions waits before re-reading
+#: what it suspects: a writer's puts for one batch follow each other within
+#: milliseconds, so what a writer was in the middle of is finished by then
+SETTLE_S = 2.0
+
+
+def _still_present(t: Table, keys: list[bytes]) -> list[bytes]:
+    rows = t.get_many(keys)
+    return [k for k in keys if k in rows]
+
+
+def _still_dangling(t: Table, keys: list[bytes]) -> list[bytes]:
+    """Rows still naming a set whose data row is absent (or naming none)."""
+    rows = t.get_many(keys)
+    checks: dict[bytes, str | None] = {}
+    for key, cols in rows.items():
+        if key[:1] == rk.RUN and "c" not in cols and "t" in cols:
+            continue  # a start claimed, as a writer's first step is
+        try:
+            checks[key] = _row_checksum(key, cols)
+        except (ValueError, UnicodeDecodeError):
+            continue
+    present = t.get_many([rk.data(c) for c in set(checks.values()) if c])
+    return [k for k in keys if k in checks
+            and (checks[k] is None or rk.data(checks[k] or "") not in present)]
+
+
+def _still_dangling_cells(t: Table, cells: list[Cell]) -> list[Cell]:
+    """Cells still there naming a set whose data row is absent."""
+    rows = t.get_many(sorted({k for k, _ in cells}))
+    named: dict[Cell, str] = {}
+    for key, col in cells:
+        cols = rows.get(key, {})
+        if col not in cols:
+            continue
+        try:
+            named[(key, col)] = rk.run_of(0, cols[col])[1] if key[:1] in _RUN_ROWS else col
+        except (ValueError, UnicodeDecodeError):
+            continue
+    present = t.get_many([rk.data(c) for c in set(named.values())])
+    return [cell for cell in cells if cell in named and rk.data(named[cell]) not in present]
+
+
+def _still_missing_runs(t: Table, items: list[tuple[bytes, dict[str, bytes]]],
+                        cell_of: dict[bytes, Cell]) -> list[tuple[bytes, dict[str, bytes]]]:
+    """Run rows still absent while the run cell that names them is there (and
+    its set's data row, which a rebuilt run row needs)."""
+    keys = [k for k, _ in items]
+    cells = [cell_of[k] for k in keys if k in cell_of]
+    found = t.get_many(keys + [rk.data(v["c"].decode()) for _, v in items]
+                       + sorted({row for row, _ in cells}))
+    out = []
+    for key, cols in items:
+        cell = cell_of.get(key)
+        if key in found or rk.data(cols["c"].decode()) not in found:
+            continue
+        if cell is not None and cell[1] not in found.get(cell[0], {}):
+            continue  # the run went since (a purge, a supersede)
+        out.append((key, cols))
+    return out
+
+
+def _still_missing_twins(t: Table, items: list[tuple[bytes, dict[str, bytes]]],
+                         wanters: dict[Cell, list[tuple[bytes, str, bytes, bytes]]]
+                         ) -> list[tuple[bytes, dict[str, bytes]]]:
+    """Twin cells still absent while a run cell that needs them is there
+    without its first-run cell."""
+    keys = {k for k, _ in items}
+    for key, cols in items:
+        for col in cols:
+            for row, _, _, first in wanters.get((key, col), ()):
+                keys.update((row, first))
+    found = t.get_many(sorted(keys))
+    out = []
+    for key, cols in items:
+        have = found.get(key, {})
+        still = {}
+        for col, value in cols.items():
+            if col in have:
+                continue
+            wanted_by = wanters.get((key, col))
+            if wanted_by is not None and not any(
+                    found.get(row, {}).get(run) == v and found.get(first, {}).get(run) != v
+                    for row, run, v, first in wanted_by):
+                continue  # no run cell needs it now
+            still[col] = value
+        if still:
+            out.append((key, still))
+    return out
+
+
+def _still_stale(t: Table, cells: list[Cell], gone: set[Cell]) -> list[Cell]:
+    """Bucket cells still there that no run keeps; in key order, so a bucket's
+    children come first and those found unused (``gone``, updated) keep nothing."""
+    present = t.get_many(sorted({k for k, _ in cells}))
+    out = []
+    for cell in cells:
+        if cell[1] in present.get(cell[0], {}) and not _bucket_kept(t, cell, gone):
+            gone.add(cell)
+            out.append(cell)
+    return out
+
+
+def _still_stray_firsts(t: Table, cells: list[Cell]) -> list[Cell]:
+    """First-run cells still there without the same cell in their run row."""
+    rows = t.get_many(sorted({k for k, _ in cells}))
+    runs = t.get_many(sorted({RUN_OF_FIRST[k[:1]] + k[1:] for k, _ in cells}))
+    return [(k, c) for k, c in cells if c in rows.get(k, {})
+            and runs.get(RUN_OF_FIRST[k[:1]] + k[1:], {}).get(c) != rows[k][c]]
+
+
+def _still_unfinished(t: Table, keys: list[bytes]) -> list[bytes]:
+    rows = t.get_many(keys)
+    return [k for k in keys if rows.get(k, {}).get("w") == b"0"]
+
+
+def _still_dangling_schemas(t: Table, keys: list[bytes]) -> list[bytes]:
+    """Schema rows still naming a body that is not there."""
+    rows = t.get_many(keys)
+    refs = {k: cols.get(SCHEMA_REF, b"") for k, cols in rows.items()}
+    present = t.get_many([rk.schema_body(rk.checksum_of(d)) for d in set(refs.values())
+                          if len(d) == 16])
+    return [k for k in keys if len(refs.get(k, b"")) == 16
+            and rk.schema_body(rk.checksum_of(refs[k])) not in present]
+
+
+def _still_unused_schemas(t: Table, keys: list[bytes]) -> list[bytes]:
+    """Schema bodies still there that no schema row names (one scan of them)."""
+    if not keys:
+        return []
+    used = {cols.get(SCHEMA_REF) for _, cols in
+            t.scan(rk.SCHEMA + rk.SEP, rk.prefix_end(rk.SCHEMA + rk.SEP))}
+    present = t.get_many(keys)
+    return [k for k in keys if k in present
+            and rk.checksum_bytes(rk.decode(k).checksum or "") not in used]
+
+
+def _still_corrupt(t: Table, keys: list[bytes]) -> list[bytes]:
+    """Rows still there that still do not decode: a data row in shape form
+    with its shape as it is now; every other row depends on itself alone."""
+    rows = t.get_many(keys)
+    shape_keys = set()
+    for key, cols in rows.items():
+        if key[:1] == rk.DATA and SHAPED in cols:
+            try:
+                shape_keys.add(rk.shape(shape_ref(cols)[0]))
+            except _DATA_ERRORS:
+                continue
+    shape_rows = t.get_many(sorted(shape_keys))
+    shapes: dict[str, tuple[bytes, bytes]] = {}
+    for key, cols in shape_rows.items():
+        try:
+            shapes[rk.decode(key).checksum or ""] = _shape_parts(cols)
+        except (ValueError, FllError, UnicodeDecodeError):
+            continue
+    out = []
+    for key in keys:
+        if key not in rows:
+            continue
+        cols = rows[key]
+        try:
+            if key[:1] == rk.DATA and key[1:2] == rk.SEP:
+                _check_data(key, cols, shapes)
+            elif key[:1] == rk.SHAPE and key[1:2] == rk.SEP:
+                _shape_parts(cols)
+            elif key[:1] == rk.SCHEMA_BODY and key[1:2] == rk.SEP:
+                _body_digest(key, cols)
+            else:
+                out.append(key)
+            continue
+        except _DATA_ERRORS + _BODY_ERRORS:
+            out.append(key)
+    return out
+
+
+def _unused_data_rows(t: Table, keys: list[bytes]) -> list[bytes]:
+    """``d|`` rows still there that no run of their set uses (a row that does
+    not decode is left out: it is reported corrupt, never deleted)."""
+    out = []
+    for key, cols in t.get_many([k for k in keys if k[:1] == rk.DATA]).items():
+        try:
+            info = decode_data(cols, t)
+        except (ValueError, FllError):
+            continue
+        if not set_used_since(t, rk.decode(key).checksum or "", _set_endpoints(info), 0):
+            out.append(key)
+    return out
+
+
+def _still_orphans(t: Table, keys: list[bytes], corrupt: set[bytes]) -> list[bytes]:
+    """Data rows no run uses and shapes no data row names, still; a corrupt
+    data row nothing references stays listed while it is still there."""
+    unused = set(_unused_data_rows(t, keys))
+    unused.update(_still_present(t, [k for k in keys if k in corrupt]))
+    shapes = [k for k in keys if k[:1] == rk.SHAPE]
+    if shapes:
+        used = _shapes_used(t)
+        present = t.get_many(shapes)
+        unused.update(k for k in shapes if k in present and rk.decode(k).checksum not in used)
+    return [k for k in keys if k in unused]
+
+
+def _confirm(table: Table, report: FsckReport, *, settle: bool) -> None:
+    """Keep in ``report`` only the problems a fresh read still shows (after
+    `SETTLE_S` when ``settle``: a backend without transactions, whose writers
+    may be between two puts)."""
+    before = report.problems
+    if settle:
+        time.sleep(SETTLE_S)
+
+    def each(fn: Callable[[Table, list], list], items: list) -> list:
+        return [x for i in range(0, len(items), _BATCH) for x in fn(table, items[i:i + _BATCH])]
+
+    report.corrupt = each(_still_corrupt, report.corrupt)
+    report.unknown = each(_still_present, report.unknown)
+    report.legacy = each(_still_present, report.legacy)
+    report.dangling = each(_still_dangling, report.dangling)
+    report.dangling_cells = each(_still_dangling_cells, report.dangling_cells)
+    report.missing_runs = dict(each(functools.partial(
+        _still_missing_runs, cell_of=report.run_cell_of), list(report.missing_runs.items())))
+    report.missing_twins = dict(each(functools.partial(
+        _still_missing_twins, wanters=report.twin_wanters), list(report.missing_twins.items())))
+    report.stale_buckets = _still_stale(table, report.stale_buckets, set())
+    report.stray_firsts = each(_still_stray_firsts, report.stray_firsts)
+    report.unfinished = each(_still_unfinished, report.unfinished)
+    report.dangling_schemas = each(_still_dangling_schemas, report.dangling_schemas)
+    report.unused_schemas = _still_unused_schemas(table, report.unused_schemas)
+    report.orphans = _still_orphans(table, report.orphans, set(report.corrupt))
+    report.unconfirmed += before - report.problems
+
+
+def _repair(table: Table, report: FsckReport) -> int:
+    """Each fix re-checked (`_still_*`) inside the transaction that applies it;
+    returns how many rows or cells were fixed, each list counted as it is."""
     def chunks(items: list) -> Iterator[list]:
         for i in range(0, len(items), _BATCH):
             yield items[i:i + _BATCH]
 
-    def drop_dangling(t: Table, keys: list[bytes]) -> None:
-        rows = t.get_many(keys)
-        checks = {k: _row_checksum(k, c) for k, c in rows.items()}
-        present = t.get_many([rk.data(c) for c in set(checks.values()) if c])
-        t.delete([k for k, c in checks.items() if c is None or rk.data(c) not in present])
-
-    def drop_dangling_cells(t: Table, cells: list[Cell]) -> None:
-        rows = t.get_many(sorted({k for k, _ in cells}))
-        named: dict[Cell, str] = {}
-        for key, col in cells:
-            cols = rows.get(key, {})
-            if col not in cols:
-                continue
-            try:
-                named[(key, col)] = rk.run_of(0, cols[col])[1] if key[:1] in _RUN_ROWS \
-                    else col
-            except (ValueError, UnicodeDecodeError):
-                continue
-        present = t.get_many([rk.data(c) for c in set(named.values())])
-        t.delete_columns(_by_row({cell for cell, c in named.items()
-                                  if rk.data(c) not in present}))
-
-    def drop_orphans(t: Table, keys: list[bytes]) -> None:
-        gone = []
-        for key, cols in t.get_many(keys).items():
-            if key[:1] == rk.SHAPE:
-                continue  # after the data rows: `drop_unused_shapes`
-            checksum = rk.decode(key).checksum or ""
-            try:
-                info = decode_data(cols, t)
-            except (ValueError, FllError):
-                continue  # corrupt: reported, never deleted
-            if not set_used_since(t, checksum, _set_endpoints(info), 0):
-                gone.append(key)
+    def drop_dangling(t: Table, keys: list[bytes]) -> int:
+        gone = _still_dangling(t, keys)
         t.delete(gone)
+        return len(gone)
 
-    def add_runs(t: Table, rows: dict[bytes, dict[str, bytes]]) -> None:
-        # still missing, and the data row of the run's set still there
-        keep = {k: v for k, v in rows.items()
-                if t.get(k) is None and t.get(rk.data(v["c"].decode())) is not None}
+    def drop_dangling_cells(t: Table, cells: list[Cell]) -> int:
+        gone = _still_dangling_cells(t, cells)
+        t.delete_columns(_by_row(gone))
+        return len(gone)
+
+    def drop_orphans(t: Table, keys: list[bytes]) -> int:
+        gone = _unused_data_rows(t, keys)  # shapes after the data rows: `drop_unused_shapes`
+        t.delete(gone)
+        return len(gone)
+
+    def add_runs(t: Table, items: list[tuple[bytes, dict[str, bytes]]]) -> int:
+        keep = dict(_still_missing_runs(t, items, report.run_cell_of))
         if keep:
             t.put(keep)
+        return len(keep)
 
-    def add_twins(t: Table, rows: dict[bytes, dict[str, bytes]]) -> None:
-        have = t.get_many(list(rows))
+    def add_twins(t: Table, items: list[tuple[bytes, dict[str, bytes]]]) -> int:
         keep: dict[bytes, dict[str, bytes]] = {}
-        for key, cols in rows.items():
+        for key, cols in _still_missing_twins(t, items, report.twin_wanters):
+            k = rk.decode(key)
             for col, value in cols.items():
-                if col in have.get(key, {}):
-                    continue
-                k = rk.decode(key)
                 # a bucket cell: only while a run of its set in the bucket is there
                 if k.level == rk.DIRECTORY_LEVEL or _bucket_kept_since(t, (key, col), 0):
                     keep.setdefault(key, {})[col] = value
         if keep:
             t.put(keep)
+        return len(keep)
 
-    def drop_stray_firsts(t: Table, cells: list[Cell]) -> None:
+    def drop_stray_firsts(t: Table, cells: list[Cell]) -> int:
         # still without the same cell in the run row (a writer may have finished since)
-        rows = t.get_many(sorted({k for k, _ in cells}))
-        runs = t.get_many(sorted({RUN_OF_FIRST[k[:1]] + k[1:] for k, _ in cells}))
-        t.delete_columns(_by_row({(k, c) for k, c in cells if c in rows.get(k, {}) and
-                                  runs.get(RUN_OF_FIRST[k[:1]] + k[1:], {}).get(c)
-                                  != rows[k][c]}))
-
-    def drop_dangling_schemas(t: Table, keys: list[bytes]) -> None:
-        # still naming a body that is not there (a writer writes both at once)
-        rows = t.get_many(keys)
-        refs = {k: cols.get(SCHEMA_REF, b"") for k, cols in rows.items()}
-        present = t.get_many([rk.schema_body(rk.checksum_of(d)) for d in set(refs.values())
-                              if len(d) == 16])
-        t.delete([k for k, d in refs.items()
-                  if len(d) == 16 and rk.schema_body(rk.checksum_of(d)) not in present])
-
-    def drop_stale(t: Table, cells: list[Cell]) -> None:
-        gone: set[Cell] = set()
-        for cell in cells:  # in key order: children before their parents
-            if not _bucket_kept(t, cell, gone):
-                gone.add(cell)
+        gone = _still_stray_firsts(t, cells)
         t.delete_columns(_by_row(gone))
+        return len(gone)
 
-    def finish_runs(t: Table, keys: list[bytes]) -> None:
+    def drop_dangling_schemas(t: Table, keys: list[bytes]) -> int:
+        # still naming a body that is not there (a writer writes both at once)
+        gone = _still_dangling_schemas(t, keys)
+        t.delete(gone)
+        return len(gone)
+
+    def drop_stale(t: Table, cells: list[Cell]) -> int:
+        # in key order: children before their parents (earlier batches are deleted)
+        gone = _still_stale(t, cells, set())
+        t.delete_columns(_by_row(gone))
+        return len(gone)
+
+    def drop_legacy(t: Table, keys: list[bytes]) -> int:
+        gone = _still_present(t, keys)
+        t.delete(gone)
+        return len(gone)
+
+    def finish_runs(t: Table, keys: list[bytes]) -> int:
         # what the writer would have done next: the index rows, then w=1
         writer = LineageStore(t)
+        done = 0
         for key, cols in t.get_many(keys).items():
             if cols.get("w") != b"0" or "c" not in cols or "t" not in cols:
                 continue
@@ -887,29 +1185,33 @@ def _repair(table: Table, report: FsckReport) -> None:
             run_id = rk.decode(key).run_id or ""
             t.put(writer._index_rows(info, run_id, _T.unpack(cols["t"])[0], cols.get("p", b"")))
             t.put({key: {"w": b"1"}})
+            done += 1
+        return done
 
-    steps: list[tuple[list, Callable[[Table, list], None]]] = [
+    steps: list[tuple[list, Callable[[Table, list], int]]] = [
         (report.dangling, drop_dangling),
         (report.dangling_cells, drop_dangling_cells),
-        (list(report.missing_runs.items()), lambda t, b: add_runs(t, dict(b))),
-        (list(report.missing_twins.items()), lambda t, b: add_twins(t, dict(b))),
+        (list(report.missing_runs.items()), add_runs),
+        (list(report.missing_twins.items()), add_twins),
         (report.stale_buckets, drop_stale),
         (report.stray_firsts, drop_stray_firsts),
         (report.unfinished, finish_runs),
-        (report.legacy, lambda t, b: t.delete(b)),
+        (report.legacy, drop_legacy),
         (report.dangling_schemas, drop_dangling_schemas),
         (report.orphans, drop_orphans)]
+    fixed = 0
     for items, fix in steps:
         for batch in chunks(items):
-            atomically(table, functools.partial(_apply, fix, batch))
+            fixed += atomically(table, functools.partial(_apply, fix, batch))
     if report.orphans:
-        drop_unused_shapes(table)
+        fixed += drop_unused_shapes(table)
     if report.unused_schemas:
-        drop_unused_schemas(table)
+        fixed += drop_unused_schemas(table)
+    return fixed
 
 
-def _apply(fix: Callable[[Table, list], None], batch: list, table: Table) -> None:
-    fix(table, batch)
+def _apply(fix: Callable[[Table, list], int], batch: list, table: Table) -> int:
+    return fix(table, batch)
 
 
 def _delete(table: Table, keys: list[bytes]) -> None:

@@ -33,8 +33,10 @@ runs a caller's reads and writes in one such transaction (the lineage store's
 check-then-act), `check_and_put` is one too, and a store file unlinked or
 replaced under the process is noticed before any write. Scans page
 through the table in short statements, so no read transaction stays open
-while a caller walks a generator. This module must never hold a lock across
-a yield.
+while a caller walks a generator, unless the caller asks for one: `snapshot`
+(a read transaction, which blocks no writer in WAL mode) lets a checker
+compare several scans of one state. This module must never hold a lock
+across a yield.
 
 URL: ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``, with
 optional ``?timeout=30&synchronous=NORMAL|FULL``.
@@ -49,6 +51,7 @@ import sqlite3
 import threading
 import time
 import zlib
+from contextlib import contextmanager
 from typing import Callable, Iterator, Mapping, Sequence, TypeVar
 from urllib.parse import parse_qs
 
@@ -371,6 +374,12 @@ class SQLiteTable:
                 pass
 
     def _retry(self, fn, *, write: bool):
+        if getattr(self._local, "snapshot", False):
+            if write:
+                raise StoreError(f"sqlite store {self.path}: a write inside a read snapshot "
+                                 f"(`snapshot`): end the snapshot first")
+            # the snapshot's read transaction is open on this thread's connection
+            return fn(self._local.conn)
         if getattr(self._local, "txn", False):
             # inside `atomic`: the caller's transaction is open on this thread's
             # connection; a failure unwinds to `atomic`, which retries it whole
@@ -607,6 +616,34 @@ class SQLiteTable:
             finally:
                 self._local.txn = False
         return self._retry(body, write=True)
+
+    @contextmanager
+    def snapshot(self) -> Iterator["SQLiteTable"]:
+        """Every read this thread makes inside sees one state of the store: one
+        deferred read transaction (WAL mode: writers go on committing, unseen
+        here), so several scans can be compared (fsck). Writes inside are
+        refused. It does hold the WAL back from being checkpointed past its
+        start until it ends, so keep it to one pass of reads. Nested calls and
+        calls inside `atomic` join the open transaction."""
+        if getattr(self._local, "snapshot", False) or getattr(self._local, "txn", False):
+            yield self
+            return
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN")
+            # a deferred transaction takes its snapshot at its first read
+            conn.execute("SELECT 1 FROM rows LIMIT 1").fetchall()
+        except sqlite3.Error as e:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise self._error("read", e) from None
+        self._local.snapshot = True
+        try:
+            yield self
+        finally:
+            self._local.snapshot = False
+            if conn.in_transaction:
+                conn.execute("COMMIT")
 
     #: `scan_ranges` is one statement (a read transaction past 100 ranges)
     one_call_ranges = True

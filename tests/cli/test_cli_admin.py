@@ -58,6 +58,7 @@ def test_fsck_finds_then_repairs_then_reports_clean(run_cli, broken_store):
     repaired = json.loads(run_cli("admin", "fsck", "--repair", "--format", "json",
                                   store=url).stdout)
     assert repaired["repaired"] is True
+    assert repaired["fixed"] == 3  # what was changed: a row deleted, a cell, a run row rebuilt
     keys = {k for k, _ in full_scan(url)}
     assert orphan_key not in keys and dangling_key not in keys
     with open_store(url) as store:

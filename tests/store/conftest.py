@@ -139,3 +139,12 @@ def open_table_for(table_url):
     yield make
     for t in opened:
         t.close()
+
+
+@pytest.fixture(autouse=True)
+def _fsck_settles_briefly(monkeypatch):
+    """No writer runs beside the fsck of these tests: what it suspects need not
+    wait `SETTLE_S` (2 s on Bigtable and HBase) before it is re-read."""
+    from fll.store import admin
+
+    monkeypatch.setattr(admin, "SETTLE_S", 0.0)
