@@ -955,18 +955,15 @@ def _keep_dataset_facts(store: Any, facts_: list, starts: dict[str, int]) -> tup
     """Record the schemas and symlinks events named, as `fll serve` does: a run's
     under the run's stored start (else its earliest event), a DatasetEvent's or
     JobEvent's at its time. (schemas, aliases) written."""
+    from .openlineage import record_facts
+
     schemas = aliases = 0
     for facts, owner, at in facts_:
         if at is None:
             run = store.run(owner)
             at = run.start_ms if run is not None else starts[owner]
-        for f in facts:
-            if f.schema is not None:
-                store.record_schema(f.namespace, f.name, owner, at, f.schema)
-                schemas += 1
-            for alias_ns, alias_name in f.symlinks:
-                store.record_alias(alias_ns, alias_name, f.namespace, f.name)
-                aliases += 1
+        kept = record_facts(store, facts, owner, at)
+        schemas, aliases = schemas + kept[0], aliases + kept[1]
     return schemas, aliases
 
 

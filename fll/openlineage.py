@@ -61,7 +61,7 @@ from .model import (EndPoint, EndPointField, FieldLineageInfo, InputField, Opera
 
 __all__ = ["dataset_input_transformations", "run_event_to_lineage", "union", "normal_form", "normal_checksum", "event_kind", "dataset_facts",
            "DatasetFacts", "check_static_event", "static_column_lineage", "export_run_id",
-           "schema_owner", "static_owner", "SCHEMA_OWNER_FACET", "RUN_FACET", "check_shape", "facet_from_info", "export_events", "input_transformations",
+           "schema_owner", "static_owner", "record_facts", "SCHEMA_OWNER_FACET", "RUN_FACET", "check_shape", "facet_from_info", "export_events", "input_transformations",
            "event_run_id", "event_time_ms", "PRODUCER", "RUN_EVENT_SCHEMA_URL",
            "COLUMN_LINEAGE_SCHEMA_URL", "PROPERTIES_FACET"]
 
@@ -873,6 +873,22 @@ def _schema_at(store, namespace: str, name: str, at: int,
     is the one the store answers for that millisecond, else None."""
     found = store.schema_history(namespace, name, at, at + 1)
     return found[0][2] if found and found[0][1] == owner else None
+
+
+def record_facts(store: Any, facts: Iterable["DatasetFacts"], owner: str, at: int
+                 ) -> tuple[int, int]:
+    """Store the schemas and symlinks of the datasets an event names, its schemas
+    under ``owner`` (a run id, or `static_owner`) at ``at``: (schemas, aliases)
+    written. What `fll serve` and `fll record` both keep of an event."""
+    schemas = aliases = 0
+    for f in facts:
+        if f.schema is not None:
+            store.record_schema(f.namespace, f.name, owner, at, f.schema)
+            schemas += 1
+        for alias_ns, alias_name in f.symlinks:
+            store.record_alias(alias_ns, alias_name, f.namespace, f.name)
+            aliases += 1
+    return schemas, aliases
 
 
 def static_owner(event: dict, kind: str) -> str:

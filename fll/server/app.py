@@ -468,14 +468,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
 
     def _keep_facts(facts: list, run_id: str, start_ms: int) -> int:
         """Store the schemas and symlinks of the datasets an event names."""
-        n = 0
-        for f in facts:
-            if f.schema is not None:
-                lineage.record_schema(f.namespace, f.name, run_id, start_ms, f.schema)
-                n += 1
-            for alias_ns, alias_name in f.symlinks:
-                lineage.record_alias(alias_ns, alias_name, f.namespace, f.name)
-        return n
+        return ol.record_facts(lineage, facts, run_id, start_ms)[0]
 
     def _static_event(event: dict, kind: str) -> Callable[[], JSONResponse]:
         """A DatasetEvent or JobEvent: no run, so no run lineage; their dataset
