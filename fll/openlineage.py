@@ -193,6 +193,7 @@ _NORMAL: dict[str, str] = {}
 # checksum of a set `_build` made -> the column lineage and properties it was
 # built from (its normal form), so merging a run's next event reads no operations
 _SOURCES: dict[str, tuple[dict, dict]] = {}
+_SOURCE_EDGES = 4096  # the widest lineage kept there, in input fields
 
 
 # -- ingest --------------------------------------------------------------------
@@ -621,9 +622,11 @@ def _build(lineage: dict[EndPoint, dict[str, dict[EndPointField, tuple[Transform
                                   EndPoint(dest.namespace, dest.name, props.get(dest)),
                                   tuple(writes)))
     info = FieldLineageInfo(ops)
-    if len(_SOURCES) >= _MEMO_ENTRIES:
-        _SOURCES.clear()
-    _SOURCES[info.checksum] = (lineage, props)  # never changed after: copied to merge
+    if sum(len(i) for per in lineage.values() for i in per.values()) <= _SOURCE_EDGES:
+        # (a wide set is merged the slow way: kept, a thousand of them would be large)
+        if len(_SOURCES) >= _MEMO_ENTRIES:
+            _SOURCES.clear()
+        _SOURCES[info.checksum] = (lineage, props)  # never changed after: copied to merge
     _NORMAL[info.checksum] = info.checksum  # built from facets: its own normal form
     return info
 

@@ -191,6 +191,7 @@ SHAPED = "y"
 SCHEMA_REF = "h"
 #: sets a store keeps as it recorded them (`LineageStore.operation_set`)
 _WRITTEN_KEPT = 32
+_WRITTEN_BYTES = 64 * 1024  # the largest of them, as canonical bytes
 #: schemas a store keeps decoded by digest
 _SCHEMAS_KEPT = 1024
 _ENDPOINT_FIELDS = ("destination", "source")
@@ -515,6 +516,8 @@ class LineageStore:
         # transaction rolls this write back (then nothing stored names it)
         with self._lock:
             for p in items.values():
+                if len(p.info.canonical_bytes()) > _WRITTEN_BYTES:
+                    continue  # a wide set: decoded again if asked, never held here
                 self._written[p.info.checksum] = p.info
                 self._written.move_to_end(p.info.checksum)
             while len(self._written) > _WRITTEN_KEPT:
