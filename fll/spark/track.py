@@ -127,7 +127,7 @@ def _install(session_cls: type) -> None:
         # the table a writer was made for is not kept by PySpark: remember it
         _patch(v2, "__init__", _wrap_v2_init)
         for name in WRITER_V2_METHODS:
-            _patch(v2, name, functools.partial(_wrap_writer_v2, name))
+            _patch(v2, name, functools.partial(_wrap_writer, name, before=_before_writer_v2))
     _patch(session_cls, "sql", _wrap_sql)
 
 
@@ -165,14 +165,20 @@ def _busy() -> Iterator[bool]:
             _LOCAL.busy = False
 
 
-def _wrap_writer(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+def _wrap_writer(name: str, original: Callable[..., Any],
+                 before: Callable[..., "_Pending | None"] | None = None) -> Callable[..., Any]:
+    """A writer method that records its write. ``before`` (tracker, writer, method,
+    args, kwargs) says what the write will be: `_before_writer` for a
+    DataFrameWriter, `_before_writer_v2` for a DataFrameWriterV2."""
+    prepare = before or _before_writer
+
     @functools.wraps(original)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         with _busy() as outer:
             tracker = _tracker_for(getattr(self, "_spark", None)) if outer else None
             if tracker is None:
                 return original(self, *args, **kwargs)
-            pending = _before_writer(tracker, self, name, args, kwargs)
+            pending = prepare(tracker, self, name, args, kwargs)
             start_ms = int(time.time() * 1000)
             result = original(self, *args, **kwargs)  # a failing write records nothing
             if pending is not None:
@@ -193,22 +199,6 @@ def _wrap_v2_init(original: Callable[..., Any]) -> Callable[..., Any]:
             setattr(self, _V2_TABLE, table)
         except Exception:  # never fail making a writer
             pass
-    return wrapper
-
-
-def _wrap_writer_v2(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
-    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with _busy() as outer:
-            tracker = _tracker_for(getattr(self, "_spark", None)) if outer else None
-            if tracker is None:
-                return original(self, *args, **kwargs)
-            pending = _before_writer_v2(tracker, self, name)
-            start_ms = int(time.time() * 1000)
-            result = original(self, *args, **kwargs)  # a failing write records nothing
-            if pending is not None:
-                _after(tracker, pending, start_ms)
-            return result
     return wrapper
 
 
@@ -266,7 +256,8 @@ def _before_writer(tracker: Tracker, writer: Any, method: str, args: tuple,
         return None
 
 
-def _before_writer_v2(tracker: Tracker, writer: Any, method: str) -> _Pending | None:
+def _before_writer_v2(tracker: Tracker, writer: Any, method: str, args: tuple = (),
+                      kwargs: dict | None = None) -> _Pending | None:
     from . import capture
 
     what = f"DataFrameWriterV2.{method}"
