@@ -52,6 +52,7 @@ sys.path.insert(0, ROOT)
 from fll import (EndPoint, FieldLineageInfo, InputField, ReadOperation,  # noqa: E402
                  TransformOperation, WriteOperation, open_store)
 from fll.openlineage import info_to_event  # noqa: E402
+from fll.testing.loopback import LoopbackConnection  # noqa: E402
 
 PAIRS = 200
 VARIANTS = 100  # distinct operation sets per dataset pair: the history that hurts
@@ -162,60 +163,13 @@ def query_path(kind: str, rnd: random.Random) -> str:
     }[kind]
 
 
-class _Conn:
-    """One keep-alive HTTP/1.1 connection to 127.0.0.1 (Content-Length bodies only:
-    what uvicorn sends for every answer of fll)."""
-
-    def __init__(self, port: int):
-        self.port = port
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-
-    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
-        if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
-        assert self.reader is not None
-        head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                + (f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-                   if method == "POST" else "") + "\r\n")
-        self.writer.write(head.encode() + body)
-        try:
-            raw = await self.reader.readuntil(b"\r\n\r\n")
-            lines = raw.decode("latin-1").split("\r\n")
-            status = int(lines[0].split(" ", 2)[1])
-            length, close = None, False
-            for line in lines[1:]:
-                name, _, value = line.partition(":")
-                name = name.strip().lower()
-                if name == "content-length":
-                    length = int(value)
-                elif name == "connection" and value.strip().lower() == "close":
-                    close = True
-                elif name == "transfer-encoding":
-                    raise RuntimeError(f"unexpected Transfer-Encoding: {value.strip()}")
-            if length is None:
-                raise RuntimeError("answer without Content-Length")
-            data = await self.reader.readexactly(length)
-        except BaseException:
-            self.close()
-            raise
-        if close:
-            self.close()
-        return status, data
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        self.reader = self.writer = None
-
-
 async def _client(n: int, port: int, until: float, ingest_share: float, templates: list[str],
                   samples: dict[str, list[float]], errors: list[str], accepted: list[str],
                   session: str, timeline: list[tuple[float, float, str]] | None = None
                   ) -> None:
     rnd = random.Random(f"{session}-{n}")
     i = 0
-    conn = _Conn(port)
+    conn = LoopbackConnection(port, 30)
     try:
         while time.monotonic() < until:
             i += 1
@@ -229,7 +183,7 @@ async def _client(n: int, port: int, until: float, ingest_share: float, template
                 method, path, body, ok = "GET", query_path(kind, rnd), b"", (200,)
             began = time.perf_counter()
             try:
-                status, data = await asyncio.wait_for(conn.request(method, path, body), 30)
+                status, data = await conn.request(method, path, body)
             except Exception as e:  # a timeout or dropped connection is an error too
                 errors.append(f"{kind}: {type(e).__name__}: {e}")
                 conn.close()

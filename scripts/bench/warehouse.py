@@ -79,6 +79,8 @@ import click
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, ROOT)
 
+from fll.testing.loopback import LoopbackConnection  # noqa: E402
+
 NAMESPACES = ("postgres://db:5432", "s3://lake", "bigquery")
 LAYERS = 26  # layer 0 = sources: chains of 25 hops
 DEPTH = 25
@@ -404,57 +406,6 @@ class RssWatch(threading.Thread):
         self.join()
 
 
-class Conn:
-    """One keep-alive HTTP/1.1 connection to 127.0.0.1 (Content-Length answers)."""
-
-    def __init__(self, port: int):
-        self.port = port
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-
-    async def _request(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
-        if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
-        assert self.reader is not None
-        head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                + (f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-                   if method == "POST" else "") + "\r\n")
-        self.writer.write(head.encode() + body)
-        try:
-            raw = await self.reader.readuntil(b"\r\n\r\n")
-            lines = raw.decode("latin-1").split("\r\n")
-            status = int(lines[0].split(" ", 2)[1])
-            length, close = None, False
-            for line in lines[1:]:
-                name, _, value = line.partition(":")
-                name = name.strip().lower()
-                if name == "content-length":
-                    length = int(value)
-                elif name == "connection" and value.strip().lower() == "close":
-                    close = True
-            if length is None:
-                raise RuntimeError("answer without Content-Length")
-            data = await self.reader.readexactly(length)
-        except BaseException:
-            self.close()
-            raise
-        if close:
-            self.close()
-        return status, data
-
-    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
-        try:
-            return await asyncio.wait_for(self._request(method, path, body), REQUEST_TIMEOUT)
-        except BaseException:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        self.reader = self.writer = None
-
-
 async def ingest(wh: Warehouse, port: int, connections: int, errors: list[str]
                  ) -> tuple[int, int]:
     """Every run's START then COMPLETE, runs in time order shared by the connections;
@@ -463,7 +414,7 @@ async def ingest(wh: Warehouse, port: int, connections: int, errors: list[str]
     sent = [0, 0]
 
     async def worker() -> None:
-        conn = Conn(port)
+        conn = LoopbackConnection(port, REQUEST_TIMEOUT)
         try:
             for run in runs:  # one iterator, shared: each run goes to one connection
                 for kind in ("START", "COMPLETE"):
@@ -692,7 +643,7 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
 
         # -- ask, check, time
         async def ask_all() -> dict[str, list[float]]:
-            conn = Conn(port)
+            conn = LoopbackConnection(port, REQUEST_TIMEOUT)
             times: dict[str, list[float]] = defaultdict(list)
             try:
                 for f, rname in one_hop:
@@ -750,7 +701,7 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
         watch.start()
 
         async def largest_first() -> tuple[float, int, bytes]:
-            conn = Conn(port)
+            conn = LoopbackConnection(port, REQUEST_TIMEOUT)
             try:
                 began = time.perf_counter()
                 status, data = await conn.request("GET", deep_path(wh, largest))
