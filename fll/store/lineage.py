@@ -645,22 +645,20 @@ class LineageStore:
         return out + hit
 
     def _old_index(self, table: Table, checksum: str, run_id: str, start: int
-                   ) -> tuple[list[bytes], dict[bytes, set[str]]]:
-        """What a run recorded with ``checksum`` at ``start`` leaves to delete
-        when it goes: (whole rows: none in this format; cells: its run cells and
-        the bucket cells no other run keeps)."""
+                   ) -> dict[bytes, set[str]]:
+        """The cells a run recorded with ``checksum`` at ``start`` leaves to delete
+        when it goes: its run cells and the bucket cells no other run keeps."""
         known = self._eps.get(checksum)  # a set this process recorded: no read, no decode
         if known is None:
             row = table.get(rk.data(checksum))
             if row is None:
-                return [], {}  # its data row is gone: fsck removes what is left
+                return {}  # its data row is gone: fsck removes what is left
             try:
                 info = decode_data(row, table)
             except (FllError, ValueError):
-                return [], {}
+                return {}
             known = self._endpoints(info)
         dsts, srcs = known
-        rows: list[bytes] = []
         cells: dict[bytes, set[str]] = {}
         for kind, eps in ((rk.BACKWARD, dsts), (rk.FORWARD, srcs)):
             for ns, name in eps:
@@ -675,7 +673,7 @@ class LineageStore:
                   for ns, name in eps]
         for key, col in unused_buckets(table, wanted, ignore={run_id}):
             cells.setdefault(key, set()).add(col)
-        return rows, cells
+        return cells
 
     def _data_rows(self, info: FieldLineageInfo) -> dict[bytes, dict[str, bytes]]:
         """The ``d|`` row of a set, and the ``p|`` row of its shape (format 5)."""
@@ -708,7 +706,6 @@ class LineageStore:
         data_keys = {p.info.checksum: rk.data(p.info.checksum) for p in items.values()}
         existing = table.get_many(list(run_keys.values()) + sorted(data_keys.values()))
         puts: dict[bytes, dict[str, bytes]] = {}
-        gone: set[bytes] = set()
         gone_cells: dict[bytes, set[str]] = {}
         merged: set[tuple[str, int]] = set()
         new = 0
@@ -728,15 +725,11 @@ class LineageStore:
                 puts.update(self._data_rows(p.info))
             prog = (p.program or "").encode("utf-8")
             if prior is not None:
-                rows, cells = self._old_index(table, prior, p.run_id, start)
-                gone.update(rows)
-                for key, cols in cells.items():
+                for key, cols in self._old_index(table, prior, p.run_id, start).items():
                     gone_cells.setdefault(key, set()).update(cols)
             self._index_rows(p.info, p.run_id, start, prog, into=puts, merged=merged,
                              first=first and self.first_runs)
             puts[run_keys[p.run_id]] = {"c": checksum.encode(), "t": _T.pack(start), "p": prog}
-        if gone:
-            table.delete(sorted(gone))
         cells_gone = _not_put(gone_cells, puts)
         if cells_gone:
             table.delete_columns(cells_gone)
@@ -780,7 +773,6 @@ class LineageStore:
         table.put(data_rows)
         index: dict[bytes, dict[str, bytes]] = {}
         written: dict[bytes, dict[str, bytes]] = {}
-        gone: set[bytes] = set()
         gone_cells: dict[bytes, set[str]] = {}
         merged: set[tuple[str, int]] = set()
         new = 0
@@ -799,16 +791,13 @@ class LineageStore:
                 written[rk.run(p.run_id)] = {"w": _WRITTEN}
                 new += 1
                 if prior is not None:
-                    rows, cells = self._old_index(table, prior, p.run_id, start)
-                    gone.update(rows)
-                    for key, cols in cells.items():
+                    for key, cols in self._old_index(table, prior, p.run_id,
+                                                     start).items():
                         gone_cells.setdefault(key, set()).update(cols)
         finally:
             # runs claimed before a conflict found mid-batch still get their index rows
             if index:
                 table.put(index)
-        if gone:
-            table.delete(sorted(gone - set(index)))
         cells_gone = _not_put(gone_cells, index)
         if cells_gone:
             table.delete_columns(cells_gone)

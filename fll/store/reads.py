@@ -102,10 +102,6 @@ class _Merged:
 _MEMO_FIELDS = 4096
 
 
-def _merge(ep: EndPoint, direction: str, summaries: Iterable[Summaries]) -> _Merged:
-    return _Merged(ep, direction, summaries)
-
-
 class ReadView:
     """A `LineageStore` for one request (see the module doc): the same answers,
     each store read done once. Anything it does not answer itself goes to the
@@ -165,7 +161,7 @@ class ReadView:
     def _merged(self, endpoint: EndPoint, start: int, end: int, direction: str) -> _Merged:
         sets = self.sets(endpoint, start, end, direction)
         plain = (endpoint.namespace, endpoint.name)
-        return self.merges.get(("merged", plain, direction, sets), lambda: _merge(
+        return self.merges.get(("merged", plain, direction, sets), lambda: _Merged(
             endpoint, direction, self.summaries(sets).values()))
 
     def fields(self, endpoint: EndPoint, start: int, end: int,
