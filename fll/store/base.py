@@ -13,12 +13,31 @@ package (``fll.store``) registers the built-in backends, others call
 from __future__ import annotations
 
 import bisect
-from typing import Callable, Iterator, Mapping, Protocol, TypeVar, runtime_checkable
+from typing import (Callable, Iterable, Iterator, Mapping, NamedTuple, Protocol, Sequence,
+                    TypeVar, runtime_checkable)
 from urllib.parse import urlsplit
 
 from ..errors import StoreError
 
 Row = Mapping[str, bytes]
+
+
+class Span(NamedTuple):
+    """The rows ``lo <= key < hi``. ``keys``, when the caller knows them, are
+    every key the span can hold (a few buckets of a time index): a backend
+    that cannot read key ranges in one call reads those keys instead."""
+
+    lo: bytes
+    hi: bytes
+    keys: tuple[bytes, ...] | None = None
+
+
+class SpanRead(NamedTuple):
+    """What `Table.read_spans` answers."""
+
+    rows: dict[bytes, dict[str, bytes]]  # every row of the spans read whole
+    names: set[str]  # the distinct column names of the ``names`` spans' rows
+    values: set[bytes]  # the distinct cell values of the ``values`` spans' rows
 
 
 @runtime_checkable
@@ -48,6 +67,16 @@ class Table(Protocol):
         that reads any number of ranges in one round trip says so with a true
         ``one_call_ranges`` attribute (HBase's Thrift 1 has no multi-range
         scan: callers that know their keys use `get_many` there)."""
+
+    def read_spans(self, spans: Sequence[Span], names: Sequence[Span] = (),
+                   values: Sequence[Span] = ()) -> SpanRead:
+        """The rows of ``spans``, the distinct column names in the rows of
+        ``names`` and the distinct cell values in the rows of ``values``, in as
+        few round trips as the backend can: how a time index is read (the
+        lineage layer never asks which backend it talks to). SQLite: a
+        statement for the rows and one that keeps names and values distinct
+        itself; Bigtable: one ReadRows; HBase: one ``getRows`` of the spans'
+        known keys, a scanner for a span without them (`read_spans_by_rows`)."""
 
     def delete(self, rows: list[bytes]) -> None:
         """Remove these rows entirely."""
@@ -92,6 +121,37 @@ def in_ranges(rows: list[tuple[bytes, _V]], ranges: list[tuple[bytes, bytes]]
         first = bisect.bisect_left(keys, lo)
         stop = bisect.bisect_left(keys, hi) if hi else len(keys)
         out.extend(rows[first:stop])
+    return out
+
+
+def read_spans_by_rows(table: "Table", spans: Sequence[Span], names: Sequence[Span] = (),
+                       values: Sequence[Span] = (), *, by_keys: bool = False) -> SpanRead:
+    """`Table.read_spans` from whole rows: one `scan_ranges` of every span,
+    or (``by_keys``, a backend whose ranges cost a call each) one
+    `get_many` of the keys of the spans that give them and a range read
+    of those that do not. Names and values are taken from the rows."""
+    every = [*spans, *names, *values]
+    found: dict[bytes, dict[str, bytes]] = {}
+    ranged = [(s.lo, s.hi) for s in every if not (by_keys and s.keys is not None)]
+    if ranged:
+        found.update(table.scan_ranges(ranged))
+    if by_keys:
+        keys = sorted({k for s in every if s.keys is not None for k in s.keys})
+        if keys:
+            found.update(table.get_many(keys))
+    ordered = sorted(found)
+
+    def rows_of(part: Iterable[Span]) -> Iterator[tuple[bytes, dict[str, bytes]]]:
+        for s in part:
+            first = bisect.bisect_left(ordered, s.lo)
+            stop = bisect.bisect_left(ordered, s.hi) if s.hi else len(ordered)
+            for key in ordered[first:stop]:
+                yield key, found[key]
+    out = SpanRead(dict(rows_of(spans)), set(), set())
+    for _, cols in rows_of(names):
+        out.names.update(cols)
+    for _, cols in rows_of(values):
+        out.values.update(cols.values())
     return out
 
 

@@ -32,11 +32,12 @@ import random
 import threading
 import time
 from collections import deque
-from typing import Callable, Iterator, Mapping, TypeVar
+from typing import Callable, Iterator, Mapping, Sequence, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import StoreError
-from .base import Row, in_ranges, redact, register_backend, scan_bounds
+from .base import (Row, Span, SpanRead, in_ranges, read_spans_by_rows, redact,
+                   register_backend, scan_bounds)
 
 FAMILY = "c"
 _EXTRA_HINT = "pip install 'fll[bigtable]'"
@@ -341,6 +342,11 @@ class BigtableTable:
         self._call(what, attempt)
 
     # -- reads -----------------------------------------------------------------
+    def read_spans(self, spans: Sequence[Span], names: Sequence[Span] = (),
+                   values: Sequence[Span] = ()) -> SpanRead:
+        """One ReadRows of every span (`scan_ranges`)."""
+        return read_spans_by_rows(self, spans, names, values)
+
     def scan_ranges(self, ranges: list[tuple[bytes, bytes]]
                     ) -> list[tuple[bytes, dict[str, bytes]]]:
         """One ReadRows call with every range in its row set (Bigtable answers

@@ -32,11 +32,12 @@ import random
 import socket
 import threading
 import time
-from typing import Any, Callable, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import StoreError
-from .base import Row, in_ranges, redact, register_backend, scan_bounds
+from .base import (Row, Span, SpanRead, in_ranges, read_spans_by_rows, redact,
+                   register_backend, scan_bounds)
 
 FAMILY = "c"
 _COL = FAMILY.encode() + b":"
@@ -413,6 +414,12 @@ class HBaseTable:
                 return
             # b"\x00" appended is the very next key in byte order
             cursor = page[-1][0] if reverse else page[-1][0] + b"\x00"
+
+    def read_spans(self, spans: Sequence[Span], names: Sequence[Span] = (),
+                   values: Sequence[Span] = ()) -> SpanRead:
+        """One ``getRows`` of every key the spans give, a scanner per span
+        without keys (see `scan_ranges`: each costs three calls here)."""
+        return read_spans_by_rows(self, spans, names, values, by_keys=True)
 
     def scan_ranges(self, ranges: list[tuple[bytes, bytes]]
                     ) -> list[tuple[bytes, dict[str, bytes]]]:

@@ -62,7 +62,7 @@ from ..codec import (PLACEHOLDER_NS, Summaries, decode_canonical,
                      summaries_to_bytes)
 from ..errors import FllError, InvalidLineageError, StoreError
 from ..model import DROPPED, EndPoint, EndPointField, FieldLineageInfo, Operation
-from .base import Table
+from .base import Span, Table
 
 _T = struct.Struct(">q")
 _INV = struct.Struct(">Q").pack
@@ -99,6 +99,7 @@ FIRST_OF_RUN = {rk.BACKWARD: rk.FIRST_BACKWARD, rk.FORWARD: rk.FIRST_FORWARD}
 RUN_OF_FIRST = {v: k for k, v in FIRST_OF_RUN.items()}
 #: the run index a bucket kind summarizes
 RUN_OF_BUCKET = {rk.BACKWARD_BUCKET: rk.BACKWARD, rk.FORWARD_BUCKET: rk.FORWARD}
+_BUCKET_OF_RUN = {v: k for k, v in RUN_OF_BUCKET.items()}
 
 # -- the d| row ----------------------------------------------------------------
 #
@@ -660,17 +661,30 @@ class LineageStore:
             known = self._endpoints(info)
         dsts, srcs = known
         cells: dict[bytes, set[str]] = {}
+        firsts: dict[bytes, tuple[bytes, str, str]] = {}
         for kind, eps in ((rk.BACKWARD, dsts), (rk.FORWARD, srcs)):
             for ns, name in eps:
                 cells.setdefault(rk.run_row(kind, ns, name, start), set()).add(run_id)
                 # its first-run cell, if it was the set's first run
-                cells.setdefault(rk.run_row(FIRST_OF_RUN[kind], ns, name, start),
-                                 set()).add(run_id)
+                first = rk.run_row(FIRST_OF_RUN[kind], ns, name, start)
+                cells.setdefault(first, set()).add(run_id)
+                firsts[first] = (_BUCKET_OF_RUN[kind], ns, name)
         # bucket cells are shared by every run of the set in the bucket: only
-        # those no other run keeps go
+        # those no other run keeps go. A run indexed by its first-run cell
+        # wrote none (where this store writes first-run rows at all): the
+        # endpoints where it has one need no look at the buckets, which on a
+        # run's START → COMPLETE supersede is the whole cost (a multi-get of
+        # 64 children per level and endpoint)
+        skip: set[tuple[bytes, str, str]] = set()
+        if self.first_runs:
+            for key, cols in table.get_many(sorted(firsts)).items():
+                value = cols.get(run_id)
+                if value is not None and len(value) > 1 and \
+                        rk.checksum_of(value[1:]) == checksum:
+                    skip.add(firsts[key])
         wanted = [(kind, ns, name, checksum, start)
                   for kind, eps in ((rk.BACKWARD_BUCKET, dsts), (rk.FORWARD_BUCKET, srcs))
-                  for ns, name in eps]
+                  for ns, name in eps if (kind, ns, name) not in skip]
         for key, col in unused_buckets(table, wanted, ignore={run_id}):
             cells.setdefault(key, set()).add(col)
         return cells
@@ -1160,58 +1174,43 @@ class LineageStore:
         heads = [rk.dataset_prefix(run_kind, ns, name)] + \
             [rk.dataset_prefix(bucket_kind, ns, name) + bytes([0x30 + k])
              for k in range(1, len(rk.LEVELS4))]
-        found: set[str] = set()
-        first_kind = _FIRST_KINDS[direction]
-        if getattr(self.table, "one_call_ranges", False):
-            # SQLite, Bigtable: the cover is ≤ 2 contiguous key ranges per level,
-            # holding exactly its rows; one read of them asks for no absent key
-            # (on SQLite 10x cheaper than a multi-get of a few hundred keys)
-            ranges = _cover_ranges(heads, cover, top)
-            names = getattr(self.table, "column_names", None)
-            interior: list[tuple[bytes, bytes]] = []
-            # and the sets' first runs in the range, which have no bucket
-            # cells: their rows from the one holding ``start`` to the one
-            # holding ``end - 1``; the runs of those two filtered by time
-            # below, the rows between read for their sets alone where the
-            # backend can (SQLite)
-            ranges += _first_run_ranges(rk.dataset_prefix(first_kind, ns, name), start,
-                                        end, interior if names is not None else None)
-            top = None
-            buckets = [r for r in ranges if r[0][:1] not in (run_kind, first_kind)]
-            found_in_buckets = names(buckets, interior) if names is not None and \
-                (buckets or interior) else None
-            if found_in_buckets is None:
-                rows = dict(self.table.scan_ranges(ranges + interior))
-            else:
-                # SQLite: the bucket rows' sets come back distinct from the
-                # statement itself (a 100,000-run history of one set: one name
-                # instead of a cell per bucket row); the edge run rows are
-                # read as cells, filtered by each run's time below
-                found.update(found_in_buckets)
-                edges = [r for r in ranges if r[0][:1] in (run_kind, first_kind)]
-                rows = dict(self.table.scan_ranges(edges)) if edges else {}
-        else:
-            keys = [heads[k] + _INV(rk.MAX_TIME - t) for k, t in cover]
-            index = rk.directory(bucket_kind, ns, name)
-            rows = self.table.get_many(keys + [index] if top else keys)
-        if top:
-            listed = rows.pop(index, {})
+        spans = _cover_spans(heads, cover)
+        # the run rows at the cover's edges, read whole: their runs are
+        # filtered by time below; the buckets' sets are their column names
+        edges = [s for s in spans if s.lo[:1] == run_kind]
+        buckets = [s for s in spans if s.lo[:1] != run_kind]
+        interior: list[Span] = []
+        if self.first_runs:
+            # the sets' first runs in the range, which have no bucket cells:
+            # the rows holding ``start`` and ``end - 1`` filtered by time, the
+            # rows between read for their sets alone
+            edges += _first_run_spans(rk.dataset_prefix(_FIRST_KINDS[direction], ns, name),
+                                      start, end, interior)
+        index = rk.directory(bucket_kind, ns, name)
+        if top:  # more top buckets than are worth enumerating: the directory lists them
+            edges.append(Span(index, index + b"\x00", (index,)))
+        read = self.table.read_spans(edges, buckets, interior)
+        found = set(read.names)
+        try:
+            found.update(rk.checksum_of(v[1:]) for v in read.values if len(v) > 1)
+        except (ValueError, UnicodeDecodeError):
+            raise _corrupt(self.url, interior[0].lo) from None
+        listed = read.rows.pop(index, None)
+        if top and listed:
             try:
-                firsts = [int(c) for c in listed]
+                firsts = sorted(int(c) for c in listed)
             except ValueError:
                 raise _corrupt(self.url, index) from None
-            tops = [rk.bucket4(bucket_kind, ns, name, rk.TOP, t) for t in sorted(firsts)
+            tops = [rk.bucket4(bucket_kind, ns, name, rk.TOP, t) for t in firsts
                     if top[0] <= t < top[1]]
             if tops:
-                rows.update(self.table.get_many(tops))
-        for key, cols in rows.items():
-            if key[:1] in (run_kind, first_kind):  # runs, filtered by their exact time
-                try:
-                    found.update(c for _, c, t in row_sets(key, cols) if start <= t < end)
-                except (ValueError, UnicodeDecodeError):
-                    raise _corrupt(self.url, key) from None
-            else:
-                found.update(cols)
+                found.update(self.table.read_spans(
+                    (), [Span(k, k + b"\x00", (k,)) for k in tops]).names)
+        for key, cols in read.rows.items():
+            try:  # run rows, filtered by each run's exact time
+                found.update(c for _, c, t in row_sets(key, cols) if start <= t < end)
+            except (ValueError, UnicodeDecodeError):
+                raise _corrupt(self.url, key) from None
         return sorted(found)
 
     def _summaries(self, endpoint: EndPoint, start: int, end: int,
@@ -1412,39 +1411,39 @@ class LineageStore:
         return False
 
 
-def _first_run_ranges(prefix: bytes, start: int, end: int,
-                      interior: list[tuple[bytes, bytes]] | None
-                      ) -> list[tuple[bytes, bytes]]:
-    """The key ranges of an endpoint's first-run rows for ``[start, end)``:
-    the rows holding ``start`` and ``end - 1``, whose runs the caller filters
-    by time, and those between, which hold only runs in the range (added to
-    ``interior`` when given, else to the edges)."""
+def _first_run_spans(prefix: bytes, start: int, end: int, interior: list[Span]
+                     ) -> list[Span]:
+    """The spans of an endpoint's first-run rows for ``[start, end)``: the rows
+    holding ``start`` and ``end - 1``, whose runs the caller filters by time,
+    returned; those between, which hold only runs in the range, added to
+    ``interior``."""
     start, end = max(start, 0), min(end, rk.MAX_TIME + 1)
     if end <= start:
         return []
     first, last = start - start % _RUN_ROW_MS, (end - 1) - (end - 1) % _RUN_ROW_MS
-    if last - first <= _RUN_ROW_MS or interior is None:
-        return [rk.time_range(prefix, first, last + _RUN_ROW_MS)]
-    interior.append(rk.time_range(prefix, first + _RUN_ROW_MS, last))
-    return [rk.time_range(prefix, first, first + _RUN_ROW_MS),
-            rk.time_range(prefix, last, last + _RUN_ROW_MS)]
+    if last - first <= _RUN_ROW_MS:
+        return [Span(*rk.time_range(prefix, first, last + _RUN_ROW_MS))]
+    interior.append(Span(*rk.time_range(prefix, first + _RUN_ROW_MS, last)))
+    return [Span(*rk.time_range(prefix, first, first + _RUN_ROW_MS)),
+            Span(*rk.time_range(prefix, last, last + _RUN_ROW_MS))]
 
 
-def _cover_ranges(heads: list[bytes], cover: list[tuple[int, int]],
-                  top: tuple[int, int] | None) -> list[tuple[bytes, bytes]]:
-    """The cover's rows as key ranges: consecutive buckets of one level are
-    consecutive keys (newest first), and no other row lies between them."""
-    out: list[tuple[bytes, bytes]] = []
-    spans = [(rk.TOP, top[0], top[1] - rk.LEVELS4[rk.TOP])] if top else []
+def _cover_spans(heads: list[bytes], cover: list[tuple[int, int]]) -> list[Span]:
+    """The cover's rows as key spans with their keys: consecutive buckets of
+    one level are consecutive keys (newest first), and no other row lies
+    between them."""
+    spans: list[tuple[int, int, int]] = []
     for k, t in cover:
         last = spans[-1] if spans else None
         if last is not None and last[0] == k and last[2] + rk.LEVELS4[k] == t:
             spans[-1] = (k, last[1], t)
         else:
             spans.append((k, t, t))
+    out: list[Span] = []
     for k, first, newest in spans:
-        out.append((heads[k] + _INV(rk.MAX_TIME - newest),
-                    heads[k] + _INV(rk.MAX_TIME - first) + b"\x00"))
+        keys = tuple(heads[k] + _INV(rk.MAX_TIME - t)
+                     for t in range(newest, first - 1, -rk.LEVELS4[k]))
+        out.append(Span(keys[0], keys[-1] + b"\x00", keys))
     return out
 
 

@@ -58,7 +58,8 @@ from urllib.parse import parse_qs
 import msgpack
 
 from ..errors import StoreError
-from .base import Row, in_ranges, redact, register_backend, scan_bounds
+from .base import (Row, Span, SpanRead, in_ranges, read_spans_by_rows, redact,
+                   register_backend, scan_bounds)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rows (
@@ -681,20 +682,31 @@ class SQLiteTable:
         found.sort(key=lambda r: r[0])
         return in_ranges(found, wanted)
 
-    def column_names(self, ranges: list[tuple[bytes, bytes]],
-                     tails: Sequence[tuple[bytes, bytes]] = ()) -> set[str] | None:
-        """The distinct column names of the rows in these key ranges, kept apart
-        by SQLite itself (one statement per 100 ranges): a coarse bucket
+    def read_spans(self, spans: Sequence[Span], names: Sequence[Span] = (),
+                   values: Sequence[Span] = ()) -> SpanRead:
+        """The spans' rows in one statement (`scan_ranges`), and the names and
+        values in one more that SQLite keeps distinct itself: a coarse bucket
         range holding the same set in many rows answers one name, not a cell
-        per row. With ``tails``, in the same statement, the distinct values
-        less their first byte of the cells of those ranges (run cells: their
-        sets). None when a row there may be packed (written before its prefix
-        was declared wide): the caller reads the rows instead."""
+        per row."""
+        distinct = self._distinct([(s.lo, s.hi) for s in names],
+                                  [(s.lo, s.hi) for s in values]) \
+            if names or values else (set(), set())
+        if distinct is None:  # a row there may be packed: read the rows
+            return read_spans_by_rows(self, spans, names, values)
+        rows = dict(self.scan_ranges([(s.lo, s.hi) for s in spans])) if spans else {}
+        return SpanRead(rows, *distinct)
+
+    def _distinct(self, ranges: list[tuple[bytes, bytes]], tails: list[tuple[bytes, bytes]]
+                  ) -> tuple[set[str], set[bytes]] | None:
+        """The distinct column names of the rows in ``ranges`` and the distinct
+        cell values of those in ``tails`` (one statement per 100 ranges). None
+        when a row there may be packed (written before its prefix was
+        declared wide): the caller reads the rows instead."""
         def bounds(rs: Sequence[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
             return [b for b in (scan_bounds(lo, hi, None) for lo, hi in rs) if b is not None]
         wanted, values = bounds(ranges), bounds(tails)
         if not wanted and not values:
-            return set()
+            return set(), set()
         wide = self._wide
         if self._packed_wide or not wide or len(values) > 99 or not all(
                 hi and any(lo.startswith(p) and hi.startswith(p) for p in wide)
@@ -705,21 +717,26 @@ class SQLiteTable:
             return (" OR ".join("(row >= ? AND row < ?)" for _ in part),
                     [b for lo, hi in part for b in (lo, hi)])
 
-        def read(conn: sqlite3.Connection) -> set[str]:
+        def read(conn: sqlite3.Connection) -> tuple[set[str], set[bytes]]:
             names: set[str] = set()
+            vals: set[bytes] = set()
             parts = [wanted[i:i + 100] for i in range(0, len(wanted), 100)] or [[]]
             for n, part in enumerate(parts):
                 selects, args = [], []
                 if part:
                     cond, a = where(part)
-                    selects.append(f"SELECT DISTINCT col FROM wide WHERE {cond}")
+                    selects.append(f"SELECT DISTINCT 0, col FROM wide WHERE {cond}")
                     args += a
                 if values and n == 0:
                     cond, a = where(values)
-                    selects.append(f"SELECT DISTINCT substr(val, 2) FROM wide WHERE {cond}")
+                    selects.append(f"SELECT DISTINCT 1, val FROM wide WHERE {cond}")
                     args += a
-                names.update(_col_out(c) for (c,) in conn.execute(" UNION ".join(selects), args))
-            return names
+                for is_value, v in conn.execute(" UNION ".join(selects), args):
+                    if is_value:
+                        vals.add(bytes(v))
+                    else:
+                        names.add(_col_out(v))
+            return names, vals
         return self._retry(read, write=False) if len(wanted) <= 100 else self._read_txn(read)
 
     def delete(self, rows: list[bytes]) -> None:

@@ -14,6 +14,7 @@ import pytest
 from fll import EndPoint, EndPointField, InvalidLineageError, StoreError
 from fll import rowkeys as rk
 from fll.store import LineageStore
+from fll.store.base import read_spans_by_rows
 from fll.store.lineage import row_sets, run_cells
 from tests.lineage_examples import chain
 
@@ -256,6 +257,14 @@ class _Counting:
                 return attr(*a, **kw)
             return counted
         return attr
+
+    def read_spans(self, spans, names=(), values=()):
+        if getattr(self.inner, "one_call_ranges", False):
+            # one call (SQLite: a statement for the rows, one for the sets)
+            self.calls.append("read_spans")
+            return self.inner.read_spans(spans, names, values)
+        # HBase: its getRows and scanners, each counted
+        return read_spans_by_rows(self, spans, names, values, by_keys=True)
 
 
 def _dated_history(store: LineageStore, n_sets: int, runs_in_range: int) -> tuple[int, int]:
