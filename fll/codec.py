@@ -97,9 +97,14 @@ def canonical_operation(op: Operation) -> dict:
 def canonical_bytes(operations: Iterable[Operation]) -> bytes:
     """Versioned msgpack of the operations sorted by name, map keys sorted,
     lists in declared order. Independent of the order operations were given."""
+    return msgpack.packb(canonical_doc(operations), use_bin_type=True)
+
+
+def canonical_doc(operations: Iterable[Operation]) -> dict:
+    """What `canonical_bytes` packs: plain maps, lists, strings and booleans, so
+    unpacking and packing it again gives the same bytes."""
     ops = sorted(operations, key=lambda o: o.name)
-    doc = {"operations": [canonical_operation(o) for o in ops], "v": CANONICAL_VERSION}
-    return msgpack.packb(doc, use_bin_type=True)
+    return {"operations": [canonical_operation(o) for o in ops], "v": CANONICAL_VERSION}
 
 
 def sorted_form(value: Any) -> Any:

@@ -25,11 +25,13 @@ Row = Mapping[str, bytes]
 class Span(NamedTuple):
     """The rows ``lo <= key < hi``. ``keys``, when the caller knows them, are
     every key the span can hold (a few buckets of a time index): a backend
-    that cannot read key ranges in one call reads those keys instead."""
+    that cannot read key ranges in one call reads those keys instead. They
+    may be built on first iteration (a backend that reads ranges never
+    builds them)."""
 
     lo: bytes
     hi: bytes
-    keys: tuple[bytes, ...] | None = None
+    keys: Iterable[bytes] | None = None
 
 
 class SpanRead(NamedTuple):

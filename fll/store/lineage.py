@@ -44,6 +44,7 @@ level by its 64 children one level down (`unused_buckets`).
 """
 from __future__ import annotations
 
+import bisect
 import os
 import socket
 import struct
@@ -52,13 +53,13 @@ import time
 import uuid
 import zlib
 from collections import OrderedDict
-from typing import AbstractSet as Set, Iterable, Iterator, NamedTuple, Sequence
+from typing import AbstractSet as Set, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import msgpack
 import xxhash
 
 from .. import rowkeys as rk
-from ..codec import (PLACEHOLDER_NS, Summaries, decode_canonical,
+from ..codec import (PLACEHOLDER_NS, Summaries, canonical_doc, decode_canonical,
                      summaries_to_bytes)
 from ..errors import FllError, InvalidLineageError, StoreError
 from ..model import DROPPED, EndPoint, EndPointField, FieldLineageInfo, Operation
@@ -198,14 +199,18 @@ _SCHEMAS_KEPT = 1024
 _ENDPOINT_FIELDS = ("destination", "source")
 
 
-def split_shape(ops: bytes) -> tuple[bytes, list[dict]] | None:
+def split_shape(info: FieldLineageInfo) -> tuple[bytes, list[dict]] | None:
     """(the shape's canonical bytes, the endpoints in placeholder order) of a
-    set's canonical operations, or None when it cannot be stored as a shape."""
-    doc = msgpack.unpackb(ops, raw=False)
+    set, or None when it cannot be stored as a shape. Built from the set's
+    canonical document, never by unpacking its canonical bytes; checked
+    against them byte for byte as a reader will rebuild them (from the
+    endpoints as stored)."""
+    doc = canonical_doc(info.operations)
     eps: list[dict] = []
     index: dict[bytes, int] = {}
     named: dict[tuple[str, str], bytes] = {}
-    for op in doc["operations"]:
+    shape_ops, where = [], []
+    for n, op in enumerate(doc["operations"]):
         for field in _ENDPOINT_FIELDS:
             ep = op.get(field)
             if ep is None:
@@ -219,11 +224,15 @@ def split_shape(ops: bytes) -> tuple[bytes, list[dict]] | None:
             if i is None:
                 i = index[packed] = len(eps)
                 eps.append(ep)
+            op = dict(op)
             op[field] = {"name": str(i), "namespace": PLACEHOLDER_NS, "properties": {}}
-    shape = msgpack.packb(doc, use_bin_type=True)
-    # as a reader will rebuild it, from the endpoints as stored
+            where.append((n, field, i))
+        shape_ops.append(op)
+    shape = msgpack.packb({**doc, "operations": shape_ops}, use_bin_type=True)
     stored = shape_ref({SHAPED: bytes(16) + _pack_endpoints(eps)})[1]
-    if join_shape(shape, stored) != ops:
+    for n, field, i in where:
+        doc["operations"][n][field] = stored[i]
+    if msgpack.packb(doc, use_bin_type=True) != info.canonical_bytes():
         return None
     return shape, eps
 
@@ -692,7 +701,7 @@ class LineageStore:
     def _data_rows(self, info: FieldLineageInfo) -> dict[bytes, dict[str, bytes]]:
         """The ``d|`` row of a set, and the ``p|`` row of its shape (format 5)."""
         key = rk.data(info.checksum)
-        split = split_shape(info.canonical_bytes())
+        split = split_shape(info)
         if split is None:
             return {key: data_row(info)}
         shape, eps = split
@@ -1511,25 +1520,29 @@ def unused_buckets(table: Table, wanted: Iterable[Bucket], *, ignore: Set[str] =
     way up (every coarser bucket holds it). Directory cells stay (one per
     endpoint and 2.2 years: an absent top bucket costs a key in a multi-get).
     """
-    spans: dict[tuple[bytes, str, str, int], set[str]] = {}
-    level: set[Bucket] = set()
-    out: list[tuple[bytes, str]] = []
+    wanted = list(wanted)
     size1 = rk.LEVELS4[1]
-    for kind, ns, name, checksum, start in wanted:
+    # level 1: the run rows of each bucket's span, all in one read
+    spans: dict[tuple[bytes, str, str, int], Span] = {}
+    for kind, ns, name, _, start in wanted:
         first = start - start % size1
         span = (kind, ns, name, first)
         if span not in spans:
-            lo, hi = rk.time_range(rk.dataset_prefix(RUN_OF_BUCKET[kind], ns, name), first,
-                                   min(first + size1, rk.MAX_TIME + 1))
-            users: set[str] = set()
-            for key, cols in table.scan(lo, hi):
-                try:
-                    users.update(c for _, c, _ in row_sets(key, cols, ignore))
-                except (ValueError, UnicodeDecodeError):
-                    continue  # a corrupt row keeps nothing: fsck reports it
-            spans[span] = users
-        if checksum not in spans[span]:
-            level.add((kind, ns, name, checksum, first))
+            spans[span] = _children(RUN_OF_BUCKET[kind], ns, name, 0, first, size1)
+    rows = table.read_spans(list(spans.values())).rows
+    keys = sorted(rows)
+    users: dict[tuple[bytes, str, str, int], set[str]] = {}
+    for span, sp in spans.items():
+        found = users[span] = set()
+        for key in keys[bisect.bisect_left(keys, sp.lo):bisect.bisect_left(keys, sp.hi)]:
+            try:
+                found.update(c for _, c, _ in row_sets(key, rows[key], ignore))
+            except (ValueError, UnicodeDecodeError):
+                continue  # a corrupt row keeps nothing: fsck reports it
+    level = {(kind, ns, name, checksum, start - start % size1)
+             for kind, ns, name, checksum, start in wanted
+             if checksum not in users[(kind, ns, name, start - start % size1)]}
+    out: list[tuple[bytes, str]] = []
     for k in range(1, len(rk.LEVELS4)):
         if not level:
             break
@@ -1537,16 +1550,43 @@ def unused_buckets(table: Table, wanted: Iterable[Bucket], *, ignore: Set[str] =
         out.extend(sorted(gone))
         if k == rk.TOP:
             break
-        size, parent_size = rk.LEVELS4[k], rk.LEVELS4[k + 1]
+        parent_size = rk.LEVELS4[k + 1]
         parents = {(kind, ns, name, c, t - t % parent_size) for kind, ns, name, c, t in level}
-        children = {p: [rk.bucket4(p[0], p[1], p[2], k, p[4] + i * size)
-                        for i in range(parent_size // size) if p[4] + i * size <= rk.MAX_TIME]
-                    for p in parents}
-        present = table.get_many(sorted({key for keys in children.values() for key in keys}))
-        level = {p for p, keys in children.items()
-                 if not any(p[3] in present.get(key, {}) and (key, p[3]) not in gone
-                            for key in keys)}
+        # the children that exist, read as one span per parent (SQLite and
+        # Bigtable read only the rows there; HBase gets the 64 keys)
+        children = {p: _children(p[0], p[1], p[2], k, p[4], parent_size) for p in parents}
+        present = table.read_spans(list({sp.lo: sp for sp in children.values()}.values())).rows
+        keys = sorted(present)
+        level = {p for p, sp in children.items()
+                 if not any(p[3] in present[key] and (key, p[3]) not in gone
+                            for key in keys[bisect.bisect_left(keys, sp.lo):
+                                            bisect.bisect_left(keys, sp.hi)])}
     return out
+
+
+def _children(kind: bytes, namespace: str, name: str, k: int, first: int, size: int) -> Span:
+    """The span of the level-``k`` rows (level 0: run rows) of one endpoint
+    that lie in ``[first, first + size)``; its keys built only if a backend
+    asks for them."""
+    times = range(first, min(first + size, rk.MAX_TIME + 1), rk.LEVELS4[k])
+
+    def key(t: int) -> bytes:
+        return rk.run_row(kind, namespace, name, t) if k == 0 else \
+            rk.bucket4(kind, namespace, name, k, t)
+    return Span(key(times[-1]), key(times[0]) + b"\x00", _Keys(key, times))
+
+
+class _Keys:
+    """The keys of a span of time-index rows, built when iterated, newest first."""
+
+    __slots__ = ("_key", "_times")
+
+    def __init__(self, key: Callable[[int], bytes], times: range):
+        self._key, self._times = key, times
+
+    def __iter__(self) -> Iterator[bytes]:
+        return map(self._key, reversed(self._times))
+
 
 
 def set_used_since(table: Table, checksum: str, endpoints: Iterable[tuple[bytes, str, str]],

@@ -322,6 +322,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def same_fll_env() -> dict[str, str]:
+    """The environment for a server or CLI process that runs this checkout's fll
+    (as the other benchmarks do), whatever fll the virtualenv installed."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return {**os.environ, "PYTHONPATH": root}
+
+
 def fll_command(given: str | None) -> list[str]:
     if given:
         return [given]
@@ -334,7 +341,8 @@ def fll_command(given: str | None) -> list[str]:
 
 def start_server(fll: list[str], url: str, port: int, workers: int, cache_sets: int,
                  log: Any) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k not in ("FLL_TOKEN", "PYTHONPATH")}
+    env = same_fll_env()
+    env.pop("FLL_TOKEN", None)
     env["NO_PROXY"] = "127.0.0.1"
     proc = subprocess.Popen(fll + ["--store", url, "serve", "--host", "127.0.0.1", "--port",
                                    str(port), "--log-level", "warning", "--cache-sets",
@@ -723,7 +731,7 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
 
         # -- the CLI as a whole process
         d, col = largest
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env = same_fll_env()
         began = time.perf_counter()
         try:
             done = subprocess.run(fll + ["--store", url, "lineage",

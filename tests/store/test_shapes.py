@@ -51,7 +51,7 @@ def _same(a: Summaries, b: Summaries) -> bool:
 @settings(max_examples=300, deadline=None)
 def test_a_shape_and_its_endpoints_give_back_the_set_and_its_summaries(info):
     ops = canonical_bytes(info.operations)
-    split = split_shape(ops)
+    split = split_shape(info)
     endpoints = {(e.namespace, e.name): e for e in info.sources | info.destinations}
     odd = any(e.namespace == "#" for e in endpoints.values()) or \
         len({(e.namespace, e.name, tuple(e.properties.items()))
