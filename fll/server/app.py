@@ -189,7 +189,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     writer = GroupCommit(lineage, write_lock if write_lock is not None else threading.Lock(),
                          stalls=stalls)
     # answers merged over a list of operation sets, shared by this process's requests
-    merges = SetMerges(size=16_384)
+    merges = SetMerges(size=16_384, budget=lineage.cache_budget.merges)
 
     def reader() -> LineageStore:
         """The store as one request reads it (every read once; see fll.store.reads):

@@ -24,11 +24,12 @@ import click
 
 from ..cli import STORE_HELP
 from ..errors import BadRequest
+from ..store.cache import DEFAULT_CACHE_MB
 from . import guard
 
-# decoded operation sets each server process keeps (about 14 KB each on the load
-# benchmark's sets): more than the sets a busy day's questions meet, so whole-
-# history questions over datasets with many distinct sets stay in memory
+# decoded operation sets each server process keeps at most: more than the sets a
+# busy day's questions meet, so whole-history questions over datasets with many
+# distinct sets stay in memory; --cache-mb bounds their bytes
 DEFAULT_CACHE_SETS = 32_768
 # seconds between WAL checkpoints of a SQLite store (fll.server.checkpoint)
 CHECKPOINT_EVERY = 0.5
@@ -43,6 +44,7 @@ _SETTINGS: dict[str, tuple[type, Any]] = {
     "body_timeout": (float, guard.DEFAULT_BODY_TIMEOUT),
     "body_memory": (int, guard.DEFAULT_BODY_MEMORY // 2**20),  # MiB
     "cache_sets": (int, DEFAULT_CACHE_SETS),
+    "cache_mb": (int, DEFAULT_CACHE_MB),
 }
 
 
@@ -131,8 +133,12 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
                    f"waiting for a slot (beyond each body's first 64 KiB); more is 503 "
                    f"[default: {guard.DEFAULT_BODY_MEMORY // 2**20}].")
 @click.option("--cache-sets", type=click.IntRange(1), default=None,
-              help=f"Decoded operation sets each server process keeps in memory "
+              help=f"Decoded operation sets each server process keeps in memory at most "
                    f"[default: {DEFAULT_CACHE_SETS}].")
+@click.option("--cache-mb", type=click.IntRange(16), default=None, metavar="MIB",
+              help=f"MiB every cache of each server process holds at most together: decoded "
+                   f"sets with their answers, shapes, merged answers "
+                   f"[default: {DEFAULT_CACHE_MB}].")
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Server processes sharing the listening socket: reads scale across "
                    "cores; writes stay serialized by the store, --max-ingests holds for all.")
@@ -185,7 +191,8 @@ def serve(store_url: str | None, create: bool, host: str, port: int, token: str 
     try:
         # opened here even with workers: a store that cannot open is one line and
         # exit 3 before any worker starts
-        store = open_store(url, cache_size=settings["cache_sets"])
+        store = open_store(url, cache_size=settings["cache_sets"],
+                           cache_mb=settings["cache_mb"])
         click.echo(f"fll: serving {redact(url)} on http://{_url_host(host)}:{real_port} "
                    f"({_access(token, settings['public_reads'])}"
                    f"{f', {workers} worker processes' if workers > 1 else ''})", err=True)
@@ -280,7 +287,8 @@ def _supervise(url: str, sock: socket.socket, token: str | None, settings: dict[
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
                 _die_with_parent(parent)
                 from ..store import open_store
-                store = open_store(url, cache_size=settings["cache_sets"])
+                store = open_store(url, cache_size=settings["cache_sets"],
+                                   cache_mb=settings["cache_mb"])
                 try:
                     _run_worker(store, sock, token, settings, log_level, slots, write_lock)
                 finally:

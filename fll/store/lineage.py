@@ -64,6 +64,7 @@ from ..codec import (PLACEHOLDER_NS, Summaries, canonical_doc, decode_canonical,
 from ..errors import FllError, InvalidLineageError, StoreError
 from ..model import DROPPED, EndPoint, EndPointField, FieldLineageInfo, Operation
 from .base import Span, Table
+from .cache import DEFAULT_CACHE_MB, CacheBudget, SizedLRU
 
 _T = struct.Struct(">q")
 _INV = struct.Struct(">Q").pack
@@ -289,6 +290,10 @@ class OperationGroup(NamedTuple):
     runs: list[RunInfo]  # newest first
 
 
+#: bytes of decoded operations per byte of their canonical form (tracemalloc)
+_INFO_BYTES = 12
+
+
 class _Cached:
     """A decoded ``d|`` row: its summaries, and its operations decoded on first
     use (a set stored as a shape: rebuilt from the shape and its endpoints)."""
@@ -302,6 +307,12 @@ class _Cached:
         self.summaries = summaries
         self._info: FieldLineageInfo | None = None
         self._where = where
+
+    def footprint(self) -> int:
+        """Bytes held (estimated): the stored operations, the decoded summaries
+        with the answers they keep, and the operations once decoded."""
+        return 200 + len(self._ops) + self.summaries.footprint + \
+            (_INFO_BYTES * len(self._ops) if self._info is not None else 0)
 
     @property
     def info(self) -> FieldLineageInfo:
@@ -404,11 +415,16 @@ def _check_run(run_id: object, start_ms: object) -> None:
 class LineageStore:
     """Field lineage over any `Table` backend. Safe to share between threads."""
 
-    def __init__(self, table: Table, *, cache_size: int = 4096):
+    def __init__(self, table: Table, *, cache_size: int = 4096,
+                 cache_mb: float = DEFAULT_CACHE_MB):
+        """``cache_size``: decoded operation sets kept at most; ``cache_mb``: the
+        bytes this process's caches hold at most (`fll.store.cache`), shared
+        with the `SetMerges` a server makes from `cache_budget`."""
         self.table = table
         self.url = table.url
-        self._cache: OrderedDict[str, _Cached] = OrderedDict()
-        self._cache_size = cache_size
+        self.cache_budget = CacheBudget.of_mb(cache_mb)
+        self._cache: SizedLRU[_Cached] = SizedLRU(self.cache_budget.sets, _Cached.footprint,
+                                                  cache_size)
         self._lock = threading.Lock()
         self._buckets: dict[tuple[str, int], list[tuple[bytes, dict[str, bytes]]]] = {}
         self._level_keys: dict[tuple[str, int, int], list[tuple[bytes, dict[str, bytes]]]] = {}
@@ -418,7 +434,9 @@ class LineageStore:
         self._announced = -WRITER_TTL_MS
         self._raw: dict[str, bytes] = {}
         self._shape_rows: dict[str, bytes] = {}  # shape checksum -> its p| row's z, to write
-        self._shapes: OrderedDict[str, tuple[bytes, bytes]] = OrderedDict()  # read: ops, summaries
+        # read: ops, summaries as stored
+        self._shapes: SizedLRU[tuple[bytes, bytes]] = SizedLRU(
+            self.cache_budget.shapes, lambda p: 200 + len(p[0]) + len(p[1]), 1024)
         # the last sets recorded, as given (`operation_set`); few: a wide set is large
         self._written: OrderedDict[str, FieldLineageInfo] = OrderedDict()
         # schemas read, by their digest (content-addressed: never stale)
@@ -1093,17 +1111,15 @@ class LineageStore:
         is then a store error)."""
         out: dict[str, tuple[bytes, bytes]] = {}
         wanted = set()
-        with self._lock:
-            for row in rows:
-                value = row.get(SHAPED)
-                if value is not None and len(value) >= 16:
-                    c = rk.checksum_of(value[:16])
-                    hit = self._shapes.get(c)
-                    if hit is not None:
-                        self._shapes.move_to_end(c)
-                        out[c] = hit
-                    else:
-                        wanted.add(c)
+        for row in rows:
+            value = row.get(SHAPED)
+            if value is not None and len(value) >= 16:
+                c = rk.checksum_of(value[:16])
+                hit = self._shapes.get(c)
+                if hit is not None:
+                    out[c] = hit
+                else:
+                    wanted.add(c)
         if not wanted:
             return out
         found = self.table.get_many(sorted(rk.shape(c) for c in wanted))
@@ -1115,17 +1131,11 @@ class LineageStore:
                 out[c] = parts = data_parts(shape_row)
             except ValueError:
                 continue
-            with self._lock:
-                self._shapes[c] = parts
-                if len(self._shapes) > 1024:
-                    self._shapes.popitem(last=False)
+            self._shapes.put(c, parts)
         return out
 
     def _remember(self, checksum: str, cached: _Cached) -> None:
-        with self._lock:
-            self._cache[checksum] = cached
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        self._cache.put(checksum, cached)
 
     def _load(self, checksum: str) -> _Cached:
         return self._load_many([checksum])[checksum]
@@ -1134,14 +1144,12 @@ class LineageStore:
         """Operation sets by checksum: the cache first, the rest in one multi-get."""
         out: dict[str, _Cached] = {}
         missing = []
-        with self._lock:
-            for c in checksums:
-                hit = self._cache.get(c)
-                if hit is not None:
-                    self._cache.move_to_end(c)
-                    out[c] = hit
-                elif c not in out:
-                    missing.append(c)
+        for c in checksums:
+            hit = self._cache.get(c)
+            if hit is not None:
+                out[c] = hit
+            elif c not in out:
+                missing.append(c)
         if missing:
             rows = self.table.get_many([rk.data(c) for c in missing])
             shapes = self._load_shapes(rows.values())

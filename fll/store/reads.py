@@ -20,35 +20,30 @@ aliases, schemas) beyond one request, and never write to the store.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Any, Callable, Hashable, Iterable
 
 from ..codec import Summaries, summaries_of
+from .cache import DEFAULT_CACHE_MB, CacheBudget, SizedLRU, sizeof_merged
 from ..model import DROPPED, EndPoint, EndPointField
 
 
 
 class SetMerges:
     """A bounded LRU of values computed from immutable operation sets (see the
-    module doc); thread-safe. A value is computed outside the lock: two threads
-    missing the same key compute it twice, never a wrong one."""
+    module doc), bounded by ``size`` entries and ``budget`` bytes (each value's
+    own estimate, `fll.store.cache.sizeof_merged`); thread-safe. A value is
+    computed outside the lock: two threads missing the same key compute it
+    twice, never a wrong one."""
 
-    def __init__(self, size: int = 8192):
-        self._data: OrderedDict[Hashable, Any] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
+    def __init__(self, size: int = 8192, budget: int = CacheBudget.of_mb(DEFAULT_CACHE_MB).merges):
+        self._data: SizedLRU[Any] = SizedLRU(budget, sizeof_merged, size)
 
     def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
-        with self._lock:
-            hit = self._data.get(key, _MISS)
-            if hit is not _MISS:
-                self._data.move_to_end(key)
-                return hit
+        hit = self._data.get(key)
+        if hit is not None:
+            return hit
         value = compute()
-        with self._lock:
-            self._data[key] = value
-            if len(self._data) > self._size:
-                self._data.popitem(last=False)
+        self._data.put(key, value)
         return value
 
     def __len__(self) -> int:
@@ -70,7 +65,7 @@ class _Merged:
     left out, as `LineageStore.incoming`/`outgoing` answer. With one set the
     set's own answer is shared, not copied."""
 
-    __slots__ = ("_summaries", "_incoming", "fields", "_memo", "_lock")
+    __slots__ = ("_summaries", "_incoming", "fields", "_memo", "_lock", "_own")
 
     def __init__(self, ep: EndPoint, direction: str, summaries: Iterable[Summaries]):
         self._summaries = list(summaries)
@@ -81,6 +76,13 @@ class _Merged:
             if f.endpoint == ep)
         self._memo: dict[EndPointField, frozenset[EndPointField]] = {}
         self._lock = threading.Lock()
+        self._own = 240 + 48 * len(self.fields)
+
+    @property
+    def footprint(self) -> int:
+        """Bytes it holds, its sets' included: it keeps them alive after the
+        store's cache has let them go (counted twice while both keep them)."""
+        return self._own + sum(s.footprint for s in self._summaries)
 
     def targets(self, f: EndPointField) -> frozenset[EndPointField]:
         hit = self._memo.get(f)
@@ -95,6 +97,8 @@ class _Merged:
         with self._lock:
             if len(self._memo) < _MEMO_FIELDS:  # bounded: its sets are, in the store's cache
                 self._memo[f] = found
+                if len(parts) != 1:  # a union of its own, not a set's answer
+                    self._own += 240 + 48 * len(found)
         return found
 
 

@@ -7,12 +7,13 @@ import pytest
 from fll.errors import BadRequest
 from fll.server import guard
 from fll.server.cli import DEFAULT_CACHE_SETS, serve_settings
+from fll.store.cache import DEFAULT_CACHE_MB
 
 DEFAULTS = {"public_reads": False, "max_ingests": guard.DEFAULT_MAX_INGESTS,
             "ingest_wait": guard.DEFAULT_INGEST_WAIT, "max_fields": guard.DEFAULT_MAX_FIELDS,
             "header_timeout": guard.DEFAULT_HEADER_TIMEOUT,
             "body_timeout": guard.DEFAULT_BODY_TIMEOUT, "cache_sets": DEFAULT_CACHE_SETS,
-            "body_memory": guard.DEFAULT_BODY_MEMORY // 2**20}
+            "body_memory": guard.DEFAULT_BODY_MEMORY // 2**20, "cache_mb": DEFAULT_CACHE_MB}
 
 
 @pytest.fixture
