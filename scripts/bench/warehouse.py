@@ -2,7 +2,7 @@
 answer checked against a plain walk of the generated graph, and timed.
 
     PYTHONPATH=. .venv/bin/python scripts/bench/warehouse.py [--datasets 2000]
-        [--runs-per-day 3] [--days 5] [--seed 7] [--workers 1] [--cache-sets 32768]
+        [--runs-per-day 3] [--days 5] [--seed 7] [--workers 1] [--cache-sets 32768] [--cache-mb 512]
         [--rss-budget-mb 1024] [--one-hop 300] [--deep 60] [--candidates 300]
         [--start-lineage half|all|none] [--connections 8] [--dir DIR] [--fll PATH]
 
@@ -22,7 +22,7 @@ column lineage of the first half of the output columns; ``--start-lineage
 all|none`` for all of it or none) then a COMPLETE event (all of it), run ids UUIDs, eventTime advancing; the totals are printed.
 
 Then: starts ``fll serve`` (an SQLite store in a temp dir, or ``--dir``; the
-``fll`` next to this Python unless ``--fll``; ``--cache-sets`` and
+``fll`` next to this Python unless ``--fll``; ``--cache-sets``, ``--cache-mb`` and
 ``--workers`` passed on) on 127.0.0.1 at a free port; sends every event over
 HTTP/1.1 keep-alive with ``--connections`` concurrent connections (a run's
 START and COMPLETE on one connection, in that order, so its start time is its
@@ -46,7 +46,7 @@ the one whose 25-hop walk has the most edges) is the first request, timed and
 checked; then ``fll --store URL lineage NS:NAME:FIELD --depth 25 --format
 json`` is timed as a whole process. The server's RSS (all its processes,
 from /proc, sampled every 0.2 s, and their VmHWM) is compared with
-``--rss-budget-mb`` (fll itself has no byte budget, only ``--cache-sets``).
+``--rss-budget-mb`` (the caches' share is ``--cache-mb`` per process).
 
 Prints a table of figures, targets and ratios. Exit status 1 if any answer
 was wrong (or a request failed); a missed target only shows in the table.
@@ -339,14 +339,15 @@ def fll_command(given: str | None) -> list[str]:
             "import sys; from fll.cli import main; sys.exit(main(sys.argv[1:], prog_name='fll'))"]
 
 
-def start_server(fll: list[str], url: str, port: int, workers: int, cache_sets: int,
+def start_server(fll: list[str], url: str, port: int, workers: int, cache_sets: int, cache_mb: int,
                  log: Any) -> subprocess.Popen:
     env = same_fll_env()
     env.pop("FLL_TOKEN", None)
     env["NO_PROXY"] = "127.0.0.1"
     proc = subprocess.Popen(fll + ["--store", url, "serve", "--host", "127.0.0.1", "--port",
                                    str(port), "--log-level", "warning", "--cache-sets",
-                                   str(cache_sets), "--workers", str(workers)],
+                                   str(cache_sets), "--cache-mb", str(cache_mb),
+                                   "--workers", str(workers)],
                             env=env, stdout=subprocess.DEVNULL, stderr=log)
     from fll.testing.serving import wait_until_serving
     try:
@@ -552,7 +553,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers: int,
-              cache_sets: int, rss_budget_mb: float, n_one_hop: int, n_deep: int,
+              cache_sets: int, cache_mb: int, rss_budget_mb: float, n_one_hop: int, n_deep: int,
               n_candidates: int, connections: int, directory: str | None,
               fll_path: str | None, start_lineage: str = "half",
               reuse: bool = False) -> dict[str, Any]:
@@ -585,13 +586,13 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
     wrong: list[str] = []
     report: dict[str, Any] = {"totals": totals, "generate_s": round(generate_s, 1),
                               "start_lineage": start_lineage,
-                              "workers": workers, "cache_sets": cache_sets,
+                              "workers": workers, "cache_sets": cache_sets, "cache_mb": cache_mb,
                               "rss_budget_mb": rss_budget_mb, "fll": " ".join(fll)}
     server: subprocess.Popen | None = None
     watch: RssWatch | None = None
     try:
         port = free_port()
-        server = start_server(fll, url, port, workers, cache_sets, server_log)
+        server = start_server(fll, url, port, workers, cache_sets, cache_mb, server_log)
         watch = RssWatch(server.pid)
         watch.start()
 
@@ -704,7 +705,7 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
         watch.stop()
         peak_kb, hwm_kb = watch.peak_kb, watch.hwm_kb
         stop_server(server)
-        server = start_server(fll, url, port, workers, cache_sets, server_log)
+        server = start_server(fll, url, port, workers, cache_sets, cache_mb, server_log)
         watch = RssWatch(server.pid)
         watch.start()
 
@@ -779,7 +780,8 @@ def render(r: dict[str, Any]) -> str:
     lines = [f"warehouse: {t['datasets']:,} datasets, {t['columns']:,} columns, {t['jobs']:,} "
              f"jobs ({t['changing_jobs']} change on day 3), {t['runs']:,} runs, "
              f"{t['events']:,} events, {t['column_edges']:,} column edges (both versions)",
-             f"fll serve --workers {r['workers']} --cache-sets {r['cache_sets']} ({r['fll']}); "
+             f"fll serve --workers {r['workers']} --cache-sets {r['cache_sets']} "
+             f"--cache-mb {r['cache_mb']} ({r['fll']}); "
              f"START events carry {r['start_lineage']} of the column lineage",
              f"{'figure':<44}{'value':>12}{'target':>12}{'ratio':>8}  "]
 
@@ -840,6 +842,8 @@ def render(r: dict[str, Any]) -> str:
               help="fll serve --workers")
 @click.option("--cache-sets", default=32768, show_default=True, type=click.IntRange(1),
               help="fll serve --cache-sets")
+@click.option("--cache-mb", default=512, show_default=True, type=click.IntRange(16),
+              help="fll serve --cache-mb (per server process)")
 @click.option("--rss-budget-mb", default=1024.0, show_default=True, type=click.FloatRange(1),
               help="the server's RSS (all its processes) is held to this")
 @click.option("--one-hop", "n_one_hop", default=300, show_default=True, type=click.IntRange(1))
@@ -857,11 +861,13 @@ def render(r: dict[str, Any]) -> str:
               help="Ask the questions of a store this bench ingested into --dir before "
                    "(the same generation options), without ingesting again.")
 def cli(n_datasets: int, days: int, runs_per_day: int, seed: int, workers: int,
-        cache_sets: int, rss_budget_mb: float, n_one_hop: int, n_deep: int, candidates: int,
+        cache_sets: int, cache_mb: int, rss_budget_mb: float, n_one_hop: int, n_deep: int,
+        candidates: int,
         start_lineage: str, connections: int, directory: str | None, fll_path: str | None,
         as_json: bool, reuse: bool) -> None:
     """Run the warehouse benchmark and print the table."""
-    report = run_bench(n_datasets, days, runs_per_day, seed, workers, cache_sets, rss_budget_mb,
+    report = run_bench(n_datasets, days, runs_per_day, seed, workers, cache_sets, cache_mb,
+                       rss_budget_mb,
                        n_one_hop, n_deep, candidates, connections, directory, fll_path,
                        start_lineage, reuse)
     click.echo(json.dumps(report, indent=2) if as_json else render(report))
