@@ -330,6 +330,17 @@ def neighbourhood(lineage: RangeLineage, roots: Iterable[EndPointField], depth: 
     return edges
 
 
+def dataset_roots(store: Any, ep: EndPoint, ranges: Iterable[tuple[int, int]]
+                  ) -> list[EndPointField]:
+    """Every field of a dataset (under each of its names) with lineage in any of
+    ``ranges``, under its one name: the roots of a dataset's diff."""
+    names = Names(store)
+    ep = names.canonical(ep)
+    found = {f for e in names.equivalents(ep) for s, t in ranges
+             for f in store.fields(e, s, t)}
+    return [EndPointField(ep, f) for f in sorted(found)]
+
+
 def _tag_set(tags: Iterable[Transformation]) -> tuple[tuple[str, str, bool], ...]:
     return tuple(sorted({(t.type, t.subtype, t.masking) for t in tags}))
 
@@ -352,7 +363,7 @@ def diff(store: Any, roots: list[EndPointField], before: tuple[int, int],
     every = set(found[0]) | set(found[1])
     for edge in sorted(every, key=lambda e: (_order(e[0]), _order(e[1]))):
         tags = []
-        for side, seen in zip(sides, found):
+        for side, seen in zip(sides, found, strict=True):
             hit = seen.get(edge)
             if hit is None:
                 hit = side.edges(edge[1], False).get(edge[0])  # the edge in the other range
