@@ -34,7 +34,7 @@ from typing import Any, Iterable
 from .errors import BadRequest, NotFound
 from .model import DROPPED, EndPoint, EndPointField, Transformation
 from .render import Names, field_id
-from .store.tags import Assignment, TagDef, Tags
+from .store.tags import Assignment, TagDef, Tags, tag_name
 
 MAX_HOPS = 100
 MAX_FIELDS = 1_000_000
@@ -189,13 +189,12 @@ def _tag_json(t: Transformation) -> dict:
     return {"type": t.type, "subtype": t.subtype, "masking": t.masking}
 
 
-def tag_origins(store: Any, tag: str, names: Names | None = None
-                ) -> tuple[TagDef, list[Assignment]]:
+def tag_origins(store: Any, tag: str) -> tuple[TagDef, list[Assignment]]:
     """The tag's definition and where people put it; NotFound for an unknown tag."""
     tags = Tags(store.table)
     found = tags.get(tag)
     if found is None:
-        raise NotFound(f"tag {tag!r} is unknown (fll tag list shows the tags)")
+        raise NotFound(f"tag {tag_name(tag)!r} is unknown (fll tag list shows the tags)")
     return found, tags.assignments(found.name)
 
 
@@ -204,7 +203,7 @@ def propagate(store: Any, tag: str, start: int, end: int, *, max_hops: int = MAX
     """Where ``tag`` reaches through the lineage of ``[start, end)``."""
     lineage = lineage or RangeLineage(store, start, end)
     names = lineage.names
-    tdef, placed = tag_origins(store, tag, names)
+    tdef, placed = tag_origins(store, tag)
     origins = sorted({names.field(EndPointField(EndPoint(a.namespace, a.name), a.field))
                       for a in placed if a.field}, key=_order)
     reach = Reach(tdef, start, end, origins)

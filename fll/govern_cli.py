@@ -210,8 +210,10 @@ def diff(state: State, ref: str, before: str, after: str, depth: int, fmt: str) 
     except (NotFound, BadRequest) as field_error:
         try:  # not a field: a dataset, every field of it in either range
             ep = resolve_dataset(store, ref, parameter="NS:DATASET[:FIELD]")
-        except (NotFound, BadRequest):
-            raise field_error from None
+        except (NotFound, BadRequest) as dataset_error:
+            # too few parts for a field: the dataset's error says what is wrong
+            raise (dataset_error if isinstance(field_error, BadRequest)
+                   else field_error) from None
         roots = govern.dataset_roots(store, ep, [b, a])
     answer = govern.diff(store, roots, b, a, depth)
     if fmt == "json":
