@@ -32,8 +32,8 @@ from dataclasses import dataclass, field as dc_field
 from typing import Any, Iterable
 
 from .errors import BadRequest, NotFound
-from .model import DROPPED, EndPoint, EndPointField, Transformation
-from .render import Names, field_id
+from .model import EndPoint, EndPointField, Transformation
+from .render import Names
 from .store.tags import Assignment, TagDef, Tags, tag_name
 
 MAX_HOPS = 100
@@ -41,66 +41,158 @@ MAX_FIELDS = 1_000_000
 
 _CARRIED = ("IDENTITY", "TRANSFORMATION", "")
 
-_Tagged = dict[EndPointField, list[Transformation]]
+#: a field inside this module: (namespace, dataset, field), hashed and compared
+#: as plain strings (a walk of 100k fields hashes its keys millions of times)
+Key = tuple[str, str, str]
+#: an edge's tags, one shared tuple per distinct list in a set
+Tags_ = tuple[Transformation, ...]
+_Edges = dict[Key, Tags_]
+
+#: edges of one operation set above which its adjacency is not kept across
+#: requests (an all-to-all set of 2,000 columns has 4M)
+KEEP_EDGES = 200_000
 
 
-# -- the lineage of one range, one field at a time ----------------------------------
+def key_of(f: EndPointField) -> Key:
+    return (f.endpoint.namespace, f.endpoint.name, f.field)
+
+
+def fid(k: Key) -> str:
+    """``ns:dataset:field``, as every answer names a field."""
+    return f"{k[0]}:{k[1]}:{k[2]}"
+
+
+class SetEdges:
+    """One operation set's field edges both ways, with their tags (composed along
+    every path of the set when it was recorded, read from its summaries):
+    built once per set, kept by checksum (a set never changes under it)."""
+
+    __slots__ = ("down", "up", "endpoints", "size")
+
+    def __init__(self, summaries: Any):
+        shared: dict[Tags_, Tags_] = {}
+        down: dict[Key, list[tuple[Key, Tags_]]] = {}
+        up: dict[Key, list[tuple[Key, Tags_]]] = {}
+        size = 0
+        for d in summaries.destination_fields:
+            dk = key_of(d)
+            ins = []
+            for src, tags in summaries.incoming_tags(d).items():
+                sk = key_of(src)
+                t = tuple(tags)
+                t = shared.setdefault(t, t)
+                ins.append((sk, t))
+                down.setdefault(sk, []).append((dk, t))
+            up[dk] = ins
+            size += len(ins)
+        self.down, self.up, self.size = down, up, size
+        self.endpoints = frozenset((f.endpoint.namespace, f.endpoint.name)
+                                   for f in summaries.fields)
+
 
 class RangeLineage:
     """Each field's sources and destinations over ``[start, end)``, with the
     transformation tags of every edge merged over the range's operation sets
-    and the names of a dataset. Memoised per dataset (its sets, their
-    summaries) and per field (each field asked once per direction)."""
+    and the names of a dataset (aliases). Memoised per dataset (its sets)
+    and per field (each field asked once per direction); each set's edges
+    kept across requests when the store is a request's `ReadView`."""
 
     def __init__(self, store: Any, start: int, end: int, names: Names | None = None):
         self.store, self.start, self.end = store, start, end
         self.names = names or Names(store)
-        self._sets: dict[tuple[EndPoint, str], list] = {}
-        self._memo: dict[tuple[EndPointField, bool], _Tagged] = {}
+        self._sets: dict[tuple[str, str, bool], list[tuple[SetEdges, bool]]] = {}
+        self._memo: dict[tuple[Key, bool], _Edges] = {}
+        self._canon: dict[tuple[str, str], tuple[str, str]] = {}
+        self._equiv: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}
+        self._own: dict[str, SetEdges] = {}
 
-    def _summaries(self, ep: EndPoint, direction: str) -> list:
-        key = (ep, direction)
-        hit = self._sets.get(key)
+    def canonical(self, ds: tuple[str, str]) -> tuple[str, str]:
+        hit = self._canon.get(ds)
         if hit is None:
-            sets = self.store.checksums(ep, self.start, self.end, direction)
-            got = self.store.summaries(sets) if sets else {}
-            hit = self._sets[key] = [got[c] for c in sets]
+            c = self.names.canonical(EndPoint(*ds))
+            hit = self._canon[ds] = (c.namespace, c.name)
         return hit
 
-    def edges(self, f: EndPointField, downstream: bool) -> _Tagged:
-        """``f``'s destinations (downstream) or sources, each under one name, with
-        the tags of the edge (``[]``: untagged). Shared: never change it."""
-        key = (f, downstream)
-        hit = self._memo.get(key)
+    def field(self, k: Key) -> Key:
+        """``k`` under its dataset's one name."""
+        c = self.canonical((k[0], k[1]))
+        return k if c == (k[0], k[1]) else (c[0], c[1], k[2])
+
+    def _equivalents(self, ds: tuple[str, str]) -> tuple[tuple[str, str], ...]:
+        hit = self._equiv.get(ds)
+        if hit is None:
+            hit = self._equiv[ds] = tuple((e.namespace, e.name)
+                                          for e in self.names.equivalents(EndPoint(*ds)))
+        return hit
+
+    def _set_edges(self, checksum: str, summaries: Any) -> SetEdges:
+        merges = getattr(self.store, "merges", None)
+        if merges is None:
+            hit = self._own.get(checksum)
+            if hit is None:
+                hit = self._own[checksum] = SetEdges(summaries)
+            return hit
+        made: list[SetEdges] = []
+
+        def build() -> SetEdges:
+            made.append(SetEdges(summaries))
+            return made[0]
+        found = merges.get(("set-edges", checksum), build)
+        if made and made[0].size > KEEP_EDGES:  # too large to keep for every request
+            self._own[checksum] = made[0]
+        return found
+
+    def _sets_of(self, ds: tuple[str, str], downstream: bool) -> list[tuple[SetEdges, bool]]:
+        key = (ds[0], ds[1], downstream)
+        hit = self._sets.get(key)
+        if hit is None:
+            ep = EndPoint(*ds)
+            sets = self.store.checksums(ep, self.start, self.end,
+                                        "outgoing" if downstream else "incoming")
+            got = self.store.summaries(sets) if sets else {}
+            hit = []
+            for c in sets:
+                edges = self._set_edges(c, got[c])
+                # whether any endpoint of the set is known by another name
+                renamed = any(self.canonical(e) != e for e in edges.endpoints)
+                hit.append((edges, renamed))
+            self._sets[key] = hit
+        return hit
+
+    def edges(self, k: Key, downstream: bool) -> _Edges:
+        """``k``'s destinations (downstream) or sources, each under one name, with
+        the tags of the edge (``()``: untagged). Shared: never change it."""
+        memo_key = (k, downstream)
+        hit = self._memo.get(memo_key)
         if hit is not None:
             return hit
-        names = self.names
         parts = []
-        for ep in names.equivalents(f.endpoint):
-            here = f if ep == f.endpoint else EndPointField(ep, f.field)
-            for s in self._summaries(ep, "outgoing" if downstream else "incoming"):
-                got = s.outgoing_tags(here) if downstream else s.incoming_tags(here)
+        renamed = False
+        for ds in self._equivalents((k[0], k[1])):
+            here = k if ds == (k[0], k[1]) else (ds[0], ds[1], k[2])
+            for edges, other_names in self._sets_of(ds, downstream):
+                got = (edges.down if downstream else edges.up).get(here)
                 if got:
                     parts.append(got)
-        merged: _Tagged = parts[0] if len(parts) == 1 else {}
-        if len(parts) > 1:
+                    renamed = renamed or other_names
+        out: _Edges = {}
+        if len(parts) == 1 and not renamed:
+            out = dict(parts[0])
+        else:
+            field = self.field
             for got in parts:
-                for g, tags in got.items():
-                    cur = merged.setdefault(g, [])
-                    cur.extend(t for t in tags if t not in cur)
-        out: _Tagged = {}
-        for g, tags in merged.items():
-            if g is DROPPED or g == DROPPED:
-                continue
-            g = names.field(g)
-            if g == f:
-                continue
-            cur = out.get(g)
-            if cur is None:
-                out[g] = tags
-            else:
-                out[g] = cur + [t for t in tags if t not in cur]
-        self._memo[key] = out
+                for g, tags in got:
+                    if renamed:
+                        g = field(g)
+                    cur = out.get(g)
+                    if cur is None:
+                        out[g] = tags
+                    elif cur is not tags:
+                        extra = tuple(t for t in tags if t not in cur)
+                        if extra:
+                            out[g] = cur + extra
+        out.pop(k, None)
+        self._memo[memo_key] = out
         return out
 
 
@@ -129,24 +221,23 @@ def carries(tags: Iterable[Transformation], passes: frozenset[str] = frozenset()
 
 @dataclass
 class Reach:
-    """Where one tag reaches over one range (see the module doc)."""
+    """Where one tag reaches over one range (see the module doc); fields are
+    `Key` tuples."""
 
     tag: TagDef
     start: int
     end: int
-    origins: list[EndPointField]
+    origins: list[Key]
     #: carried field -> the field it was first reached from (None: an origin)
-    parent: dict[EndPointField, EndPointField | None] = dc_field(default_factory=dict)
-    hops: dict[EndPointField, int] = dc_field(default_factory=dict)
+    parent: dict[Key, Key | None] = dc_field(default_factory=dict)
+    hops: dict[Key, int] = dc_field(default_factory=dict)
     #: carried field -> the origins whose tag reaches it
-    from_origins: dict[EndPointField, frozenset[EndPointField]] = \
-        dc_field(default_factory=dict)
+    from_origins: dict[Key, frozenset[Key]] = dc_field(default_factory=dict)
     #: field reached only through breaking edges -> (from field, breaking tags)
-    stopped: dict[EndPointField, tuple[EndPointField, list[Transformation]]] = \
-        dc_field(default_factory=dict)
+    stopped: dict[Key, tuple[Key, list[Transformation]]] = dc_field(default_factory=dict)
     truncated: bool = False
 
-    def path(self, f: EndPointField) -> list[EndPointField]:
+    def path(self, f: Key) -> list[Key]:
         out = [f]
         at = self.parent.get(f)
         while at is not None:
@@ -154,35 +245,28 @@ class Reach:
             at = self.parent.get(at)
         return out[::-1]
 
-    def carried(self) -> list[EndPointField]:
-        return sorted(self.parent, key=_order)
-
-    def field_json(self, f: EndPointField) -> dict:
+    def field_json(self, f: Key) -> dict:
         if f in self.parent:
-            return {"field": field_id(f), "direct": self.parent[f] is None,
-                    "origins": sorted(field_id(o) for o in self.from_origins.get(f, ())),
-                    "path": [field_id(p) for p in self.path(f)], "stopped": False,
+            return {"field": fid(f), "direct": self.parent[f] is None,
+                    "origins": sorted(fid(o) for o in self.from_origins.get(f, ())),
+                    "path": [fid(p) for p in self.path(f)], "stopped": False,
                     "hops": self.hops[f]}
         src, broke = self.stopped[f]
-        return {"field": field_id(f), "direct": False,
-                "origins": sorted(field_id(o) for o in self.from_origins.get(src, ())),
-                "path": [field_id(p) for p in self.path(src)] + [field_id(f)],
-                "stopped": True, "stoppedAt": field_id(src),
+        return {"field": fid(f), "direct": False,
+                "origins": sorted(fid(o) for o in self.from_origins.get(src, ())),
+                "path": [fid(p) for p in self.path(src)] + [fid(f)],
+                "stopped": True, "stoppedAt": fid(src),
                 "transformations": [_tag_json(t) for t in broke]}
 
     def fields_json(self) -> list[dict]:
         """Carried fields, then stopped ones, each sorted by name."""
-        return [self.field_json(f) for f in self.carried()] + \
-            [self.field_json(f) for f in sorted(self.stopped, key=_order)]
+        return [self.field_json(f) for f in sorted(self.parent)] + \
+            [self.field_json(f) for f in sorted(self.stopped)]
 
     def to_dict(self) -> dict:
         return {"tag": self.tag.to_dict(), "start": self.start // 1000,
                 "end": self.end // 1000, "fields": self.fields_json(),
                 "truncated": self.truncated}
-
-
-def _order(f: EndPointField) -> tuple[str, str, str]:
-    return (f.endpoint.namespace, f.endpoint.name, f.field)
 
 
 def _tag_json(t: Transformation) -> dict:
@@ -202,19 +286,20 @@ def propagate(store: Any, tag: str, start: int, end: int, *, max_hops: int = MAX
               max_fields: int = MAX_FIELDS, lineage: RangeLineage | None = None) -> Reach:
     """Where ``tag`` reaches through the lineage of ``[start, end)``."""
     lineage = lineage or RangeLineage(store, start, end)
-    names = lineage.names
     tdef, placed = tag_origins(store, tag)
-    origins = sorted({names.field(EndPointField(EndPoint(a.namespace, a.name), a.field))
-                      for a in placed if a.field}, key=_order)
+    origins = sorted({lineage.field((a.namespace, a.name, a.field)) for a in placed if a.field})
     reach = Reach(tdef, start, end, origins)
     parent, hops = reach.parent, reach.hops
     for o in origins:
         parent[o] = None
         hops[o] = 0
     passes = tdef.passes
-    carried_by: dict[EndPointField, list[EndPointField]] = {}
-    stopped: dict[EndPointField, tuple[EndPointField, list[Transformation]]] = {}
-    verdicts: dict[tuple, tuple[bool, list[Transformation]]] = {}
+    carried_by: dict[Key, list[Key]] = {}
+    stopped: dict[Key, tuple[Key, list[Transformation]]] = {}
+    # the verdict per distinct tag tuple, by identity (tuples are shared per set);
+    # the tuple is kept beside its verdict so an id is never reused meanwhile
+    verdicts: dict[int, tuple[Tags_, bool, list[Transformation]]] = {}
+    edges = lineage.edges
     frontier = list(origins)
     hop = 0
     while frontier:
@@ -225,19 +310,18 @@ def propagate(store: Any, tag: str, start: int, end: int, *, max_hops: int = MAX
         nxt = []
         for f in frontier:
             outs = []
-            for g, tags in lineage.edges(f, True).items():
-                key = tuple(tags)
-                verdict = verdicts.get(key)
-                if verdict is None:
-                    verdict = verdicts[key] = carries(tags, passes)
-                if verdict[0]:
+            for g, tags in edges(f, True).items():
+                v = verdicts.get(id(tags))
+                if v is None or v[0] is not tags:
+                    v = verdicts[id(tags)] = (tags, *carries(tags, passes))
+                if v[1]:
                     outs.append(g)
                     if g not in parent:
                         parent[g] = f
                         hops[g] = hop
                         nxt.append(g)
-                elif verdict[1] and g not in stopped:
-                    stopped[g] = (f, verdict[1])
+                elif v[2] and g not in stopped:
+                    stopped[g] = (f, v[2])
             if outs:
                 carried_by[f] = outs
         frontier = nxt
@@ -246,13 +330,13 @@ def propagate(store: Any, tag: str, start: int, end: int, *, max_hops: int = MAX
     return reach
 
 
-def _origins(origins: list[EndPointField], carried_by: dict[EndPointField, list[EndPointField]]
-             ) -> dict[EndPointField, frozenset[EndPointField]]:
+def _origins(origins: list[Key], carried_by: dict[Key, list[Key]]
+             ) -> dict[Key, frozenset[Key]]:
     """Per carried field, every origin with a carrying path to it: sets pushed
     along the carrying edges until nothing grows (a field reached by one origin
     costs one visit; cycles end when their sets stop growing)."""
     shared: dict[frozenset, frozenset] = {}
-    got: dict[EndPointField, frozenset[EndPointField]] = {}
+    got: dict[Key, frozenset[Key]] = {}
     for o in origins:
         got[o] = shared.setdefault(frozenset((o,)), frozenset((o,)))
     stack = list(reversed(origins))
@@ -289,16 +373,17 @@ def dataset_tags(store: Any, namespace: str, name: str, start: int, end: int,
                 entry["tags"].append(a.tag)
     placed = {a.tag for a in tags.assignments() if a.field}
     lineage = RangeLineage(store, start, end, names)
+    here = (ep.namespace, ep.name)
     for tag in sorted(placed):
         reach = propagate(store, tag, start, end, lineage=lineage)
-        for f in reach.parent:
-            if f.endpoint != ep or reach.parent[f] is None:
+        for f, came_from in reach.parent.items():
+            if (f[0], f[1]) != here or came_from is None:
                 continue
-            entry = fields.setdefault(f.field, {"tags": [], "propagatedTags": []})
+            entry = fields.setdefault(f[2], {"tags": [], "propagatedTags": []})
             if tag in entry["tags"]:
                 continue
             entry["propagatedTags"].append(
-                {"name": tag, "origins": sorted(field_id(o) for o in reach.from_origins[f])})
+                {"name": tag, "origins": sorted(fid(o) for o in reach.from_origins[f])})
     for entry in fields.values():
         entry["tags"].sort()
     return {"namespace": ep.namespace, "name": ep.name,
@@ -308,13 +393,13 @@ def dataset_tags(store: Any, namespace: str, name: str, start: int, end: int,
 # -- diff ----------------------------------------------------------------------------
 
 def neighbourhood(lineage: RangeLineage, roots: Iterable[EndPointField], depth: int
-                  ) -> dict[tuple[EndPointField, EndPointField], list[Transformation]]:
+                  ) -> dict[tuple[Key, Key], Tags_]:
     """Every edge (source, destination) within ``depth`` hops up and down of the roots."""
-    edges: dict[tuple[EndPointField, EndPointField], list[Transformation]] = {}
-    roots = [lineage.names.field(r) for r in roots]
+    edges: dict[tuple[Key, Key], Tags_] = {}
+    keys = [lineage.field(key_of(r)) for r in roots]
     for downstream in (False, True):
-        seen = set(roots)
-        frontier = list(roots)
+        seen = set(keys)
+        frontier = list(keys)
         for _ in range(depth):
             nxt = []
             for f in frontier:
@@ -340,14 +425,26 @@ def dataset_roots(store: Any, ep: EndPoint, ranges: Iterable[tuple[int, int]]
     return [EndPointField(ep, f) for f in sorted(found)]
 
 
-def _tag_set(tags: Iterable[Transformation]) -> tuple[tuple[str, str, bool], ...]:
-    return tuple(sorted({(t.type, t.subtype, t.masking) for t in tags}))
+_TAG_SETS: dict[Tags_, tuple] = {}
 
 
-def _edge_json(edge: tuple[EndPointField, EndPointField],
-               tags: tuple[tuple[str, str, bool], ...]) -> dict:
-    return {"source": field_id(edge[0]), "destination": field_id(edge[1]),
-            "transformations": [{"type": a, "subtype": b, "masking": m} for a, b, m in tags]}
+def _tag_set(tags: Tags_) -> tuple[tuple[str, str, bool], ...]:
+    """An edge's tags as compared and answered: (type, subtype, masking), sorted."""
+    hit = _TAG_SETS.get(tags)
+    if hit is None:
+        if len(_TAG_SETS) > 4096:
+            _TAG_SETS.clear()
+        hit = _TAG_SETS[tags] = tuple(sorted({(t.type, t.subtype, t.masking) for t in tags}))
+    return hit
+
+
+def _json_tags(tags: tuple[tuple[str, str, bool], ...]) -> list[dict]:
+    return [{"type": a, "subtype": b, "masking": m} for a, b, m in tags]
+
+
+def _edge_json(edge: tuple[Key, Key], tags: tuple[tuple[str, str, bool], ...]) -> dict:
+    return {"source": fid(edge[0]), "destination": fid(edge[1]),
+            "transformations": _json_tags(tags)}
 
 
 def diff(store: Any, roots: list[EndPointField], before: tuple[int, int],
@@ -356,29 +453,26 @@ def diff(store: Any, roots: list[EndPointField], before: tuple[int, int],
     if depth < 1 or depth > MAX_HOPS:
         raise BadRequest(f"depth must be between 1 and {MAX_HOPS}, got {depth}", "depth")
     names = Names(store)
-    sides = [RangeLineage(store, *before, names), RangeLineage(store, *after, names)]
-    found = [neighbourhood(side, roots, depth) for side in sides]
-    out: dict[str, list] = {"added": [], "removed": [], "changed": []}
-    every = set(found[0]) | set(found[1])
-    for edge in sorted(every, key=lambda e: (_order(e[0]), _order(e[1]))):
-        tags = []
-        for side, seen in zip(sides, found, strict=True):
-            hit = seen.get(edge)
-            if hit is None:
-                hit = side.edges(edge[1], False).get(edge[0])  # the edge in the other range
-            tags.append(None if hit is None else _tag_set(hit))
-        old, new = tags
-        if old is None and new is not None:
-            out["added"].append(_edge_json(edge, new))
-        elif new is None and old is not None:
-            out["removed"].append(_edge_json(edge, old))
-        elif old != new and old is not None and new is not None:
-            entry = _edge_json(edge, new)
-            del entry["transformations"]
-            out["changed"].append({"edge": entry,
-                                   "before": _edge_json(edge, old)["transformations"],
-                                   "after": _edge_json(edge, new)["transformations"]})
-    return out
+    old_side, new_side = RangeLineage(store, *before, names), RangeLineage(store, *after, names)
+    old, new = neighbourhood(old_side, roots, depth), neighbourhood(new_side, roots, depth)
+    added, removed, changed = [], [], []
+    for edge, tags in new.items():
+        was = old.get(edge)
+        if was is None:
+            was = old_side.edges(edge[1], False).get(edge[0])  # the edge in the other range
+            if was is None:
+                added.append(edge)
+                continue
+        if was is not tags and _tag_set(was) != _tag_set(tags):
+            changed.append((edge, was, tags))
+    for edge in old:
+        if edge not in new and new_side.edges(edge[1], False).get(edge[0]) is None:
+            removed.append(edge)
+    return {"added": [_edge_json(e, _tag_set(new[e])) for e in sorted(added)],
+            "removed": [_edge_json(e, _tag_set(old[e])) for e in sorted(removed)],
+            "changed": [{"edge": {"source": fid(e[0]), "destination": fid(e[1])},
+                         "before": _json_tags(_tag_set(a)), "after": _json_tags(_tag_set(b))}
+                        for e, a, b in sorted(changed, key=lambda c: c[0])]}
 
 
 def diff_text(answer: dict) -> str:

@@ -8,7 +8,7 @@ import pytest
 from fll import EndPoint, EndPointField, FieldLineageInfo, InputField, ReadOperation, \
     TransformOperation, WriteOperation
 from fll.errors import BadRequest, NotFound
-from fll.govern import carries, dataset_tags, propagate
+from fll.govern import carries, dataset_tags, key_of, propagate
 from fll.model import Transformation
 from fll.rowkeys import MAX_TIME
 from fll.store.tags import Tags
@@ -296,6 +296,8 @@ def test_field_edges_memo_is_shared_not_changed(warehouse):
     from fll.govern import RangeLineage
 
     lin = RangeLineage(warehouse, 0, MAX_TIME)
-    first = {k: list(v) for k, v in lin.edges(EndPointField(RAW, "ssn"), True).items()}
+    ssn = key_of(EndPointField(RAW, "ssn"))
+    first = {k: list(v) for k, v in lin.edges(ssn, True).items()}
+    assert first[("db", "copied", "ssn")] == list(COPY)
     propagate(warehouse, "PII", 0, MAX_TIME, lineage=lin)
-    assert {k: list(v) for k, v in lin.edges(EndPointField(RAW, "ssn"), True).items()} == first
+    assert {k: list(v) for k, v in lin.edges(ssn, True).items()} == first
