@@ -71,18 +71,21 @@ class SetEdges:
 
     def __init__(self, summaries: Any):
         shared: dict[Tags_, Tags_] = {}
-        down: dict[Key, list[tuple[Key, Tags_]]] = {}
-        up: dict[Key, list[tuple[Key, Tags_]]] = {}
+        down: dict[Key, _Edges] = {}
+        up: dict[Key, _Edges] = {}
         size = 0
         for d in summaries.destination_fields:
             dk = key_of(d)
-            ins = []
+            ins: _Edges = {}
             for src, tags in summaries.incoming_tags(d).items():
                 sk = key_of(src)
                 t = tuple(tags)
                 t = shared.setdefault(t, t)
-                ins.append((sk, t))
-                down.setdefault(sk, []).append((dk, t))
+                ins[sk] = t
+                outs = down.get(sk)
+                if outs is None:
+                    outs = down[sk] = {}
+                outs[dk] = t
             up[dk] = ins
             size += len(ins)
         self.down, self.up, self.size = down, up, size
@@ -100,8 +103,10 @@ class RangeLineage:
     def __init__(self, store: Any, start: int, end: int, names: Names | None = None):
         self.store, self.start, self.end = store, start, end
         self.names = names or Names(store)
-        self._sets: dict[tuple[str, str, bool], list[tuple[SetEdges, bool]]] = {}
-        self._memo: dict[tuple[Key, bool], _Edges] = {}
+        # per direction (True: downstream): a dataset's sets, a field's edges
+        self._sets: dict[bool, dict[tuple[str, str], list[tuple[SetEdges, bool]]]] = \
+            {True: {}, False: {}}
+        self._memo: dict[bool, dict[Key, _Edges]] = {True: {}, False: {}}
         self._canon: dict[tuple[str, str], tuple[str, str]] = {}
         self._equiv: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}
         self._own: dict[str, SetEdges] = {}
@@ -143,8 +148,7 @@ class RangeLineage:
         return found
 
     def _sets_of(self, ds: tuple[str, str], downstream: bool) -> list[tuple[SetEdges, bool]]:
-        key = (ds[0], ds[1], downstream)
-        hit = self._sets.get(key)
+        hit = self._sets[downstream].get(ds)
         if hit is None:
             ep = EndPoint(*ds)
             sets = self.store.checksums(ep, self.start, self.end,
@@ -156,32 +160,58 @@ class RangeLineage:
                 # whether any endpoint of the set is known by another name
                 renamed = any(self.canonical(e) != e for e in edges.endpoints)
                 hit.append((edges, renamed))
-            self._sets[key] = hit
+            self._sets[downstream][ds] = hit
         return hit
 
     def edges(self, k: Key, downstream: bool) -> _Edges:
         """``k``'s destinations (downstream) or sources, each under one name, with
         the tags of the edge (``()``: untagged). Shared: never change it."""
-        memo_key = (k, downstream)
-        hit = self._memo.get(memo_key)
+        memo = self._memo[downstream]
+        out: _Edges
+        hit = memo.get(k)
         if hit is not None:
             return hit
+        ds = (k[0], k[1])
+        names = self._equiv.get(ds)
+        if names is None:
+            names = self._equivalents(ds)
+        sets = self._sets[downstream].get(ds)
+        if sets is None:
+            sets = self._sets_of(ds, downstream)
+        if len(names) == 1 and not sets:
+            out = memo[k] = {}
+            return out
+        if len(names) == 1 and len(sets) == 1 and not sets[0][1]:
+            # the common case: one name, one set, no renamed endpoint: the set's own map
+            got = (sets[0][0].down if downstream else sets[0][0].up).get(k)
+            if got is None:
+                out = {}
+            elif k in got:  # a set that reads and writes one field
+                out = {g: t for g, t in got.items() if g != k}
+            else:
+                out = got
+            memo[k] = out
+            return out
         parts = []
         renamed = False
-        for ds in self._equivalents((k[0], k[1])):
-            here = k if ds == (k[0], k[1]) else (ds[0], ds[1], k[2])
-            for edges, other_names in self._sets_of(ds, downstream):
+        for name in names:
+            here = k if name == ds else (name[0], name[1], k[2])
+            for edges, other_names in self._sets_of(name, downstream):
                 got = (edges.down if downstream else edges.up).get(here)
                 if got:
                     parts.append(got)
                     renamed = renamed or other_names
-        out: _Edges = {}
         if len(parts) == 1 and not renamed:
-            out = dict(parts[0])
+            out = parts[0] if k not in parts[0] else \
+                {g: t for g, t in parts[0].items() if g != k}
         else:
+            out = {}
             field = self.field
             for got in parts:
-                for g, tags in got:
+                if not renamed and out.keys().isdisjoint(got):
+                    out.update(got)  # sets writing other fields: no tags to merge
+                    continue
+                for g, tags in got.items():
                     if renamed:
                         g = field(g)
                     cur = out.get(g)
@@ -191,8 +221,8 @@ class RangeLineage:
                         extra = tuple(t for t in tags if t not in cur)
                         if extra:
                             out[g] = cur + extra
-        out.pop(k, None)
-        self._memo[memo_key] = out
+            out.pop(k, None)
+        memo[k] = out
         return out
 
 
@@ -335,6 +365,8 @@ def _origins(origins: list[Key], carried_by: dict[Key, list[Key]]
     """Per carried field, every origin with a carrying path to it: sets pushed
     along the carrying edges until nothing grows (a field reached by one origin
     costs one visit; cycles end when their sets stop growing)."""
+    if len(origins) == 1:  # every carried field has the one origin
+        return dict.fromkeys(_closure(origins[0], carried_by), frozenset(origins))
     shared: dict[frozenset, frozenset] = {}
     got: dict[Key, frozenset[Key]] = {}
     for o in origins:
@@ -353,6 +385,17 @@ def _origins(origins: list[Key], carried_by: dict[Key, list[Key]]
                 got[g] = shared.setdefault(union, union)
                 stack.append(g)
     return got
+
+
+def _closure(origin: Key, carried_by: dict[Key, list[Key]]) -> set[Key]:
+    seen = {origin}
+    stack = [origin]
+    while stack:
+        for g in carried_by.get(stack.pop(), ()):
+            if g not in seen:
+                seen.add(g)
+                stack.append(g)
+    return seen
 
 
 def dataset_tags(store: Any, namespace: str, name: str, start: int, end: int,
@@ -392,26 +435,47 @@ def dataset_tags(store: Any, namespace: str, name: str, start: int, end: int,
 
 # -- diff ----------------------------------------------------------------------------
 
+class Neighbourhood:
+    """The edges within ``depth`` hops up and down of some roots, as whole maps:
+    ``ins[f]`` every edge into a field the upward walk expanded, ``outs[f]``
+    every edge out of one the downward walk expanded (a hop takes all of a
+    field's edges, so no edge is copied one by one)."""
+
+    def __init__(self, lineage: RangeLineage, roots: Iterable[EndPointField], depth: int):
+        self.ins: dict[Key, _Edges] = {}
+        self.outs: dict[Key, _Edges] = {}
+        keys = [lineage.field(key_of(r)) for r in roots]
+        for downstream, kept in ((False, self.ins), (True, self.outs)):
+            seen = set(keys)
+            frontier = list(keys)
+            for _ in range(depth):
+                nxt = []
+                for f in frontier:
+                    found = lineage.edges(f, downstream)
+                    if found:
+                        kept[f] = found
+                        for g in found:
+                            if g not in seen:
+                                seen.add(g)
+                                nxt.append(g)
+                frontier = nxt
+                if not frontier:
+                    break
+
+    def edges(self) -> dict[tuple[Key, Key], Tags_]:
+        """Every edge (source, destination) once, with its tags."""
+        out = {(g, f): t for f, m in self.ins.items() for g, t in m.items()}
+        out.update(((f, g), t) for f, m in self.outs.items() for g, t in m.items())
+        return out
+
+    def __len__(self) -> int:
+        return len(self.edges())
+
+
 def neighbourhood(lineage: RangeLineage, roots: Iterable[EndPointField], depth: int
                   ) -> dict[tuple[Key, Key], Tags_]:
     """Every edge (source, destination) within ``depth`` hops up and down of the roots."""
-    edges: dict[tuple[Key, Key], Tags_] = {}
-    keys = [lineage.field(key_of(r)) for r in roots]
-    for downstream in (False, True):
-        seen = set(keys)
-        frontier = list(keys)
-        for _ in range(depth):
-            nxt = []
-            for f in frontier:
-                for g, tags in lineage.edges(f, downstream).items():
-                    edges[(f, g) if downstream else (g, f)] = tags
-                    if g not in seen:
-                        seen.add(g)
-                        nxt.append(g)
-            frontier = nxt
-            if not frontier:
-                break
-    return edges
+    return Neighbourhood(lineage, roots, depth).edges()
 
 
 def dataset_roots(store: Any, ep: EndPoint, ranges: Iterable[tuple[int, int]]
@@ -449,30 +513,48 @@ def _edge_json(edge: tuple[Key, Key], tags: tuple[tuple[str, str, bool], ...]) -
 
 def diff(store: Any, roots: list[EndPointField], before: tuple[int, int],
          after: tuple[int, int], depth: int = 1) -> dict:
-    """``{"added", "removed", "changed"}`` between the two ranges (module doc)."""
+    """``{"added", "removed", "changed"}`` between the two ranges (module doc).
+
+    Compared map by map: a field's whole in- (or out-) map in one range
+    against the same field's whole map in the other (read there when that
+    walk did not reach the field), so a field whose edges come from the same
+    operation sets in both ranges is one identity check."""
     if depth < 1 or depth > MAX_HOPS:
         raise BadRequest(f"depth must be between 1 and {MAX_HOPS}, got {depth}", "depth")
     names = Names(store)
-    old_side, new_side = RangeLineage(store, *before, names), RangeLineage(store, *after, names)
-    old, new = neighbourhood(old_side, roots, depth), neighbourhood(new_side, roots, depth)
-    added, removed, changed = [], [], []
-    for edge, tags in new.items():
-        was = old.get(edge)
-        if was is None:
-            was = old_side.edges(edge[1], False).get(edge[0])  # the edge in the other range
-            if was is None:
-                added.append(edge)
-                continue
-        if was is not tags and _tag_set(was) != _tag_set(tags):
-            changed.append((edge, was, tags))
-    for edge in old:
-        if edge not in new and new_side.edges(edge[1], False).get(edge[0]) is None:
-            removed.append(edge)
-    return {"added": [_edge_json(e, _tag_set(new[e])) for e in sorted(added)],
-            "removed": [_edge_json(e, _tag_set(old[e])) for e in sorted(removed)],
+    sides = RangeLineage(store, *before, names), RangeLineage(store, *after, names)
+    walks = Neighbourhood(sides[0], roots, depth), Neighbourhood(sides[1], roots, depth)
+    added: dict[tuple[Key, Key], Tags_] = {}
+    removed: dict[tuple[Key, Key], Tags_] = {}
+    changed: dict[tuple[Key, Key], tuple[Tags_, Tags_]] = {}
+    for downstream in (False, True):
+        old_maps = walks[0].outs if downstream else walks[0].ins
+        new_maps = walks[1].outs if downstream else walks[1].ins
+        for f in old_maps.keys() | new_maps.keys():
+            old = old_maps.get(f)
+            if old is None:
+                old = sides[0].edges(f, downstream)
+            new = new_maps.get(f)
+            if new is None:
+                new = sides[1].edges(f, downstream)
+            if old is new:
+                continue  # the same sets' edges in both ranges
+            for g, tags in new.items():
+                edge = (f, g) if downstream else (g, f)
+                was = old.get(g)
+                if was is None:
+                    added[edge] = tags
+                elif was is not tags and _tag_set(was) != _tag_set(tags):
+                    changed[edge] = (was, tags)
+            for g, tags in old.items():
+                if g not in new:
+                    removed[(f, g) if downstream else (g, f)] = tags
+    return {"added": [_edge_json(e, _tag_set(added[e])) for e in sorted(added)],
+            "removed": [_edge_json(e, _tag_set(removed[e])) for e in sorted(removed)],
             "changed": [{"edge": {"source": fid(e[0]), "destination": fid(e[1])},
-                         "before": _json_tags(_tag_set(a)), "after": _json_tags(_tag_set(b))}
-                        for e, a, b in sorted(changed, key=lambda c: c[0])]}
+                         "before": _json_tags(_tag_set(changed[e][0])),
+                         "after": _json_tags(_tag_set(changed[e][1]))}
+                        for e in sorted(changed)]}
 
 
 def diff_text(answer: dict) -> str:
