@@ -15,25 +15,14 @@ FILTER = (Transformation("INDIRECT", "FILTER"),)
 UNTAGGED: tuple = ()
 
 
-def job(src: EndPoint, dst: EndPoint, outputs: dict[str, list[tuple[str, tuple]]],
-        sources: list[tuple[EndPoint, str, tuple]] | None = None) -> FieldLineageInfo:
-    """``outputs``: destination field -> [(source field of ``src``, its tags)].
-    ``sources``: more inputs from other datasets as (endpoint, field, tags),
-    fed to every output."""
+def job(src: EndPoint, dst: EndPoint, outputs: dict[str, list[tuple[str, tuple]]]
+        ) -> FieldLineageInfo:
+    """``outputs``: destination field -> [(source field of ``src``, its tags)]."""
     needed = sorted({f for ins in outputs.values() for f, _ in ins})
-    ops = [ReadOperation("read", "read", src, needed)]
-    others = {}
-    for i, (ep, f, _) in enumerate(sources or []):
-        name = f"read{i}"
-        ops.append(ReadOperation(name, "read", ep, [f]))
-        others[i] = name
+    ops: list = [ReadOperation("read", "read", src, needed)]
     for out, ins in sorted(outputs.items()):
         inputs = [InputField("read", f) for f, _ in ins]
         tags = {InputField("read", f): t for f, t in ins if t}
-        for i, (ep, f, t) in enumerate(sources or []):
-            inputs.append(InputField(others[i], f))
-            if t:
-                tags[InputField(others[i], f)] = t
         ops.append(TransformOperation(f"t_{out}", f"build {out}", inputs, [out], tags))
     ops.append(WriteOperation("write", "write", dst,
                               [InputField(f"t_{out}", out) for out in sorted(outputs)]))
