@@ -266,6 +266,8 @@ class Reach:
     #: field reached only through breaking edges -> (from field, breaking tags)
     stopped: dict[Key, tuple[Key, list[Transformation]]] = dc_field(default_factory=dict)
     truncated: bool = False
+    #: carried fields in the order they were reached (origins first)
+    order: list[Key] = dc_field(default_factory=list)
 
     def path(self, f: Key) -> list[Key]:
         out = [f]
@@ -289,9 +291,31 @@ class Reach:
                 "transformations": [_tag_json(t) for t in broke]}
 
     def fields_json(self) -> list[dict]:
-        """Carried fields, then stopped ones, each sorted by name."""
-        return [self.field_json(f) for f in sorted(self.parent)] + \
-            [self.field_json(f) for f in sorted(self.stopped)]
+        """Carried fields, then stopped ones, each sorted by name (as `field_json`,
+        built in one pass: each path extends its parent's, each origin list is
+        made once per distinct set of origins)."""
+        ids: dict[Key, str] = {f: fid(f) for f in self.parent}
+        paths: dict[Key, list[str]] = {}
+        for f in self.order:  # parents before children
+            up = self.parent[f]
+            paths[f] = [ids[f]] if up is None else paths[up] + [ids[f]]
+        lists: dict[int, tuple[frozenset, list[str]]] = {}
+
+        def origins(f: Key) -> list[str]:
+            found = self.from_origins.get(f, frozenset())
+            hit = lists.get(id(found))
+            if hit is None or hit[0] is not found:
+                hit = lists[id(found)] = (found, sorted(fid(o) for o in found))
+            return hit[1]
+        out = [{"field": ids[f], "direct": self.parent[f] is None, "origins": origins(f),
+                "path": paths[f], "stopped": False, "hops": self.hops[f]}
+               for f in sorted(self.parent)]
+        for f in sorted(self.stopped):
+            src, broke = self.stopped[f]
+            out.append({"field": fid(f), "direct": False, "origins": origins(src),
+                        "path": paths[src] + [fid(f)], "stopped": True, "stoppedAt": ids[src],
+                        "transformations": [_tag_json(t) for t in broke]})
+        return out
 
     def to_dict(self) -> dict:
         return {"tag": self.tag.to_dict(), "start": self.start // 1000,
@@ -323,6 +347,8 @@ def propagate(store: Any, tag: str, start: int, end: int, *, max_hops: int = MAX
     for o in origins:
         parent[o] = None
         hops[o] = 0
+    order = reach.order
+    order.extend(origins)
     passes = tdef.passes
     carried_by: dict[Key, list[Key]] = {}
     stopped: dict[Key, tuple[Key, list[Transformation]]] = {}
@@ -350,6 +376,7 @@ def propagate(store: Any, tag: str, start: int, end: int, *, max_hops: int = MAX
                         parent[g] = f
                         hops[g] = hop
                         nxt.append(g)
+                        order.append(g)
                 elif v[2] and g not in stopped:
                     stopped[g] = (f, v[2])
             if outs:
