@@ -7,14 +7,30 @@ group's.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import getpass
 import json
 import os
+from typing import Iterator
 
 import click
 
 from .cli import FllGroup, State, _echo_json, _range, end_option, format_option, pass_state, \
     start_option
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a walk builds 100k acyclic rows (each
+    collection would only rescan them); the collector's state is restored."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _who(by: str | None) -> str:
@@ -160,25 +176,26 @@ def show(state: State, tag_name: str, start: str | None, end: str | None, max_ho
 
     store = ReadView(state.store(), SetMerges())
     lo, hi = _range(start, end)
-    reach = govern.propagate(store, tag_name, lo, hi, max_hops=max_hops)
+    with _gc_paused():
+        reach = govern.propagate(store, tag_name, lo, hi, max_hops=max_hops)
+        rows = reach.fields_json()
     if reach.truncated:
         click.echo(f"fll tag show: warning: cut after {max_hops} hops; more fields may carry "
                    f"{reach.tag.name} (raise --max-hops)", err=True)
-    rows = reach.fields_json()
     if fmt == "json":
         click.echo("[" + ",\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "]")
         return
     carried = [r for r in rows if not r["stopped"]]
     stopped = [r for r in rows if r["stopped"]]
-    click.echo(f"{reach.tag.name}: {len(carried)} field(s) carry it, stopped at "
-               f"{len(stopped)}")
+    lines = [f"{reach.tag.name}: {len(carried)} field(s) carry it, stopped at {len(stopped)}"]
     for r in carried:
         how = "tagged" if r["direct"] else "from " + ", ".join(r["origins"])
-        click.echo(f"  {r['field']}  ({how})")
+        lines.append(f"  {r['field']}  ({how})")
     for r in stopped:
         what = ", ".join("/".join(filter(None, (t["type"], t["subtype"])))
                          + ("+masked" if t["masking"] else "") for t in r["transformations"])
-        click.echo(f"  stopped: {r['field']}  ({what} of {r['stoppedAt']})")
+        lines.append(f"  stopped: {r['field']}  ({what} of {r['stoppedAt']})")
+    click.echo("\n".join(lines))
 
 
 @click.command()
@@ -215,7 +232,8 @@ def diff(state: State, ref: str, before: str, after: str, depth: int, fmt: str) 
             raise (dataset_error if isinstance(field_error, BadRequest)
                    else field_error) from None
         roots = govern.dataset_roots(store, ep, [b, a])
-    answer = govern.diff(store, roots, b, a, depth)
+    with _gc_paused():
+        answer = govern.diff(store, roots, b, a, depth)
     if fmt == "json":
         _echo_json(answer)
     else:
