@@ -100,9 +100,15 @@ class RangeLineage:
     and per field (each field asked once per direction); each set's edges
     kept across requests when the store is a request's `ReadView`."""
 
-    def __init__(self, store: Any, start: int, end: int, names: Names | None = None):
+    def __init__(self, store: Any, start: int, end: int, names: Names | None = None,
+                 merged: dict | None = None):
+        """``merged``: maps merged from several sets, shared with another range's
+        `RangeLineage` (a diff's two sides), so a field whose edges come from
+        the same sets in both ranges gets the same map in both."""
         self.store, self.start, self.end = store, start, end
         self.names = names or Names(store)
+        self._merged: dict[tuple[int, ...], tuple[tuple[_Edges, ...], _Edges]] = \
+            {} if merged is None else merged
         # per direction (True: downstream): a dataset's sets, a field's edges
         self._sets: dict[bool, dict[tuple[str, str], list[tuple[SetEdges, bool]]]] = \
             {True: {}, False: {}}
@@ -205,24 +211,39 @@ class RangeLineage:
             out = parts[0] if k not in parts[0] else \
                 {g: t for g, t in parts[0].items() if g != k}
         else:
-            out = {}
-            field = self.field
-            for got in parts:
-                if not renamed and out.keys().isdisjoint(got):
-                    out.update(got)  # sets writing other fields: no tags to merge
-                    continue
-                for g, tags in got.items():
-                    if renamed:
-                        g = field(g)
-                    cur = out.get(g)
-                    if cur is None:
-                        out[g] = tags
-                    elif cur is not tags:
-                        extra = tuple(t for t in tags if t not in cur)
-                        if extra:
-                            out[g] = cur + extra
-            out.pop(k, None)
+            # maps of the same sets merged before (the other side of a diff) are
+            # reused: the identity of the parts is the key, checked on a hit
+            ident = None if renamed else tuple(map(id, parts))
+            prior = None if ident is None else self._merged.get(ident)
+            if prior is not None and all(a is b for a, b in zip(prior[0], parts, strict=True)):
+                out = prior[1]
+            else:
+                out = self._merge(k, parts, renamed)
+                if ident is not None:
+                    self._merged[ident] = (tuple(parts), out)
         memo[k] = out
+        return out
+
+
+    def _merge(self, k: Key, parts: list[_Edges], renamed: bool) -> _Edges:
+        """Several sets' maps of one field as one, tags merged, under one name each."""
+        out: _Edges = {}
+        field = self.field
+        for got in parts:
+            if not renamed and out.keys().isdisjoint(got):
+                out.update(got)  # sets writing other fields: no tags to merge
+                continue
+            for g, tags in got.items():
+                if renamed:
+                    g = field(g)
+                cur = out.get(g)
+                if cur is None:
+                    out[g] = tags
+                elif cur is not tags:
+                    extra = tuple(t for t in tags if t not in cur)
+                    if extra:
+                        out[g] = cur + extra
+        out.pop(k, None)
         return out
 
 
@@ -475,12 +496,15 @@ class Neighbourhood:
         for downstream, kept in ((False, self.ins), (True, self.outs)):
             seen = set(keys)
             frontier = list(keys)
-            for _ in range(depth):
+            for hop in range(depth):
                 nxt = []
+                last = hop == depth - 1
                 for f in frontier:
                     found = lineage.edges(f, downstream)
                     if found:
                         kept[f] = found
+                        if last:
+                            continue  # no hop after this one: no frontier to build
                         for g in found:
                             if g not in seen:
                                 seen.add(g)
@@ -549,7 +573,9 @@ def diff(store: Any, roots: list[EndPointField], before: tuple[int, int],
     if depth < 1 or depth > MAX_HOPS:
         raise BadRequest(f"depth must be between 1 and {MAX_HOPS}, got {depth}", "depth")
     names = Names(store)
-    sides = RangeLineage(store, *before, names), RangeLineage(store, *after, names)
+    merged: dict = {}
+    sides = (RangeLineage(store, *before, names, merged),
+             RangeLineage(store, *after, names, merged))
     walks = Neighbourhood(sides[0], roots, depth), Neighbourhood(sides[1], roots, depth)
     added: dict[tuple[Key, Key], Tags_] = {}
     removed: dict[tuple[Key, Key], Tags_] = {}
