@@ -29,7 +29,7 @@ must never write to the store and never depend on the server.
 from __future__ import annotations
 
 from dataclasses import dataclass, field as dc_field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .errors import BadRequest, NotFound
 from .model import EndPoint, EndPointField, Transformation
@@ -152,6 +152,13 @@ class RangeLineage:
         if made and made[0].size > KEEP_EDGES:  # too large to keep for every request
             self._own[checksum] = made[0]
         return found
+
+    def sets_key(self, ds: tuple[str, str], downstream: bool) -> tuple[tuple[str, ...], ...]:
+        """The operation sets (checksums) a dataset's fields have edges from, under
+        each of its names: equal in two ranges, its fields' edges are equal."""
+        direction = "outgoing" if downstream else "incoming"
+        return tuple(tuple(self.store.checksums(EndPoint(*n), self.start, self.end, direction))
+                     for n in self._equivalents(ds))
 
     def _sets_of(self, ds: tuple[str, str], downstream: bool) -> list[tuple[SetEdges, bool]]:
         hit = self._sets[downstream].get(ds)
@@ -489,7 +496,10 @@ class Neighbourhood:
     every edge out of one the downward walk expanded (a hop takes all of a
     field's edges, so no edge is copied one by one)."""
 
-    def __init__(self, lineage: RangeLineage, roots: Iterable[EndPointField], depth: int):
+    def __init__(self, lineage: RangeLineage, roots: Iterable[EndPointField], depth: int,
+                 skip_last: Callable[[Key, bool], bool] | None = None):
+        """``skip_last(field, downstream)``: a field of the last hop whose edges are
+        not wanted (a diff: those the other range has alike), so not read."""
         self.ins: dict[Key, _Edges] = {}
         self.outs: dict[Key, _Edges] = {}
         keys = [lineage.field(key_of(r)) for r in roots]
@@ -500,6 +510,8 @@ class Neighbourhood:
                 nxt = []
                 last = hop == depth - 1
                 for f in frontier:
+                    if last and skip_last is not None and skip_last(f, downstream):
+                        continue
                     found = lineage.edges(f, downstream)
                     if found:
                         kept[f] = found
@@ -576,7 +588,20 @@ def diff(store: Any, roots: list[EndPointField], before: tuple[int, int],
     merged: dict = {}
     sides = (RangeLineage(store, *before, names, merged),
              RangeLineage(store, *after, names, merged))
-    walks = Neighbourhood(sides[0], roots, depth), Neighbourhood(sides[1], roots, depth)
+    alike: dict[tuple[str, str, bool], bool] = {}
+
+    def same_sets(f: Key, downstream: bool) -> bool:
+        """Whether f's dataset has its edges from the same sets in both ranges: its
+        edges are then the same, and the last hop need not read them."""
+        key = (f[0], f[1], downstream)
+        hit = alike.get(key)
+        if hit is None:
+            hit = alike[key] = sides[0].sets_key(key[:2], downstream) == \
+                sides[1].sets_key(key[:2], downstream)
+        return hit
+
+    walks = (Neighbourhood(sides[0], roots, depth, same_sets),
+             Neighbourhood(sides[1], roots, depth, same_sets))
     added: dict[tuple[Key, Key], Tags_] = {}
     removed: dict[tuple[Key, Key], Tags_] = {}
     changed: dict[tuple[Key, Key], tuple[Tags_, Tags_]] = {}
