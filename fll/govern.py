@@ -48,11 +48,6 @@ Key = tuple[str, str, str]
 Tags_ = tuple[Transformation, ...]
 _Edges = dict[Key, Tags_]
 
-#: edges of one operation set above which its adjacency is not kept across
-#: requests (an all-to-all set of 2,000 columns has 4M)
-KEEP_EDGES = 200_000
-
-
 def key_of(f: EndPointField) -> Key:
     return (f.endpoint.namespace, f.endpoint.name, f.field)
 
@@ -64,33 +59,40 @@ def fid(k: Key) -> str:
 
 class SetEdges:
     """One operation set's field edges both ways, with their tags (composed along
-    every path of the set when it was recorded, read from its summaries):
-    built once per set, kept by checksum (a set never changes under it)."""
+    every path of the set when it was recorded, read from its summaries). Each
+    field's map is built when first asked and kept (so a wide all-to-all set
+    costs the fields a question reaches, not its n x n edges); kept by
+    checksum across requests (a set never changes under it). Shared between
+    threads: two threads building one map build equal ones."""
 
-    __slots__ = ("down", "up", "endpoints", "size")
+    __slots__ = ("_s", "_fields", "_maps", "_shared", "endpoints")
 
     def __init__(self, summaries: Any):
-        shared: dict[Tags_, Tags_] = {}
-        down: dict[Key, _Edges] = {}
-        up: dict[Key, _Edges] = {}
-        size = 0
-        for d in summaries.destination_fields:
-            dk = key_of(d)
-            ins: _Edges = {}
-            for src, tags in summaries.incoming_tags(d).items():
-                sk = key_of(src)
-                t = tuple(tags)
-                t = shared.setdefault(t, t)
-                ins[sk] = t
-                outs = down.get(sk)
-                if outs is None:
-                    outs = down[sk] = {}
-                outs[dk] = t
-            up[dk] = ins
-            size += len(ins)
-        self.down, self.up, self.size = down, up, size
-        self.endpoints = frozenset((f.endpoint.namespace, f.endpoint.name)
-                                   for f in summaries.fields)
+        self._s = summaries
+        self._fields: dict[Key, EndPointField] = {key_of(f): f for f in summaries.fields}
+        self._maps: tuple[dict[Key, _Edges | None], dict[Key, _Edges | None]] = ({}, {})
+        self._shared: dict[Tags_, Tags_] = {}
+        self.endpoints = frozenset((k[0], k[1]) for k in self._fields)
+
+    def get(self, k: Key, downstream: bool) -> _Edges | None:
+        """``k``'s destinations (downstream) or sources in this set, or None."""
+        maps = self._maps[downstream]
+        try:
+            return maps[k]
+        except KeyError:
+            pass
+        f = self._fields.get(k)
+        found: _Edges | None = None
+        if f is not None:
+            got = self._s.outgoing_tags(f) if downstream else self._s.incoming_tags(f)
+            if got:
+                shared = self._shared
+                found = {}
+                for g, tags in got.items():
+                    t = tuple(tags)
+                    found[key_of(g)] = shared.setdefault(t, t)
+        maps[k] = found
+        return found
 
 
 class RangeLineage:
@@ -143,15 +145,7 @@ class RangeLineage:
             if hit is None:
                 hit = self._own[checksum] = SetEdges(summaries)
             return hit
-        made: list[SetEdges] = []
-
-        def build() -> SetEdges:
-            made.append(SetEdges(summaries))
-            return made[0]
-        found = merges.get(("set-edges", checksum), build)
-        if made and made[0].size > KEEP_EDGES:  # too large to keep for every request
-            self._own[checksum] = made[0]
-        return found
+        return merges.get(("set-edges", checksum), lambda: SetEdges(summaries))
 
     def sets_key(self, ds: tuple[str, str], downstream: bool) -> tuple[tuple[str, ...], ...]:
         """The operation sets (checksums) a dataset's fields have edges from, under
@@ -196,7 +190,7 @@ class RangeLineage:
             return out
         if len(names) == 1 and len(sets) == 1 and not sets[0][1]:
             # the common case: one name, one set, no renamed endpoint: the set's own map
-            got = (sets[0][0].down if downstream else sets[0][0].up).get(k)
+            got = sets[0][0].get(k, downstream)
             if got is None:
                 out = {}
             elif k in got:  # a set that reads and writes one field
@@ -210,7 +204,7 @@ class RangeLineage:
         for name in names:
             here = k if name == ds else (name[0], name[1], k[2])
             for edges, other_names in self._sets_of(name, downstream):
-                got = (edges.down if downstream else edges.up).get(here)
+                got = edges.get(here, downstream)
                 if got:
                     parts.append(got)
                     renamed = renamed or other_names
