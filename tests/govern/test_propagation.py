@@ -301,3 +301,22 @@ def test_field_edges_memo_is_shared_not_changed(warehouse):
     assert first[("db", "copied", "ssn")] == list(COPY)
     propagate(warehouse, "PII", 0, MAX_TIME, lineage=lin)
     assert {k: list(v) for k, v in lin.edges(ssn, True).items()} == first
+
+
+def test_a_wide_all_to_all_set_carries_to_every_output_it_feeds(store):
+    cols = [f"c{i}" for i in range(300)]
+    ins = [InputField("read", c) for c in cols]
+    # every output from every input: c0 through a sum, the rest copied
+    tags = {i: (SUM if i.name == "c0" else COPY) for i in ins}
+    ops = [ReadOperation("read", "read", RAW, cols),
+           TransformOperation("all", "all to all", ins, [f"o{i}" for i in range(300)], tags),
+           WriteOperation("write", "write", ep("wide"),
+                          [InputField("all", f"o{i}") for i in range(300)])]
+    store.record(FieldLineageInfo(ops), "r-wide", T0, "wide")
+    tags_ = Tags(store.table)
+    tags_.add("db", "raw", "c0", "SUMMED")
+    tags_.add("db", "raw", "c1", "COPIED")
+    carried, stopped = reached(store, "SUMMED")
+    assert carried == {fid("raw", "c0")} and len(stopped) == 300
+    carried, stopped = reached(store, "COPIED")
+    assert len(carried) == 301 and not stopped
