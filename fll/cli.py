@@ -43,6 +43,9 @@ DEFAULT_CONFIG = Path("conf") / "fll.yaml"
 _LAZY: dict[str, tuple[str, str, str]] = {
     "serve": ("fll.server.cli", "serve", "Serve the REST API and the lineage explorer page."),
     "run": ("fll.pipeline.cli", "run", "Run a pipeline spec and record its field lineage."),
+    "tag": ("fll.govern_cli", "tag", "Classification tags (PII…) and where they reach along "
+            "lineage."),
+    "diff": ("fll.govern_cli", "diff", "How a field's lineage changed between two time ranges."),
     "spark-conf": ("fll.spark.listener", "spark_conf_command",
                    "Print the spark-submit flags that send every write to fll serve."),
 }

@@ -18,6 +18,8 @@ Format 5 (wide rows: a column per run or per set; format 4 without ``i|``/``o|``
 | ``v|<name>`` | store metadata: the format version, an upgrade's cursor | |
 | ``a|<ns>|<name>`` | alias (a logical dataset name) | ``t``: the dataset it stands for |
 | ``A|<ns>|<name>|<alias ns>|<alias name>`` | the reverse: a dataset's aliases | |
+| ``T|<tag>`` | classification tag (format 6, additive) | ``d`` description, ``p`` policy, ``by``, ``at`` |
+| ``t|<ns>|<name>|<field>|<tag>`` | tag put on a field (``<field>`` empty: on the dataset) | ``by``, ``at`` |
 
 Formats 1-3 had one narrow row per run and endpoint
 (``b|<ns>|<name>|<inv start>|<run>`` with ``c``); format 2 also had ``B|``/``F|``
@@ -66,12 +68,16 @@ FIRST_FORWARD = b"o"
 SHAPE = b"p"
 #: format 6: a schema's fields, once per distinct schema; ``s|`` rows name it
 SCHEMA_BODY = b"q"
+#: a classification tag's definition (description, propagation policy); not lineage
+TAG = b"T"
+#: a tag put on a dataset or one of its fields by a person (`fll.store.tags`)
+TAGGED = b"t"
 KINDS = {BACKWARD_BUCKET: "backward-buckets", FORWARD_BUCKET: "forward-buckets",
          META: "meta", DATA: "data", BACKWARD: "backward", FORWARD: "forward",
          BACKWARD_BY_SET: "backward-by-set", FORWARD_BY_SET: "forward-by-set", RUN: "run",
          SCHEMA: "schema", ALIAS: "alias", ALIASED_BY: "aliased-by",
          FIRST_BACKWARD: "backward-first", FIRST_FORWARD: "forward-first", SHAPE: "shape",
-         SCHEMA_BODY: "schema-body"}
+         SCHEMA_BODY: "schema-body", TAG: "tag", TAGGED: "tagged"}
 
 _ESCAPE = {ord("%"): "%25", ord("|"): "%7C"}
 _ESCAPE.update({c: f"%{c:02X}" for c in range(0x20)})
@@ -318,6 +324,16 @@ def cover4(start_ms: int, end_ms: int) -> tuple[list[tuple[int, int]], tuple[int
     return out, None
 
 
+def tag(name: str) -> bytes:
+    return TAG + SEP + escape(name)
+
+
+def tagged(namespace: str, name: str, field: str, tag_name: str) -> bytes:
+    """``t|<ns>|<name>|<field>|<tag>``; ``field`` is empty for a tag on the dataset
+    itself. One row per (dataset, field, tag): a dataset's tags are one prefix."""
+    return dataset_prefix(TAGGED, namespace, name) + escape(field) + SEP + escape(tag_name)
+
+
 def meta(name: str) -> bytes:
     return META + SEP + name.encode("ascii")
 
@@ -348,6 +364,9 @@ class Key(NamedTuple):
     #: format-4 run row (no run id: its runs are its columns); DIRECTORY_LEVEL
     #: for a directory row
     level: int | None = None
+    #: the field (``""``: the dataset itself) and the tag of a ``t|`` row
+    field: str | None = None
+    tag: str | None = None
 
 
 def is_wide(key: bytes) -> bool:
@@ -378,6 +397,16 @@ def decode(key: bytes) -> Key:
         return Key("run", run_id=unescape(rest))
     if kind == META:
         return Key("meta", name=rest.decode("ascii"))
+    if kind == TAG:
+        if not rest or SEP in rest:
+            raise ValueError(f"malformed tag row key: {key!r}")
+        return Key("tag", tag=unescape(rest))
+    if kind == TAGGED:
+        parts = rest.split(SEP)
+        if len(parts) != 4 or not parts[0] or not parts[1] or not parts[3]:
+            raise ValueError(f"malformed tagged row key: {key!r}")
+        return Key("tagged", unescape(parts[0]), unescape(parts[1]), field=unescape(parts[2]),
+                   tag=unescape(parts[3]))
     if kind in (BACKWARD_BUCKET, FORWARD_BUCKET):
         ns, name, rest = rest.split(SEP, 2)
         if rest == DIRECTORY:

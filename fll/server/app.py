@@ -554,6 +554,10 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     }, token.encode() if token else None, public_reads,
         TokenMiddleware(None, token or "", public_reads).authorized)
 
+    # classification tags and lineage diffs (fll.govern): their own routes
+    from .governance import routes as governance_routes
+    app.include_router(governance_routes(lineage, reader, max_level))
+
     app.state.prepare_ingest = _prepare  # an event's checks and build (benchmarks)
     spark_ingest.register(app, lineage, max_body)  # the JVM listener's writes
     from .explorer import mount_explorer  # the explorer page at /, static files only

@@ -38,6 +38,7 @@ from .lineage import (FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, SHAPED, WIDE_PR
                       unstamped_format,
                       join_shape, row_sets, run_cells, SCHEMA_REF, set_used_since, shape_ref,
                       unused_buckets)
+from .tags import decode_assignment, decode_def
 
 Progress = Callable[[int], None]
 _T = struct.Struct(">q")
@@ -220,6 +221,10 @@ def describe_row(key: bytes, columns: dict[str, bytes]) -> dict:
         out["checksum"] = k.checksum
     if k.start_ms is not None:
         out["start_ms"], out["start"] = k.start_ms, iso_ms(k.start_ms)
+    if k.tag is not None:
+        out["tag"] = k.tag
+    if k.field is not None:
+        out["field"] = k.field
     if k.run_id is not None:
         out["run_id"] = k.run_id
     elif k.level == 0:  # a format-4 run row: its runs are its columns
@@ -776,6 +781,12 @@ def _find_problems(table: Table, report: FsckReport, progress: Progress | None) 
                 continue
             if kind in (rk.ALIAS, rk.ALIASED_BY):
                 continue  # no operation set behind these
+            if kind == rk.TAG:
+                decode_def(key, cols)  # a tag's definition: it must decode, nothing more
+                continue
+            if kind == rk.TAGGED:
+                decode_assignment(key, cols)  # names no set: a tag may be put before any run
+                continue
             if kind == rk.RUN:
                 if "t" in cols:
                     _T.unpack(cols["t"])
@@ -1865,7 +1876,8 @@ def migrate_runs(source: LineageStore, destination: LineageStore, *, batch_size:
     flush()
     other: dict[bytes, dict[str, bytes]] = {}
     # a schema's body before the rows naming it
-    for kind in (rk.SCHEMA_BODY, rk.SCHEMA, rk.ALIAS, rk.ALIASED_BY):
+    # classification tags too: not lineage, but the store's (fll.store.tags)
+    for kind in (rk.SCHEMA_BODY, rk.SCHEMA, rk.ALIAS, rk.ALIASED_BY, rk.TAG, rk.TAGGED):
         for key, cols in source.table.scan(kind + rk.SEP, rk.prefix_end(kind + rk.SEP)):
             other[key] = cols
             if len(other) >= batch_size:

@@ -9,7 +9,11 @@
  *             per field mapping;
  *   field     one field's graph: fields as nodes, operations as edges whose
  *             name sits in a bubble (GET /v3/.../fields/{f}/lineage), backward
- *             and/or forward, followed across datasets up to `depth` hops.
+ *             and/or forward, followed across datasets up to `depth` hops;
+ *             classification tags marked on its fields (put there, or reaching
+ *             them through lineage: GET /api/v1/tags/{tag}/fields), and, when
+ *             compared with the period before, the edges a lineage diff adds,
+ *             removes and changes (GET /api/v1/column-lineage/diff).
  *
  * Everything the page shows is in the URL hash (namespace, dataset, view,
  * field, direction, depth, time range, filter, selection), so a link can be
@@ -27,15 +31,15 @@
   const FIELDS_SHOWN = 24;          // fields shown per dataset box before "N more"
   const CENTER_FIELDS_SHOWN = 40;
   const RANGES = {
-    hour: { start: "now-1h", text: "the last hour" },
-    day: { start: "now-1d", text: "the last day" },
-    week: { start: "now-7d", text: "the last week" },
-    all: { start: "0", text: "all time" },
+    hour: { start: "now-1h", text: "the last hour", before: ["now-2h", "now-1h"] },
+    day: { start: "now-1d", text: "the last day", before: ["now-2d", "now-1d"] },
+    week: { start: "now-7d", text: "the last week", before: ["now-14d", "now-7d"] },
+    all: { start: "0", text: "all time", before: null },
   };
   const DEFAULTS = { view: "overview", dir: "both", depth: "1", range: "week", collapse: "0",
-    ind: "show" };
+    ind: "show", cmp: "none" };
   const HASH_KEYS = ["ns", "ds", "view", "field", "dir", "depth", "range", "start", "end",
-    "filter", "collapse", "ind", "sel"];
+    "filter", "collapse", "ind", "sel", "cmp"];
   const FIT_ALL_ABOVE = 0.42;       // fit the whole field graph unless text would get this small
 
   const $ = (id) => document.getElementById(id);
@@ -159,6 +163,7 @@
     if (s.view === "field" && !s.field) s.view = "fields";
     if (!["both", "backward", "forward"].includes(s.dir)) s.dir = "both";
     if (!["show", "hide"].includes(s.ind)) s.ind = "show";
+    if (!["none", "prev"].includes(s.cmp)) s.cmp = "none";
     const depth = parseInt(s.depth, 10);
     s.depth = String(Number.isFinite(depth) ? Math.min(5, Math.max(1, depth)) : 1);
     if (!(s.range in RANGES) && s.range !== "custom") s.range = "week";
@@ -192,6 +197,17 @@
   function timeParams() {
     if (state.range === "custom") return { start: state.start, end: state.end };
     return { start: RANGES[state.range].start, end: "now" };
+  }
+
+  /** The period of the same length just before the current range, or null (all time). */
+  function previousRange() {
+    if (state.range === "custom") {
+      const s = +state.start, e = +state.end;
+      return { start: String(Math.max(0, s - (e - s))), end: String(s),
+        text: `${fmtTime(Math.max(0, s - (e - s)))} – ${fmtTime(s)}` };
+    }
+    const before = RANGES[state.range].before;
+    return before ? { start: before[0], end: before[1], text: `the ${RANGES[state.range].text.slice(9)} before` } : null;
   }
 
   function rangeText() {
@@ -473,6 +489,7 @@
     }
     $("direction").addEventListener("change", () => go({ dir: $("direction").value, sel: null }));
     $("depth").addEventListener("change", () => go({ depth: $("depth").value, sel: null }));
+    $("compare").addEventListener("change", () => go({ cmp: $("compare").value, sel: null }));
     $("collapse").addEventListener("change", () => go({ collapse: $("collapse").checked ? "1" : "0", sel: null }));
     for (const box of document.querySelectorAll(".hide-indirect")) {
       box.addEventListener("change", () => go({ ind: box.checked ? "hide" : "show", sel: null }));
@@ -528,6 +545,8 @@
     $("tools-field").hidden = state.view !== "field";
     if (document.activeElement !== $("field-filter")) $("field-filter").value = state.filter || "";
     $("direction").value = state.dir;
+    $("compare").value = state.cmp;
+    $("compare").disabled = !previousRange();
     $("depth").value = state.depth;
     $("collapse").checked = state.collapse === "1";
     for (const box of document.querySelectorAll(".hide-indirect")) box.checked = state.ind === "hide";
@@ -551,6 +570,7 @@
     view.dataset.state = "loading";
     syncControls();
     $("details").replaceChildren();
+    $("govern").replaceChildren();
     current = null;
     try {
       if (!datasets.length) {
@@ -1186,9 +1206,16 @@
       if (g.truncated) $("view").dataset.state = "ready";
     }
     fieldPanel(g);
-    legend([["src", "source dataset field"], ["focus", "this field"], ["dst", "destination dataset field"],
+    const items = [["src", "source dataset field"], ["focus", "this field"], ["dst", "destination dataset field"],
       ["inter", "field inside a run"], ["bubble", "operation"], ["masked", "masked path"],
-      ["indirect", "indirect (filter, join, …)"]]);
+      ["indirect", "indirect (filter, join, …)"]];
+    const marked = await governMarks(g, token);
+    if (token !== renderToken) return;
+    if (marked.tags) items.push(["tag-direct", "tag put on the field"], ["tag-propagated", "tag reaching it through lineage"],
+      ["tag-stopped", "tag stopped here (aggregated or masked)"]);
+    if (marked.diff) items.push(["diff-added", "edge added since the period before"],
+      ["diff-removed", "edge removed since then"], ["diff-changed", "edge with other transformations"]);
+    legend(items);
     // a graph that fits at a still-readable scale is shown whole; a huge one is
     // centred on the field at a comfortable scale instead
     fitView(1.1, FIT_ALL_ABOVE, document.querySelector("#viewport .fnode.focus"), 0.6);
@@ -1197,6 +1224,104 @@
 
   /** The graph without its INDIRECT connections, and without the nodes only they
    *  reached (the focus field always stays). */
+  // ---------------------------------------------------------------- tags and diff
+  /** Mark the drawn field graph with classification tags and, when asked, the
+   *  diff against the period before; returns what was marked. A failure here
+   *  leaves the graph as drawn and says so in the panel. */
+  async function governMarks(g, token) {
+    const t = timeParams();
+    const box = $("govern");
+    const byId = new Map();  // "ns:ds:field" -> node key, for the answers' field ids
+    for (const n of g.nodes.values()) if (n.kind === "field") byId.set(`${n.ns}:${n.ds}:${n.label}`, n.key);
+    const nodeEl = (key) => [...document.querySelectorAll("#viewport .fnode")].find((e) => e.dataset.nodeKey === key);
+    const out = { tags: false, diff: false };
+    try {
+      const answer = await api("api/v1/tags");
+      const reaches = await Promise.all((answer.tags || []).map((tag) =>
+        api(`api/v1/tags/${seg(tag.name)}/fields`, t).catch(() => null)));
+      if (token !== renderToken) return out;
+      const marks = new Map();
+      for (const r of reaches) {
+        if (!r) continue;
+        for (const f of r.fields) {
+          const key = byId.get(f.field);
+          if (!key) continue;
+          if (!marks.has(key)) marks.set(key, []);
+          marks.get(key).push({ name: r.tag.name, direct: f.direct, stopped: f.stopped, f });
+        }
+      }
+      for (const [key, list] of marks) {
+        const node = nodeEl(key);
+        if (!node) continue;
+        const names = (pick) => list.filter(pick).map((m) => m.name).sort().join(" ");
+        node.dataset.tagsDirect = names((m) => m.direct);
+        node.dataset.tagsPropagated = names((m) => !m.direct && !m.stopped);
+        node.dataset.tagsStopped = names((m) => m.stopped);
+        const w = +node.querySelector("rect").getAttribute("width");
+        let x = w - 6;
+        for (const m of list.sort((a, b) => a.name.localeCompare(b.name))) {
+          const kind = m.stopped ? "stopped" : m.direct ? "direct" : "propagated";
+          const text = m.stopped ? `${m.name} ✕` : m.name;
+          const badge = svg("text", { class: `tag-badge ${kind}`, x, y: -4, "text-anchor": "end",
+            "data-tag": m.name, "data-kind": kind }, text);
+          tip(badge, () => el("div", {}, el("b", {}, m.name), el("div", {},
+            m.stopped ? `stopped at this field: ${m.f.transformations.map((x) => [x.type, x.subtype].filter(Boolean).join("/") + (x.masking ? " masked" : "")).join(", ")}`
+              : m.direct ? "put on this field" : `reaches it from ${m.f.origins.join(", ")}`)));
+          node.append(badge);
+          x -= measure(text, FONT_SMALL) + 8;
+        }
+        out.tags = true;
+      }
+    } catch (e) {
+      box.append(el("p", { class: "muted" }, `Tags could not be read: ${e.message}`));
+    }
+    const prev = previousRange();
+    if (state.cmp !== "prev" || !prev) return out;
+    try {
+      const d = await api("api/v1/column-lineage/diff", {
+        nodeId: `datasetField:${state.ns}:${state.ds}:${state.field}`,
+        before: `${prev.start},${prev.end}`, after: `${t.start},${t.end}`, depth: state.depth });
+      if (token !== renderToken) return out;
+      const layer = svg("g", { class: "diff-edges" });
+      const center = (node, side) => {
+        const m = /translate\(([-\d.]+),([-\d.]+)\)/.exec(node.getAttribute("transform"));
+        const r = node.querySelector("rect");
+        const w = +r.getAttribute("width"), h = +r.getAttribute("height");
+        return { x: +m[1] + (side === "right" ? w : 0), y: +m[2] + h / 2 };
+      };
+      const rows = [];
+      const mark = (kind, e) => {
+        const src = e.source || e.edge.source, dst = e.destination || e.edge.destination;
+        rows.push([kind, src, dst, e]);
+        const a = nodeEl(byId.get(src)), b = nodeEl(byId.get(dst));
+        for (const n of [a, b]) if (n && !n.dataset.diff) n.dataset.diff = kind;
+        if (!a || !b) return;
+        const p = center(a, "right"), q = center(b, "left");
+        const dx = Math.max(30, Math.abs(q.x - p.x) / 2);
+        layer.append(svg("path", { class: `diff-edge ${kind}`, "data-diff": kind,
+          "data-from": byId.get(src), "data-to": byId.get(dst),
+          d: `M${p.x},${p.y} C${p.x + dx},${p.y - 40} ${q.x - dx},${q.y - 40} ${q.x},${q.y}` }));
+      };
+      for (const e of d.added) mark("added", e);
+      for (const e of d.removed) mark("removed", e);
+      for (const e of d.changed) mark("changed", e);
+      const nodes = document.querySelector("#viewport g.nodes");
+      if (nodes) nodes.before(layer);
+      const tagText = (ts) => ts.map((x) => [x.type, x.subtype].filter(Boolean).join("/") + (x.masking ? "+masked" : "")).join(", ") || "untagged";
+      box.append(el("h4", {}, `Compared with ${prev.text}`),
+        el("p", { class: "muted", "data-diff-summary": "" },
+          `${plural(d.added.length, "edge")} added, ${d.removed.length} removed, ${d.changed.length} changed`),
+        el("ul", { class: "diff-list" }, rows.slice(0, 50).map(([kind, src, dst, e]) =>
+          el("li", { class: kind, "data-diff": kind }, `${{ added: "+", removed: "−", changed: "~" }[kind]} ${src} → ${dst}`,
+            el("div", { class: "muted" }, kind === "changed" ? `${tagText(e.before)} ⇒ ${tagText(e.after)}` : tagText(e.transformations))))),
+        rows.length > 50 ? el("p", { class: "muted" }, `…and ${rows.length - 50} more`) : "");
+      out.diff = true;
+    } catch (e) {
+      box.append(el("p", { class: "muted" }, `The comparison could not be made: ${e.message}`));
+    }
+    return out;
+  }
+
   function withoutIndirect(g) {
     const conns = new Map([...g.conns].filter(([, c]) => !isIndirect(c.tags)));
     const used = new Set();
