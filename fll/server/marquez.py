@@ -651,9 +651,9 @@ def search(store: LineageStore, q: str, kind: str | None, sort: str, limit: int,
              and (namespace is None or r[1] == namespace)
              and (lo is None or r[3] > lo) and (hi is None or r[3] < hi)]
     if sort.upper() == "UPDATE_AT":
-        found.sort(key=lambda r: (-r[3], r[2], r[1], r[0]))
+        found.sort(key=lambda r: (-r[3], r[2].lower(), r[2], r[1], r[0]))
     else:
-        found.sort(key=lambda r: (r[2], r[1], r[0]))
+        found.sort(key=lambda r: (r[2].lower(), r[2], r[1], r[0]))
     results = [{"type": t, "name": name, "updatedAt": iso(at), "namespace": ns,
                 "nodeId": f"{t.lower()}:{ns}:{name}"} for t, ns, name, at in found[:limit]]
     return {"totalCount": len(results), "results": results}
