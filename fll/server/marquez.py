@@ -27,8 +27,7 @@ Tags and run states are not kept by this module: `_dataset_tags` and
 `_run_state` answer none, to be wired to the tag store and the run model.
 
 This module must never write to the store; an unknown namespace, dataset or
-version is a 404 that carries Marquez's ``code``/``message`` beside fll's
-``error``/``status``.
+version is a 404 in fll's one error shape, with Marquez's message.
 """
 from __future__ import annotations
 
@@ -38,7 +37,6 @@ from typing import Any, Iterable, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from fastapi import APIRouter, FastAPI, Query, Request
-from fastapi.responses import JSONResponse as PlainJSON
 
 from ..errors import BadRequest, NotFound
 from ..model import EndPoint, EndPointField
@@ -72,14 +70,9 @@ class MarquezNotFound(NotFound):
 
 
 def install(app: FastAPI) -> None:
-    """Mount the routes, and answer their 404s in both error shapes (fll's
-    ``error``/``status``, Marquez's ``code``/``message``, which its web UI shows)."""
-
-    async def _missing(_: Request, exc: Exception) -> PlainJSON:
-        return PlainJSON({"error": str(exc), "status": 404, "code": 404, "message": str(exc)},
-                         status_code=404)
-
-    app.add_exception_handler(MarquezNotFound, _missing)
+    """Mount the routes. Their errors keep fll's one shape (``{"error", "status"}``,
+    design/rest-api.md), with Marquez's messages (``Dataset 'x' not found.``);
+    a Marquez client tells a failure by its status."""
     app.include_router(router)
 
 

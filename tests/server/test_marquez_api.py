@@ -53,15 +53,15 @@ def test_namespaces_are_those_of_datasets_and_of_jobs(api):
         "chain"]
 
 
-def test_an_unknown_namespace_or_dataset_is_marquez_s_404(api):
-    body = get(api, "/namespaces/nowhere", 404)
-    assert body["code"] == 404 and body["message"] == "Namespace 'nowhere' not found."
-    assert body["status"] == 404 and body["error"] == body["message"]
-    assert get(api, "/namespaces/nowhere/datasets", 404)["code"] == 404
-    assert get(api, "/namespaces/chain/datasets/Z", 404)["message"] == "Dataset 'Z' not found."
-    assert get(api, "/namespaces/chain/datasets/Z/versions", 404)["code"] == 404
+def test_an_unknown_namespace_or_dataset_is_a_404_with_marquez_s_message(api):
+    # fll's one error shape (design/rest-api.md), Marquez's words
+    assert get(api, "/namespaces/nowhere", 404) == {
+        "error": "Namespace 'nowhere' not found.", "status": 404}
+    assert get(api, "/namespaces/nowhere/datasets", 404)["status"] == 404
+    assert get(api, "/namespaces/chain/datasets/Z", 404)["error"] == "Dataset 'Z' not found."
+    assert get(api, "/namespaces/chain/datasets/Z/versions", 404)["status"] == 404
     missing = str(uuid.uuid4())
-    assert get(api, f"/namespaces/chain/datasets/B/versions/{missing}", 404)["message"] == (
+    assert get(api, f"/namespaces/chain/datasets/B/versions/{missing}", 404)["error"] == (
         f"Dataset version '{missing}' not found.")
 
 
@@ -179,8 +179,8 @@ def test_a_dataset_no_job_touches_is_a_graph_of_itself(api):
 
 def test_lineage_errors(api):
     assert get(api, "/lineage", 400)["error"] == "nodeId is required"
-    assert get(api, "/lineage", 404, nodeId="dataset:chain:Z")["code"] == 404
-    assert get(api, "/lineage", 404, nodeId="job:chain:zz")["code"] == 404
+    assert get(api, "/lineage", 404, nodeId="dataset:chain:Z")["status"] == 404
+    assert get(api, "/lineage", 404, nodeId="job:chain:zz")["status"] == 404
     assert "nodeId" in get(api, "/lineage", 400, nodeId="run:1234")["error"]
     assert "depth" in get(api, "/lineage", 400, nodeId="job:chain:ab", depth=-1)["error"]
 
@@ -260,4 +260,4 @@ def test_stats_routes(api):
     assert len(get(api, "/stats/jobs", period="DAY")) == 24
     assert get(api, "/stats/sources", period="DAY")[-1]["count"] == 3  # chain, MyNamespace, PG
     assert "period" in get(api, "/stats/jobs", 400)["error"]
-    assert get(api, "/stats/runs", 404, period="DAY")["code"] == 404
+    assert get(api, "/stats/runs", 404, period="DAY")["status"] == 404
