@@ -480,21 +480,8 @@ def _splits(rest: str) -> list[tuple[str, str]]:
             if c == ":" and 0 < i < len(rest) - 1]
 
 
-def _unversioned(node_id: str) -> list[str]:
-    """``node_id`` and, when it ends in ``#<uuid>`` (a version node), without it:
-    tried in that order, so a name holding ``#`` still resolves."""
-    head, sep, tail = node_id.rpartition("#")
-    if sep:
-        try:
-            uuid.UUID(tail)
-        except ValueError:
-            return [node_id]
-        return [node_id, head]
-    return [node_id]
-
-
 def _find_job(catalog: Catalog, node_id: str) -> Job | None:
-    for candidate in _unversioned(node_id):
+    for candidate in views.unversioned(node_id):
         for key in _splits(candidate.partition(":")[2]):
             if key in catalog.jobs:
                 return catalog.jobs[key]
@@ -502,14 +489,11 @@ def _find_job(catalog: Catalog, node_id: str) -> Job | None:
 
 
 def _find_dataset(catalog: Catalog, node_id: str) -> EndPoint | None:
-    for candidate in _unversioned(node_id):
-        try:
-            ep, _ = views.parse_node_id(catalog.store, candidate)
-        except (NotFound, BadRequest):
-            continue
-        if ep in catalog.datasets:
-            return ep
-    return None
+    try:
+        ep, _ = views.parse_node_id(catalog.store, node_id)
+    except NotFound:
+        return None
+    return ep if ep in catalog.datasets else None
 
 
 def lineage(store: LineageStore, node_id: str, depth: int) -> dict:

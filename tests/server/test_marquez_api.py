@@ -261,3 +261,13 @@ def test_stats_routes(api):
     assert get(api, "/stats/sources", period="DAY")[-1]["count"] == 3  # chain, MyNamespace, PG
     assert "period" in get(api, "/stats/jobs", 400)["error"]
     assert get(api, "/stats/runs", 404, period="DAY")["status"] == 404
+
+
+def test_column_lineage_understands_version_node_ids(api):
+    version = mq.dataset_version("chain", "B", AB_RUN)
+    for node in (f"datasetField:chain:B:x2#{version}", f"dataset:chain:B#{version}",
+                 f"job:chain:ab#{mq.job_version('chain', 'ab', 'c')}"):
+        graph = get(api, "/column-lineage", nodeId=node, depth=1)["graph"]
+        assert "datasetField:chain:A:x" in {n["id"] for n in graph}, node
+    # what follows '#' must be a version (a UUID): else it is part of the name
+    assert get(api, "/column-lineage", 404, nodeId="dataset:chain:B#v1")["status"] == 404
