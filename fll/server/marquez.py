@@ -161,10 +161,11 @@ class DatasetFacts:
     def versions(self) -> list[Version]:
         """Newest first: one per run that wrote the dataset, with the schema that
         run reported (else the latest reported before it); a dataset no run wrote
-        has one per schema report."""
+        (only read, or described by a DatasetEvent) has one per schema report."""
         ns, name = self.ep.namespace, self.ep.name
         if not self.writes:
-            return [Version(dataset_version(ns, name, owner), at, self.store.run(owner), fields)
+            # made by no run (a reader's report, a DatasetEvent): no createdByRun
+            return [Version(dataset_version(ns, name, owner), at, None, fields)
                     for at, owner, fields in reversed(self.schemas)]
         by_owner = {owner: fields for _, owner, fields in self.schemas}
         out = []
