@@ -312,6 +312,7 @@ def version_json(facts: DatasetFacts, v: Version) -> dict:
         "sourceName": ep.namespace,
         "fields": _fields_json(fields, field_tags),
         "tags": tags,
+        "lastModifiedAt": iso(v.at) if v.run is not None else None,
         "lifecycleState": None,
         "description": None,
         "createdByRun": run_json(store, v.run) if v.run is not None else None,
