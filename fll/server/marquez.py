@@ -31,6 +31,7 @@ version is a 404 in fll's one error shape, with Marquez's message.
 """
 from __future__ import annotations
 
+import functools
 import uuid
 from datetime import datetime, time as dtime, timedelta, timezone
 from typing import Any, Iterable, NamedTuple
@@ -142,17 +143,32 @@ class Version(NamedTuple):
 
 
 class DatasetFacts:
-    """One dataset's runs (writing and reading) and schema reports, read once."""
+    """One dataset's runs (writing and reading) and schema reports, each read
+    once. The runs may be given (`Catalog` reads every dataset's at once), and
+    with them the span of its schema reports; the reports themselves are read
+    when first asked for."""
 
-    def __init__(self, store: LineageStore, ep: EndPoint):
+    def __init__(self, store: LineageStore, ep: EndPoint,
+                 runs: tuple[list[RunInfo], list[RunInfo]] | None = None,
+                 schema_span: tuple[int, int] | None = None):
         self.store = store
         self.ep = ep
-        self.writes = _newest(store.runs(ep, *ALL_TIME, "incoming"))
-        self.reads = _newest(store.runs(ep, *ALL_TIME, "outgoing"))
-        self.schemas = store.schema_history(ep.namespace, ep.name, *ALL_TIME)
-        times = [r.start_ms for r in self.writes + self.reads] + [s[0] for s in self.schemas]
+        self._schemas: list[tuple[int, str, list[tuple[str, str | None]]]] | None = None
+        if runs is None:  # read here, and the schema reports with them
+            runs = (store.runs(ep, *ALL_TIME, "incoming"), store.runs(ep, *ALL_TIME, "outgoing"))
+            schema_span = (self.schemas[0][0], self.schemas[-1][0]) if self.schemas else None
+        self.writes, self.reads = _newest(runs[0]), _newest(runs[1])
+        times = [r.start_ms for r in self.writes + self.reads] + list(schema_span or ())
         self.first_ms = min(times) if times else None
         self.last_ms = max(times) if times else None
+
+    @property
+    def schemas(self) -> list[tuple[int, str, list[tuple[str, str | None]]]]:
+        """Every schema reported for the dataset: (time, owner, fields), oldest first."""
+        if self._schemas is None:
+            ep = self.ep
+            self._schemas = self.store.schema_history(ep.namespace, ep.name, *ALL_TIME)
+        return self._schemas
 
     @property
     def known(self) -> bool:
@@ -330,8 +346,9 @@ class Job:
         self.runs: list[RunInfo] = []
         self.run_ids: set[str] = set()
 
-    @property
+    @functools.cached_property
     def latest(self) -> RunInfo:
+        """The newest run (asked once the catalog is complete)."""
         return min(self.runs, key=lambda r: (-r.start_ms, r.run_id))
 
     @property
@@ -345,7 +362,9 @@ class Job:
 
 class Catalog:
     """Every dataset's facts and every job, with each run's inputs and outputs
-    (from which datasets list it as reader or writer: no operation set is read)."""
+    (from which datasets list it as reader or writer: no operation set is read).
+    Three scans of the store's indexes and a multi-get of the run rows
+    (`LineageStore.all_runs`, `schema_spans`), not a few per dataset."""
 
     def __init__(self, store: LineageStore):
         self.store = store
@@ -353,8 +372,11 @@ class Catalog:
         self.jobs: dict[tuple[str, str], Job] = {}
         self.inputs: dict[str, set[EndPoint]] = {}
         self.outputs: dict[str, set[EndPoint]] = {}
-        for ep in store.datasets(with_schemas=True):
-            facts = self.datasets[ep] = DatasetFacts(store, ep)
+        runs = store.all_runs()
+        spans = store.schema_spans()
+        for ep in sorted(set(runs) | set(spans)):
+            facts = self.datasets[ep] = DatasetFacts(store, ep, runs.get(ep, ([], [])),
+                                                     spans.get(ep))
             for r in facts.writes:
                 self.outputs.setdefault(r.run_id, set()).add(ep)
                 self._job(r)
@@ -438,13 +460,13 @@ def list_datasets(request: Request, ns: str, limit: int = Query(DEFAULT_LIMIT),
                   offset: int = Query(0)) -> JSONResponse:
     """The namespace's datasets by name, paged (``totalCount``: all of them)."""
     ns = segment(ns)
-    store = _store(request)
-    eps = [ep for ep in store.datasets(with_schemas=True) if ep.namespace == ns]
-    if not eps:
-        _namespace_span(store, ns)  # a namespace of jobs only has no datasets; else 404
+    catalog = Catalog(_store(request))
+    eps = [ep for ep in catalog.datasets if ep.namespace == ns]
+    if not eps and ns not in catalog.namespaces():  # a namespace of jobs only: no datasets
+        raise MarquezNotFound(f"Namespace '{ns}' not found.")
     page = _page(sorted(eps, key=lambda e: e.name), limit, offset)
     return JSONResponse({"totalCount": len(eps),
-                         "datasets": [dataset_json(DatasetFacts(store, ep)) for ep in page]})
+                         "datasets": [dataset_json(catalog.datasets[ep]) for ep in page]})
 
 
 @router.get("/namespaces/{ns}/datasets/{ds}")
