@@ -11,7 +11,7 @@ of the framework with the other hot reads.
 How fll's facts become Marquez's objects:
 
 - a namespace is a namespace of a dataset or of a job;
-- a job is a run's program (`fll.openlineage._job_of`: ``ns/name``, a program
+- a job is a run's program (`fll.openlineage.job_of`: ``ns/name``, a program
   without ``/`` is job ``fll:<program>``); its inputs and outputs are those of
   its latest run (Marquez: the current job version's), its version the
   operation set of that run;
@@ -41,7 +41,7 @@ from fastapi import APIRouter, FastAPI, Query, Request
 
 from ..errors import BadRequest, NotFound
 from ..model import EndPoint, EndPointField
-from ..openlineage import _job_of, export_run_id
+from ..openlineage import PRODUCER, export_run_id, job_of as _program_job
 from ..render import edge_kind
 from ..store.lineage import LineageStore, RunInfo
 from ..timerange import now_ms
@@ -54,7 +54,6 @@ DEFAULT_LIMIT = 100
 DEFAULT_SEARCH_LIMIT = 10
 DEFAULT_DEPTH = 20
 MAX_LIMIT = 10_000
-PRODUCER = "https://github.com/fll/fll"
 SCHEMA_FACET_URL = ("https://openlineage.io/spec/facets/1-1-1/SchemaDatasetFacet.json"
                     "#/$defs/SchemaDatasetFacet")
 SYMLINKS_FACET_URL = ("https://openlineage.io/spec/facets/1-0-1/SymlinksDatasetFacet.json"
@@ -116,7 +115,7 @@ def job_version(ns: str, name: str, checksum: str) -> str:
 
 def job_of(run: RunInfo) -> tuple[str, str]:
     """(job namespace, job name) of a run, as export names it."""
-    return _job_of(run.program)
+    return _program_job(run.program)
 
 
 def _page(items: list, limit: int, offset: int) -> list:
@@ -542,7 +541,7 @@ def lineage(store: LineageStore, node_id: str, depth: int) -> dict:
         if orphan is None:
             raise MarquezNotFound(f"Dataset node '{node_id}' not found.")
         facts = catalog.datasets[orphan]
-        runs = facts.writes or facts.reads
+        runs = facts.writes or facts.reads  # Marquez: a job writing it first
         start = catalog.jobs[job_of(runs[0])] if runs else None
     if start is None:
         assert orphan is not None
@@ -582,6 +581,10 @@ def lineage(store: LineageStore, node_id: str, depth: int) -> dict:
                                   for ep in ins],
                       "outEdges": [{"origin": jid, "destination": _dataset_node_id(ep)}
                                    for ep in outs]})
+    if orphan is not None and orphan not in writers and orphan not in readers:
+        # the job's latest run no longer touches the dataset: Marquez answers
+        # the dataset alone then
+        return {"graph": [_dataset_node(catalog, orphan, [], [])]}
     for ep in sorted(set(writers) | set(readers)):
         nodes.append(_dataset_node(catalog, ep, writers.get(ep, []), readers.get(ep, [])))
     return {"graph": sorted(nodes, key=lambda n: n["id"])}

@@ -10,6 +10,7 @@ from urllib.parse import quote
 import pytest
 from fastapi.testclient import TestClient
 
+from fll import EndPoint, FieldLineageInfo, WriteOperation
 from fll.openlineage import export_run_id
 from fll.server import create_app
 from fll.server import marquez as mq
@@ -271,3 +272,18 @@ def test_column_lineage_understands_version_node_ids(api):
         assert "datasetField:chain:A:x" in {n["id"] for n in graph}, node
     # what follows '#' must be a version (a UUID): else it is part of the name
     assert get(api, "/column-lineage", 404, nodeId="dataset:chain:B#v1")["status"] == 404
+
+
+def test_a_dataset_its_job_no_longer_writes_is_a_graph_of_itself(seeded):
+    # chain/ab's newest run writes D, not B: B's writer no longer shares lineage with it
+    info = ab_info()
+    moved = FieldLineageInfo([op if op.name != "writeB" else WriteOperation(
+        op.name, op.description, EndPoint("chain", "D"), op.inputs) for op in info.operations])
+    seeded.record(moved, "run-ab-3", 9_000_000, "chain/ab")
+    with TestClient(create_app(seeded)) as c:
+        g = {n["id"] for n in c.get("/api/v1/lineage",
+                                    params={"nodeId": "dataset:chain:B"}).json()["graph"]}
+        assert g == {"dataset:chain:B"}
+        g = {n["id"] for n in c.get("/api/v1/lineage",
+                                    params={"nodeId": "dataset:chain:D"}).json()["graph"]}
+        assert {"job:chain:ab", "dataset:chain:A", "dataset:chain:D"} <= g
