@@ -685,7 +685,7 @@ def intervals(period: str, tz: str | None, now: int) -> list[tuple[int, int]]:
         raise BadRequest(f"period must be DAY or WEEK, got {period!r}", "period")
     try:
         zone = ZoneInfo(tz) if tz else timezone.utc
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long for a file
         raise BadRequest(f"timezone {tz!r} is not a known time zone", "timezone") from None
     local = datetime.fromtimestamp(now / 1000, tz=zone)
     if p == "DAY":
