@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 import uuid
 from datetime import datetime, time as dtime, timedelta, timezone
-from typing import Any, Iterable, NamedTuple
+from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from fastapi import APIRouter, FastAPI, Query, Request
@@ -126,10 +126,6 @@ def _page(items: list, limit: int, offset: int) -> list:
     return items[offset:offset + limit]
 
 
-def _newest(runs: Iterable[RunInfo]) -> list[RunInfo]:
-    return sorted(runs, key=lambda r: (-r.start_ms, r.run_id))
-
-
 # -- what the store knows of one dataset ----------------------------------------------
 
 class Version(NamedTuple):
@@ -156,7 +152,7 @@ class DatasetFacts:
         if runs is None:  # read here, and the schema reports with them
             runs = (store.runs(ep, *ALL_TIME, "incoming"), store.runs(ep, *ALL_TIME, "outgoing"))
             schema_span = (self.schemas[0][0], self.schemas[-1][0]) if self.schemas else None
-        self.writes, self.reads = _newest(runs[0]), _newest(runs[1])
+        self.writes, self.reads = runs  # newest first, as the store answers them
         times = [r.start_ms for r in self.writes + self.reads] + list(schema_span or ())
         self.first_ms = min(times) if times else None
         self.last_ms = max(times) if times else None
@@ -371,6 +367,7 @@ class Catalog:
         self.jobs: dict[tuple[str, str], Job] = {}
         self.inputs: dict[str, set[EndPoint]] = {}
         self.outputs: dict[str, set[EndPoint]] = {}
+        self._by_program: dict[str | None, Job] = {}
         runs = store.all_runs()
         spans = store.schema_spans()
         for ep in sorted(set(runs) | set(spans)):
@@ -384,10 +381,13 @@ class Catalog:
                 self._job(r)
 
     def _job(self, run: RunInfo) -> None:
-        key = job_of(run)
-        job = self.jobs.get(key)
-        if job is None:
-            job = self.jobs[key] = Job(*key)
+        job = self._by_program.get(run.program)
+        if job is None:  # a program's job, named once (a job has many runs)
+            key = job_of(run)
+            job = self.jobs.get(key)
+            if job is None:
+                job = self.jobs[key] = Job(*key)
+            self._by_program[run.program] = job
         if run.run_id not in job.run_ids:  # a run reading and writing is listed twice
             job.run_ids.add(run.run_id)
             job.runs.append(run)
