@@ -62,7 +62,7 @@ from .model import (EndPoint, EndPointField, FieldLineageInfo, InputField, Opera
 __all__ = ["dataset_input_transformations", "run_event_to_lineage", "union", "normal_form", "normal_checksum", "event_kind", "dataset_facts",
            "DatasetFacts", "check_static_event", "static_column_lineage", "export_run_id",
            "schema_owner", "static_owner", "record_facts", "SCHEMA_OWNER_FACET", "RUN_FACET", "check_shape", "facet_from_info", "export_events", "input_transformations",
-           "event_run_id", "event_time_ms", "PRODUCER", "RUN_EVENT_SCHEMA_URL",
+           "event_run_id", "event_time_ms", "job_of", "PRODUCER", "RUN_EVENT_SCHEMA_URL",
            "COLUMN_LINEAGE_SCHEMA_URL", "PROPERTIES_FACET"]
 
 #: URI identifying fll as the producer of exported events and facets.
@@ -397,7 +397,7 @@ def _original_run(ev: dict, info: FieldLineageInfo) -> tuple[FieldLineageInfo, s
     if not isinstance(facet, dict):
         return None
     rid, program, ops = event_run_id(ev), facet.get("program"), facet.get("operations")
-    if not isinstance(program, str) or _job_of(program) != (ev["job"]["namespace"],
+    if not isinstance(program, str) or job_of(program) != (ev["job"]["namespace"],
                                                             ev["job"]["name"]):
         return None
     if ops is None:
@@ -767,7 +767,7 @@ def _uuid5(run_id: str) -> str:
     return str(uuid.uuid5(_RUN_ID_NAMESPACE, run_id))
 
 
-def _job_of(program: str | None) -> tuple[str, str]:
+def job_of(program: str | None) -> tuple[str, str]:
     """(job namespace, job name) of a program: ``ns/name`` split at the first
     ``/``; a program without one (a `track()` job) goes to namespace ``fll``."""
     ns, _, name = (program or "").partition("/")
@@ -785,12 +785,12 @@ def info_to_event(info: FieldLineageInfo, run_id: str, start_ms: int,
     event = _plain_event(info, start_ms)
     facet: dict[str, Any] = {"_producer": PRODUCER, "_schemaURL": RUN_FACET_SCHEMA_URL,
                              "runId": run_id,
-                             "program": program if program else "/".join(_job_of(program))}
+                             "program": program if program else "/".join(job_of(program))}
     # only a set whose operations are named as ingest names them can be normal:
     # the exact (linear, but not free) check is for those alone
     if not _ingest_named(info) or _normal(info, event) != info:
         facet["operations"] = [operation_to_dict(op) for op in info.operations]
-    ns, name = _job_of(program)
+    ns, name = job_of(program)
     event["job"] = {"namespace": ns, "name": name}
     event["run"] = {"runId": export_run_id(run_id), "facets": {RUN_FACET: facet}}
     return event

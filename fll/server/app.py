@@ -34,7 +34,7 @@ from ..openlineage import check_shape, event_run_id, event_time_ms, run_event_to
 from ..render import parse_indirect
 from ..store.lineage import LineageStore
 from ..timerange import now_ms, parse_time
-from . import spark_ingest, views
+from . import marquez, spark_ingest, views
 from .checkpoint import Checkpointer
 from .collector import FreezeOld
 from .errors import ApiError, CatchAllMiddleware, install
@@ -229,6 +229,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     app.state.stalls = stalls
     app.state.freezer = freezer
     app.state.checkpointer = checkpointer
+    app.state.reader = reader  # the Marquez read routes (fll.server.marquez) read through it
+    app.state.max_level = max_level
     install(app)
     # innermost first: the token is checked before an ingest slot is taken, and
     # both before an ingest is answered in front of the router
@@ -558,6 +560,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     from .governance import routes as governance_routes
     app.include_router(governance_routes(lineage, reader, max_level))
 
+    marquez.install(app)  # Marquez's read API: namespaces, datasets, lineage, search, stats
     app.state.prepare_ingest = _prepare  # an event's checks and build (benchmarks)
     spark_ingest.register(app, lineage, max_body)  # the JVM listener's writes
     from .explorer import mount_explorer  # the explorer page at /, static files only

@@ -16,6 +16,7 @@ what a caller can get wrong.
 """
 from __future__ import annotations
 
+import uuid
 from typing import Any, Callable, Iterable
 
 from ..errors import BadRequest, NotFound
@@ -479,11 +480,37 @@ def _colon_splits(rest: str, parts: int) -> list[list[str]]:
             for a in colons for b in colons if 0 < a < b - 1 and b < len(rest) - 1]
 
 
+def unversioned(node_id: str) -> list[str]:
+    """``node_id``, and without its ``#<uuid>`` when it ends in one (Marquez's
+    version node ids, e.g. ``dataset:ns:name#<version>``): tried in that
+    order, so a name that holds ``#`` still resolves. fll answers a version
+    node as the node itself."""
+    head, sep, tail = node_id.rpartition("#")
+    if sep and head:
+        try:
+            uuid.UUID(tail)
+        except ValueError:
+            return [node_id]
+        return [node_id, head]
+    return [node_id]
+
+
 def parse_node_id(store: LineageStore, node_id: str) -> tuple[EndPoint, str | None]:
-    """``datasetField:<ns>:<dataset>:<field>`` or ``dataset:<ns>:<name>``.
+    """``datasetField:<ns>:<dataset>:<field>`` or ``dataset:<ns>:<name>``, either
+    perhaps with ``#<version>`` (`unversioned`).
 
     Every split at colons is tried and the one naming a known dataset wins.
     """
+    candidates = unversioned(node_id or "")
+    for candidate in candidates[:-1]:
+        try:
+            return _parse_node_id(store, candidate)
+        except NotFound:
+            continue
+    return _parse_node_id(store, candidates[-1])
+
+
+def _parse_node_id(store: LineageStore, node_id: str) -> tuple[EndPoint, str | None]:
     kind, sep, rest = (node_id or "").partition(":")
     if not sep or kind not in ("dataset", "datasetField"):
         raise BadRequest(f"nodeId must look like datasetField:<namespace>:<dataset>:<field>, "
@@ -517,10 +544,12 @@ def parse_node_id(store: LineageStore, node_id: str) -> tuple[EndPoint, str | No
 def job_outputs(store: LineageStore, node_id: str, start: int, end: int) -> list[EndPointField]:
     """``job:<namespace>:<name>``: the fields the job's latest run in
     ``[start, end)`` wrote (Marquez: the column lineage of the job's outputs)."""
-    rest = node_id.partition(":")[2]
-    wanted = {f"{a}/{b}" for a, b in _colon_splits(rest, 2)}
-    # a program without a "/" (a track() job) is exported as job namespace "fll"
-    wanted |= {b for a, b in _colon_splits(rest, 2) if a == "fll"}
+    wanted: set[str] = set()
+    for candidate in unversioned(node_id):
+        rest = candidate.partition(":")[2]
+        wanted |= {f"{a}/{b}" for a, b in _colon_splits(rest, 2)}
+        # a program without a "/" (a track() job) is exported as job namespace "fll"
+        wanted |= {b for a, b in _colon_splits(rest, 2) if a == "fll"}
     if not wanted:
         raise BadRequest(f"nodeId {node_id!r} does not name a job namespace and name",
                          "nodeId")

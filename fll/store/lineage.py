@@ -1419,6 +1419,65 @@ class LineageStore:
                 cursor = rk.prefix_end(rk.dataset_prefix(kind, ep.namespace, ep.name))
         return sorted(found)
 
+    def all_runs(self) -> dict[EndPoint, tuple[list[RunInfo], list[RunInfo]]]:
+        """Every dataset with recorded runs: (the runs that wrote it, the runs
+        that read it), each newest first, as `runs` answers them for the whole
+        history. One scan of each run index and one multi-get of the run rows
+        (for their programs), however many datasets there are: what a question
+        about every dataset and job (Marquez's namespaces, lineage graph,
+        search) reads instead of two scans per dataset."""
+        found: dict[EndPoint, tuple[list[tuple[int, str, str]], list[tuple[int, str, str]]]] = {}
+        for side, kind in enumerate((rk.BACKWARD, rk.FORWARD)):
+            prefix = kind + rk.SEP
+            # a run row's key is its dataset's prefix and 8 bytes of time: a
+            # dataset's key is decoded once, its rows' times read directly
+            head: bytes | None = None
+            seen: set[str] = set()
+            items: list[tuple[int, str, str]] = []
+            for key, cols in self.table.scan(prefix, rk.prefix_end(prefix)):
+                if key[:-8] != head:
+                    k = _decode_key(self.url, key)
+                    if k.level != 0 or k.namespace is None or k.name is None:
+                        raise _corrupt(self.url, key)
+                    head, seen = key[:-8], set()
+                    items = found.setdefault(EndPoint(k.namespace, k.name), ([], []))[side]
+                try:
+                    row_ms = rk.uninvert(key[-8:])
+                    for run_id, value in cols.items():
+                        if run_id not in seen:  # the newest cell of a run, as _scan_runs
+                            seen.add(run_id)
+                            t, checksum = rk.run_of(row_ms, value)
+                            items.append((t, run_id, checksum))
+                except (ValueError, UnicodeDecodeError, struct.error):
+                    raise _corrupt(self.url, key) from None
+        ids = sorted({r for w, rd in found.values() for _, r, _ in w + rd})
+        rows = self.table.get_many([rk.run(r) for r in ids]) if ids else {}
+        programs: dict[str, str | None] = {}
+        for r in ids:
+            try:
+                programs[r] = rows.get(rk.run(r), {}).get("p", b"").decode() or None
+            except UnicodeDecodeError:
+                raise _corrupt(self.url, rk.run(r)) from None
+
+        def infos(items: list[tuple[int, str, str]]) -> list[RunInfo]:
+            return [RunInfo(r, t, programs[r], c)
+                    for t, r, c in sorted(items, key=lambda x: (-x[0], x[1]))]
+        return {ep: (infos(w), infos(rd)) for ep, (w, rd) in found.items()}
+
+    def schema_spans(self) -> dict[EndPoint, tuple[int, int]]:
+        """Every dataset a schema was reported for: the times of its first and
+        latest report. One scan of the schema index (no schema is read)."""
+        out: dict[EndPoint, tuple[int, int]] = {}
+        prefix = rk.SCHEMA + rk.SEP
+        for key, _ in self.table.scan(prefix, rk.prefix_end(prefix)):
+            k = _decode_key(self.url, key)
+            if k.start_ms is None or k.namespace is None or k.name is None:
+                raise _corrupt(self.url, key)
+            ep = EndPoint(k.namespace, k.name)
+            lo, hi = out.get(ep, (k.start_ms, k.start_ms))
+            out[ep] = (min(lo, k.start_ms), max(hi, k.start_ms))
+        return out
+
     def exists(self, endpoint: EndPoint) -> bool:
         """Whether any run ever read or wrote ``endpoint``."""
         for kind in (rk.BACKWARD, rk.FORWARD):

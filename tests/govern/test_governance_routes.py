@@ -132,3 +132,23 @@ def test_writes_need_the_token(seeded):
         ok = c.post("/api/v1/namespaces/db/datasets/raw/tags/x",
                     headers={"Authorization": "Bearer s3cret"})
         assert ok.status_code == 200
+
+
+def test_marquez_dataset_json_marks_tags_put_and_tags_lineage_carries(client):
+    assert client.post("/api/v1/namespaces/db/datasets/raw/fields/ssn/tags/PII").status_code \
+        in (200, 201)
+    # where it was put: in the field's tags, nothing propagated
+    raw = client.get("/api/v1/namespaces/db/datasets/raw").json()
+    ssn = {f["name"]: f for f in raw["fields"]}.get("ssn")
+    if ssn is not None:  # a dataset read only has no schema of its own: no fields listed
+        assert "PII" in ssn["tags"] and "propagatedTags" not in ssn
+    # the copy carries it, told apart as propagated (with where it came from)
+    copied = client.get("/api/v1/namespaces/db/datasets/copied").json()
+    fields = {f["name"]: f for f in copied["fields"]}
+    assert "PII" in fields["ssn"]["tags"]
+    assert fields["ssn"]["propagatedTags"][0]["name"] == "PII"
+    assert "db:raw:ssn" in fields["ssn"]["propagatedTags"][0]["origins"]
+    # a sum stops it: not in the aggregate's fields
+    summed = {f["name"]: f for f in
+              client.get("/api/v1/namespaces/db/datasets/summed").json()["fields"]}
+    assert "PII" not in summed["total"]["tags"]

@@ -303,6 +303,29 @@ def test_the_lineage_store_answers_every_query_as_on_sqlite(open_table_for, refe
     assert different == [], f"answers differ from SQLite for: {different[:5]}"
 
 
+def test_all_runs_and_schema_spans_are_the_per_dataset_answers_in_one_pass(open_table_for):
+    with LineageStore(open_table_for()) as store:
+        record(store)
+        # 70 runs in one millisecond share a run row; one run superseded
+        same_ms = [(chain(EndPoint("b", "src"), EndPoint("b", "dst"), ["x"]), f"ms-{i:02d}",
+                    9_000, "etl/same") for i in range(70)]
+        store.record_many(same_ms)
+        store.record(chain(EndPoint("b", "src"), EndPoint("b", "dst"), ["x", "y"]), "ms-00",
+                     9_000, "etl/same", supersede=True)
+        store.record_schema("b", "dst", "ms-01", 9_000, [("x", "INT")])
+        store.record_schema("b", "dst", "ms-02", 12_000, [("x", "INT")])
+        store.record_schema("c", "only-schema", "datasetEvent", 5_000, [("a", None)])
+        everything = (0, rk.MAX_TIME)
+        expected = {ep: (store.runs(ep, *everything, "incoming"),
+                         store.runs(ep, *everything, "outgoing"))
+                    for ep in store.datasets()}
+        got = store.all_runs()
+        assert got == expected
+        assert len(got[EndPoint("b", "dst")][0]) == 70
+        assert store.schema_spans() == {EndPoint("b", "dst"): (9_000, 12_000),
+                                        EndPoint("c", "only-schema"): (5_000, 5_000)}
+
+
 def test_the_cdap_example_reads_back_as_semantics_section_2_says(open_table_for):
     with LineageStore(open_table_for()) as store:
         record(store)
