@@ -94,6 +94,11 @@ _PASS_THROUGH = frozenset({
     "UpdateEventTimeWatermarkColumn",
 })
 
+#: the grouping id column the analyzer adds to a ROLLUP / CUBE / GROUPING SETS Expand
+_GROUPING_ID = "spark_grouping_id"
+#: and the position it adds when a grouping set is repeated
+_GROUPING_POS = "_gen_grouping_pos"
+
 #: namespace of the stand-in source that marks a field's lineage as unknown (an RDD, a
 #: plan node fll does not understand); its ``name`` is the reason. It composes and
 #: propagates like any source, so exactly the fields it reaches carry the reason, and
@@ -431,7 +436,7 @@ class _Walker:
                 self._depend_columns(first, indirect("GROUP_BY"))
             return first
         if cls == "Expand":
-            return self._expand(node, env)
+            return self._expand(node, first, env)
         if cls == "DeduplicateWithinWatermark":
             self.depend(node.expr_list("keys"), indirect("GROUP_BY"), env)
             return first
@@ -591,9 +596,12 @@ class _Walker:
             out.append(Column(c.expr_id, c.name, _freeze(acc)))
         return out
 
-    def _expand(self, node: PlanNode, env: Mapping[int, Lineage]) -> list[Column]:
+    def _expand(self, node: PlanNode, first: list[Column],
+                env: Mapping[int, Lineage]) -> list[Column]:
         attrs = node.expr_list("output")
-        rows = node.exprs.get("projections") or []
+        rows = node.exprs.get("projections")
+        if rows is None:
+            return self._grouping_expand(attrs, first)
         out = []
         for i, a in enumerate(attrs):
             acc: dict[Source, set[Tag]] = {}
@@ -602,6 +610,29 @@ class _Walker:
                     self.expr(row[i], frozenset({IDENTITY}), env, acc)
             out.append(Column(a.expr_id, a.name, _freeze(acc)))
         return out
+
+    def _grouping_expand(self, attrs: list[Expr], first: list[Column]) -> list[Column]:
+        """The columns of a ROLLUP / CUBE / GROUPING SETS ``Expand`` whose projections
+        the plan JSON lacks.
+
+        ``toJSON`` renders ``projections`` (rows of expressions) only when its rows
+        are Scala lists; rows built from another sequence type (a ``Union``'s output
+        is one) come out as null. The analyzer builds these nodes one way: the child
+        projects its input's columns then one alias per grouping column, and each
+        row of the Expand is the child's columns in order (a grouping alias replaced
+        by null in the sets without it), then the grouping id, then, when a set is
+        repeated, its position (literals both). So output column i copies the
+        child's column i, and the one or two after them hold no input value. Any
+        other shape is reported unknown, never left empty.
+        """
+        n = len(first)
+        extra = [a.name for a in attrs[n:]]
+        if (extra not in ([_GROUPING_ID], [_GROUPING_ID, _GROUPING_POS])
+                or any(a.name != c.name for a, c in zip(attrs[:n], first, strict=True))):
+            mark = self._unknown("unknown: an Expand whose projections the plan JSON omits")
+            return [Column(a.expr_id, a.name, mark) for a in attrs]
+        return ([Column(a.expr_id, a.name, c.lineage) for a, c in zip(attrs[:n], first, strict=True)]
+                + [Column(a.expr_id, a.name, {}) for a in attrs[n:]])
 
     def _write(self, node: PlanNode, query: PlanNode,
                outer: Mapping[int, Lineage] | None) -> list[Column]:

@@ -438,3 +438,30 @@ def test_a_plan_node_the_walk_does_not_know_is_named_in_a_reason(node, out_id):
     assert spec["reason"] == f"unknown: plan node {short} is not understood"
     known = [(i["name"], i["field"]) for i in spec["inputFields"]]
     assert known == ([] if out_id == 2 else [("/t", "x")])
+
+
+@pytest.mark.parametrize("second, lineage", [
+    # the analyzer's ROLLUP / CUBE / GROUPING SETS shape: the child's columns, then
+    # the grouping id; without projections each column still copies the child's
+    ("spark_grouping_id", [("/t", "x")]),
+    # any other Expand without its projections: unknown, never silently empty
+    ("y", None),
+])
+def test_an_expand_whose_json_lacks_its_projections(second, lineage):
+    from fll.spark.facet import build_facet
+    from fll.spark.lineage import walk
+    from fll.spark.plan import parse_plan_json
+
+    project = {"class": "org.apache.spark.sql.catalyst.plans.logical.Project",
+               "num-children": 1, "projectList": [_attr("out", 1)], "child": 0}
+    expand = {"class": "org.apache.spark.sql.catalyst.plans.logical.Expand",
+              "num-children": 1, "projections": None,
+              "output": [_attr("x", 1), _attr(second, 5)], "child": 0}
+    result = walk(parse_plan_json([project, expand, _relation(1)]), {2: [("file", "/t")]})
+    spec = build_facet(result)["fields"]["out"]
+    if lineage is None:
+        assert result.unknown == ["unknown: an Expand whose projections the plan JSON omits"]
+        assert spec["reason"] == result.unknown[0] and spec["inputFields"] == []
+    else:
+        assert result.unknown == []
+        assert [(i["name"], i["field"]) for i in spec["inputFields"]] == lineage
