@@ -884,6 +884,8 @@ def record(state: State, file: str | None, spool: str | None, server: str | None
     # (facts, owner, time or None for a run's stored start)
     facts_: list[tuple[list, str, int | None]] = []
     not_kept: list[str] = []
+    # each RunEvent's run-model facts (fll.store.runs): (run id, event, its time)
+    models_: list[tuple[str, dict, int]] = []
     for i, item in enumerate(items):
         w = where if len(items) == 1 and not isinstance(data, list) else f"{where}[{i}]"
         if not _is_openlineage(item):
@@ -906,6 +908,7 @@ def record(state: State, file: str | None, spool: str | None, server: str | None
             rid, t = ol.event_run_id(item), ol.event_time_ms(item)
             facts_.append((ol.dataset_facts(item, kind), run_id or rid, None))
             if not _has_column_lineage(item):
+                models_.append((run_id or rid, item, t))
                 skipped.append(w)
                 if rid in ol_runs:
                     ol_runs[rid][2] = min(ol_runs[rid][2], t)
@@ -913,6 +916,7 @@ def record(state: State, file: str | None, spool: str | None, server: str | None
                     ol_runs[rid] = [None, rid, t, None]
                 continue
             info, rid, t, prog = ol.run_event_to_lineage(item)
+            models_.append((run_id or rid, item, ol.exported_end_ms(item, rid) or t))
         except (BadRequest, InvalidLineageError) as e:
             raise type(e)(f"{w}: {e}") from None
         old = ol_runs.get(rid)
@@ -930,7 +934,13 @@ def record(state: State, file: str | None, spool: str | None, server: str | None
         raise BadRequest(f"{where}: nothing to record (no operations, no event with a "
                          f"columnLineage facet, no schema or symlinks facet)", "FILE")
     store = state.store(create=True)
+    from .store import runs as run_model
+    # checked before anything is written: all or nothing
+    model_facts = [run_model.event_facts(item, rid, at) for rid, item, at in models_]
     new = store.record_many(runs_) if runs_ else 0
+    for facts in model_facts:  # after the lineage, as `fll serve` keeps them
+        run_model.record_event(store, facts, store.claim_run_start(
+            facts.run_id, starts.get(facts.run_id, facts.at_ms)))
     schemas, aliases = _keep_dataset_facts(store, facts_, starts)
     result = {"recorded": new, "unchanged": len(runs_) - new, "skipped": skipped,
               "schemas": schemas, "aliases": aliases, "notKept": not_kept,

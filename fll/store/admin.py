@@ -32,6 +32,7 @@ from .. import rowkeys as rk
 from ..codec import Summaries, decode_canonical
 from ..errors import BadRequest, FllError, StoreError
 from ..model import EndPoint
+from . import runs as run_model
 from .base import Table
 from .lineage import (FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, SHAPED, WIDE_PREFIXES,
                       LineageStore, data_parts, data_row, decode_data, has_lineage_rows,
@@ -389,6 +390,10 @@ class FsckReport:
     dangling_schemas: list[bytes] = field(default_factory=list)
     #: ``q|`` rows (schema bodies) no ``s|`` row names
     unused_schemas: list[bytes] = field(default_factory=list)
+    #: run-model rows (``e|`` events, ``J|`` job runs) their run's ``n|`` row does not name
+    stray_run_rows: list[bytes] = field(default_factory=list)
+    #: ``n|`` cells naming an event whose ``e|`` row is missing
+    broken_event_refs: list[tuple[bytes, str]] = field(default_factory=list)
     corrupt: list[bytes] = field(default_factory=list)    # rows that do not decode
     unknown: list[bytes] = field(default_factory=list)    # keys of no fll shape
     #: rows of an older format left in an upgraded store (narrow run and bucket rows, B|/F|)
@@ -416,6 +421,7 @@ class FsckReport:
                 + len(self.missing_twins) + len(self.stale_buckets) + len(self.unfinished)
                 + len(self.stray_firsts)
                 + len(self.dangling_schemas) + len(self.unused_schemas)
+                + len(self.stray_run_rows) + len(self.broken_event_refs)
                 + len(self.legacy) + len(self.corrupt)
                 + len(self.unknown))
 
@@ -449,6 +455,8 @@ class FsckReport:
                 "unfinished_runs": keys(self.unfinished),
                 "schema_rows_without_their_schema": keys(self.dangling_schemas),
                 "unused_schemas": keys(self.unused_schemas),
+                "run_rows_not_named_by_their_run": keys(self.stray_run_rows),
+                "run_events_missing": cells(self.broken_event_refs),
                 "older_format_rows": keys(self.legacy),
                 "corrupt_rows": keys(self.corrupt),
                 "unknown_rows": keys(self.unknown)}
@@ -715,6 +723,7 @@ def _find_problems(table: Table, report: FsckReport, progress: Progress | None) 
     stale: set[Cell] = set()
     current = report.format >= 4
     fmt5 = report.format >= 5
+    model = run_model.ModelCheck()
 
     def check_runs() -> None:
         found = table.get_many([rk.run(r) for r in pending])
@@ -765,6 +774,9 @@ def _find_problems(table: Table, report: FsckReport, progress: Progress | None) 
             continue
         try:
             k = rk.decode(key)
+            if kind in run_model.ModelCheck.KINDS:
+                model.see(key, cols)  # the run model: checked once the scan is done
+                continue
             if kind == rk.SCHEMA:
                 digest = cols[SCHEMA_REF]
                 if len(digest) != 16:
@@ -843,6 +855,8 @@ def _find_problems(table: Table, report: FsckReport, progress: Progress | None) 
     check_runs()
     check_twins()
     check_firsts()
+    report.corrupt += model.corrupt
+    report.stray_run_rows, report.broken_event_refs = model.problems()
     report.orphans = [rk.data(c) for c in sorted(data - referenced)] + \
         [shape_keys[c] for c in sorted(set(shape_keys) - used_shapes)]
     report.unused_schemas = sorted(key for digest, key in bodies.items()
@@ -1100,6 +1114,8 @@ def _confirm(table: Table, report: FsckReport, *, settle: bool) -> None:
     report.stray_firsts = each(_still_stray_firsts, report.stray_firsts)
     report.unfinished = each(_still_unfinished, report.unfinished)
     report.dangling_schemas = each(_still_dangling_schemas, report.dangling_schemas)
+    report.stray_run_rows = each(run_model.still_stray, report.stray_run_rows)
+    report.broken_event_refs = each(run_model.still_broken, report.broken_event_refs)
     report.unused_schemas = _still_unused_schemas(table, report.unused_schemas)
     report.orphans = _still_orphans(table, report.orphans, set(report.corrupt))
     report.unconfirmed += before - report.problems
@@ -1157,6 +1173,16 @@ def _repair(table: Table, report: FsckReport) -> int:
         t.delete(gone)
         return len(gone)
 
+    def drop_stray_run_rows(t: Table, keys: list[bytes]) -> int:
+        gone = run_model.still_stray(t, keys)
+        t.delete(gone)
+        return len(gone)
+
+    def drop_broken_refs(t: Table, cells: list[Cell]) -> int:
+        gone = run_model.still_broken(t, cells)
+        t.delete_columns(_by_row(gone))
+        return len(gone)
+
     def drop_stale(t: Table, cells: list[Cell]) -> int:
         # in key order: children before their parents (earlier batches are deleted)
         gone = _still_stale(t, cells, set())
@@ -1198,6 +1224,8 @@ def _repair(table: Table, report: FsckReport) -> int:
         (report.unfinished, finish_runs),
         (report.legacy, drop_legacy),
         (report.dangling_schemas, drop_dangling_schemas),
+        (report.stray_run_rows, drop_stray_run_rows),
+        (report.broken_event_refs, drop_broken_refs),
         (report.orphans, drop_orphans)]
     fixed = 0
     for items, fix in steps:
@@ -1310,6 +1338,8 @@ def _purge(store: LineageStore, before_ms: int, *, dry_run: bool = False,
         _delete(table, old)
         if old:
             drop_unused_schemas(table)
+        if report.runs:
+            _delete(table, run_model.empty_jobs(table))  # jobs whose every run went
     return report
 
 
@@ -1385,12 +1415,15 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
     sets: dict[str, list[tuple[bytes, str, str]]] = {}
     firsts: dict[bytes, set[str]] = {}
     gone_runs = []
+    gone_models: list[tuple[str, int]] = []  # the runs' run-model rows go with them
+    failed_rows: list[bytes] = []  # and their failed-run rows, if they failed
     for key, cols in runs.items():
         start = row_time(key, cols)
         if start is None or start >= before_ms:
             continue  # changed since the scan
         gone_runs.append(key)
         run_id = rk.decode(key).run_id or ""
+        gone_models.append((run_id, start))
         checksum = cols.get("c", b"").decode("utf-8", "replace")
         if not checksum:
             continue  # only a claimed start
@@ -1400,6 +1433,8 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
             except FllError:
                 sets[checksum] = []  # data row gone: fsck owns that case
         for kind, ns, name in sets[checksum]:
+            failed_rows.append(rk.failed(rk.FAILED_BACKWARD if kind == rk.BACKWARD
+                                         else rk.FAILED_FORWARD, ns, name, start, run_id))
             cells.setdefault(rk.run_row(kind, ns, name, start), set()).add(run_id)
             # its first-run cell, if it was its set's first run
             firsts.setdefault(rk.run_row(FIRST_OF_RUN[kind], ns, name, start),
@@ -1412,6 +1447,7 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
         # exactly when no other run keeps them
         table.delete(gone_runs)
         table.delete_columns({k: sorted(v) for k, v in (cells | firsts).items()})
+        table.delete(failed_rows + run_model.purge_keys(table, gone_models))
         stale = unused_buckets(table, wanted)
         unused = [rk.data(c) for c, eps in sets.items()
                   if eps and not set_used_since(table, c, eps, 0)]
