@@ -577,6 +577,11 @@ def datasets(state: State, namespace: str | None, prefix: str | None, fmt: str) 
         click.echo(f"{d.namespace}:{d.name}{also}")
 
 
+include_failed_option = click.option(
+    "--include-failed", is_flag=True,
+    help="Also answer from runs that ended FAIL or ABORT (left out by default).")
+
+
 @main.command()
 @click.argument("dataset", metavar="[NS:NAME]", required=False)
 @name_options()
@@ -586,32 +591,40 @@ def datasets(state: State, namespace: str | None, prefix: str | None, fmt: str) 
               default="both", show_default=True,
               help="Runs that wrote (incoming) and/or read (outgoing) the dataset.")
 @click.option("--limit", type=click.IntRange(min=1), help="At most N runs (newest first).")
+@include_failed_option
 @format_option("table", "json")
 @pass_state
 def runs(state: State, dataset: str | None, namespace: str | None, ds_name: str | None,
          start: str | None, end: str | None, direction: str, limit: int | None,
-         fmt: str) -> None:
-    """Runs that read or wrote a dataset in [start, end), newest first.
+         include_failed: bool, fmt: str) -> None:
+    """Runs that read or wrote a dataset in [start, end), newest first, each
+    with its state (an OpenLineage run's final state; COMPLETE for a run
+    recorded otherwise). FAIL and ABORT runs only with --include-failed.
 
     NS:NAME is split at the colon that names a known dataset; with URI
     namespaces use --namespace and --dataset."""
     from .store.admin import iso_ms
+    from .store.runs import run_states
 
     from .render import Names
 
     store, ep = _dataset(state, dataset, namespace, ds_name)
+    store = store.including_failed() if include_failed else store
     lo, hi = _range(start, end)
     # the dataset under every name it has (runs recorded under an alias before it was one)
     by_id = {r.run_id: r for e in Names(store).equivalents(ep)
              for r in store.runs(e, lo, hi, direction=direction, limit=limit)}
     found = sorted(by_id.values(), key=lambda r: (-r.start_ms, r.run_id))
     found = found[:limit] if limit else found
+    states = run_states(store, [r.run_id for r in found])
     if fmt == "json":
         _echo_json([{"run_id": r.run_id, "start_ms": r.start_ms, "start": iso_ms(r.start_ms),
-                     "program": r.program, "checksum": r.checksum} for r in found])
+                     "program": r.program, "checksum": r.checksum,
+                     "state": states.get(r.run_id, "COMPLETE")} for r in found])
         return
     for r in found:
-        click.echo(f"{iso_ms(r.start_ms)}  {r.run_id}  {r.program or '-'}  {r.checksum}")
+        click.echo(f"{iso_ms(r.start_ms)}  {r.run_id}  {states.get(r.run_id, 'COMPLETE'):<8}  "
+                   f"{r.program or '-'}  {r.checksum}")
 
 
 @main.command()
@@ -620,15 +633,18 @@ def runs(state: State, dataset: str | None, namespace: str | None, ds_name: str 
 @click.option("--prefix", help="Only fields starting with this (case-insensitive).")
 @start_option
 @end_option
+@include_failed_option
 @format_option("table", "json")
 @pass_state
 def fields(state: State, dataset: str | None, namespace: str | None, ds_name: str | None,
-           prefix: str | None, start: str | None, end: str | None, fmt: str) -> None:
+           prefix: str | None, start: str | None, end: str | None, include_failed: bool,
+           fmt: str) -> None:
     """Fields of a dataset read or written by runs in [start, end), and the
     fields of the schema an OpenLineage event reported for it in the range."""
     from .render import Names
 
     store, ep = _dataset(state, dataset, namespace, ds_name)
+    store = store.including_failed() if include_failed else store
     lo, hi = _range(start, end)
     found: set[str] = set()
     low = (prefix or "").lower()
@@ -693,11 +709,12 @@ def stats(state: State, fmt: str) -> None:
               help="Under each field, the operations of the hop into it.")
 @click.option("--runs", "show_runs", is_flag=True, default=None,
               help="Under each field, the runs of the hop into it, newest first.")
+@include_failed_option
 @pass_state
 def lineage(state: State, field_ref: str | None, namespace: str | None, ds_name: str | None,
             field_name: str | None, direction: str, depth: int, start: str | None,
             end: str | None, fmt: str, indirect: str, direct_only: bool,
-            show_ops: bool | None, show_runs: bool | None) -> None:
+            show_ops: bool | None, show_runs: bool | None, include_failed: bool) -> None:
     """A field's lineage across datasets, through the runs in [start, end).
 
     NS:NAME:FIELD is split at the colons that name a known dataset and field
@@ -715,7 +732,8 @@ def lineage(state: State, field_ref: str | None, namespace: str | None, ds_name:
 
     # every store read of the walk done once (a hop past the depth asks each
     # reached field's sets: one read per dataset, not per field)
-    store = ReadView(state.store(), SetMerges())
+    plain = state.store()
+    store = ReadView(plain.including_failed() if include_failed else plain, SetMerges())
     root = resolve_field(store, field_ref, namespace, ds_name, field_name)
     lo, hi = _range(start, end)
     show = not direct_only and render.parse_indirect(indirect, "--indirect")

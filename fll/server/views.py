@@ -24,6 +24,7 @@ from ..model import (EndPoint, EndPointField, Operation, ReadOperation, Transfor
 from ..render import EdgeTags, Names, edge_kind
 from ..rowkeys import MAX_TIME
 from ..store.lineage import LineageStore
+from ..store.runs import run_states
 
 ALL_TIME = (0, MAX_TIME)
 
@@ -221,12 +222,17 @@ def field_operations(store: LineageStore, ef: EndPointField, start: int, end: in
     require_field(store, ef)
     answer: dict[str, Any] = {"incoming": None, "outgoing": None}
     names = Names(store).equivalents(ef.endpoint)  # runs recorded under an older name too
+    groups = {d: [g for e in names for g in store.operations(EndPointField(e, ef.field),
+                                                             start, end, d)] for d in dirs}
+    # each run's state (COMPLETE for a run recorded without OpenLineage)
+    states = run_states(store, [r.run_id for gs in groups.values() for g in gs for r in g.runs])
     for d in dirs:
         answer[d] = [{
             "programs": [{"program": r.program, "run": r.run_id,
-                          "lastExecutedTimeInSeconds": r.start_ms // 1000} for r in g.runs],
+                          "lastExecutedTimeInSeconds": r.start_ms // 1000,
+                          "state": states.get(r.run_id, "COMPLETE")} for r in g.runs],
             "operations": [operation_json(op) for op in g.operations],
-        } for e in names for g in store.operations(EndPointField(e, ef.field), start, end, d)]
+        } for g in groups[d]]
     return answer
 
 
