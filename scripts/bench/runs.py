@@ -1,0 +1,116 @@
+"""The run model's two listings on SQLite: a job's latest 100 runs and an hour of events.
+
+    .venv/bin/python scripts/bench/runs.py [--runs 100000] [--jobs 1000]
+
+Writes ``--runs`` runs (a START and a COMPLETE event each, 86.4 s apart, over
+``--jobs`` jobs) straight through the store API in batches (`fll.store.runs.model_rows`,
+one put per batch, progress shown), then a store 10x smaller with the same
+density (a tenth of the jobs, a tenth of the time): each question has the
+same answer in both. Prints the median and 95th percentile of each question
+over 50 random picks, as Marquez's routes build them (run models, their
+events, the JSON), and the cost ratio big/small: it should stay near 1
+(cost follows the answer, not the store). Targets: each <= 20 ms.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import struct
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+from fll import open_store  # noqa: E402
+from fll import rowkeys as rk  # noqa: E402
+from fll.server.runs import _runs_json  # noqa: E402
+from fll.store import runs as rm  # noqa: E402
+
+T0 = 1_700_000_000_000
+GAP = 86_400  # ms between two runs' starts: 1,000 runs a day whatever the store's size
+HOUR = 3_600_000
+BATCH = 5_000
+
+
+def event(run_id: str, job: int, state: str, at: int) -> dict:
+    return {"eventType": state, "eventTime": str(at), "producer": "urn:bench",
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+            "run": {"runId": run_id, "facets": {"nominalTime": {
+                "nominalStartTime": "2024-05-01T00:00:00Z"}}},
+            "job": {"namespace": "bench", "name": f"job-{job:04d}",
+                    "facets": {"documentation": {"description": f"job {job}"}}},
+            "inputs": [{"namespace": "postgres://db:5432", "name": f"public.t{job}"}],
+            "outputs": [{"namespace": "s3://lake", "name": f"out{job}"}]}
+
+
+def build(url: str, runs: int, jobs: int) -> None:
+    store = open_store(url)
+    rows: dict[bytes, dict[str, bytes]] = {}
+    started = time.perf_counter()
+    for i in range(runs):
+        rid = f"run-{i:07d}"
+        job = i % jobs
+        start = T0 + i * GAP
+        rows[rk.run(rid)] = {"t": struct.pack(">q", start)}
+        for state, at in (("START", start), ("COMPLETE", start + 60_000)):
+            for key, cols in rm.model_rows(rm.event_facts(event(rid, job, state, at), rid, at),
+                                           start).items():
+                rows.setdefault(key, {}).update(cols)
+        if (i + 1) % BATCH == 0 or i + 1 == runs:
+            store.table.put(rows)
+            rows = {}
+            rate = (i + 1) / (time.perf_counter() - started)
+            print(f"\r  {i + 1:,}/{runs:,} runs written ({rate:,.0f}/s)", end="", flush=True)
+    print()
+    store.close()
+
+
+def measure(url: str, runs: int, jobs: int, rng: random.Random) -> dict[str, list[float]]:
+    store = open_store(url)
+    out: dict[str, list[float]] = {"latest 100 runs of a job": [], "an hour of events": []}
+    span = runs * GAP
+    for _ in range(50):
+        job = rng.randrange(jobs)
+        t = time.perf_counter()
+        ids = rm.job_run_ids(store.table, "bench", f"job-{job:04d}", limit=100)
+        answer = _runs_json(store, ids)
+        out["latest 100 runs of a job"].append((time.perf_counter() - t) * 1000)
+        assert len(answer) == min(100, runs // jobs), len(answer)
+        lo = T0 + rng.randrange(max(span - HOUR, 1))
+        t = time.perf_counter()
+        events, total = rm.events(store, lo, lo + HOUR, 1000, 0)
+        out["an hour of events"].append((time.perf_counter() - t) * 1000)
+        assert len(events) == total and total > 0
+    store.close()
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--runs", type=int, default=100_000)
+    p.add_argument("--jobs", type=int, default=1_000)
+    args = p.parse_args()
+    work = tempfile.mkdtemp(prefix="fll-runs-bench-")
+    stores = {"big": (args.runs, args.jobs), "small": (args.runs // 10, args.jobs // 10)}
+    figures = {}
+    for name, (runs, jobs) in stores.items():
+        url = f"sqlite:///{work}/{name}.db"
+        print(f"{name}: {runs:,} runs over {jobs:,} jobs ({runs // jobs} runs each)")
+        build(url, runs, jobs)
+        size = os.path.getsize(f"{work}/{name}.db")
+        print(f"  file {size / 1e6:,.1f} MB ({size / runs:,.0f} bytes per run of 2 events)")
+        figures[name] = measure(url, runs, jobs, random.Random(7))
+    print()
+    print(f"{'question':<28}{'big median':>12}{'p95':>9}{'small median':>14}{'ratio':>8}")
+    for q in figures["big"]:
+        big, small = figures["big"][q], figures["small"][q]
+        mb, ms = statistics.median(big), statistics.median(small)
+        p95 = sorted(big)[int(len(big) * 0.95)]
+        print(f"{q:<28}{mb:>10.2f}ms{p95:>7.2f}ms{ms:>12.2f}ms{mb / ms:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
