@@ -530,11 +530,16 @@ def get(state: State, rowkey: str, hex_form: bool, fmt: str) -> None:
 
 
 def _dataset(state: State, text: str | None, namespace: str | None = None,
-             dataset: str | None = None, parameter: str = "NS:NAME"):
-    """The store and the dataset named compactly or by --namespace/--dataset (fll.names)."""
+             dataset: str | None = None, parameter: str = "NS:NAME",
+             include_failed: bool = False):
+    """The store and the dataset named compactly or by --namespace/--dataset
+    (fll.names); ``include_failed``: a store that answers from failed runs too
+    (`LineageStore.including_failed`), so a dataset only they wrote is known."""
     from .names import resolve_dataset
 
     store = state.store()
+    if include_failed:
+        store = store.including_failed()
     return store, resolve_dataset(store, text, namespace, dataset, parameter)
 
 
@@ -608,8 +613,7 @@ def runs(state: State, dataset: str | None, namespace: str | None, ds_name: str 
 
     from .render import Names
 
-    store, ep = _dataset(state, dataset, namespace, ds_name)
-    store = store.including_failed() if include_failed else store
+    store, ep = _dataset(state, dataset, namespace, ds_name, include_failed=include_failed)
     lo, hi = _range(start, end)
     # the dataset under every name it has (runs recorded under an alias before it was one)
     by_id = {r.run_id: r for e in Names(store).equivalents(ep)
@@ -643,8 +647,7 @@ def fields(state: State, dataset: str | None, namespace: str | None, ds_name: st
     fields of the schema an OpenLineage event reported for it in the range."""
     from .render import Names
 
-    store, ep = _dataset(state, dataset, namespace, ds_name)
-    store = store.including_failed() if include_failed else store
+    store, ep = _dataset(state, dataset, namespace, ds_name, include_failed=include_failed)
     lo, hi = _range(start, end)
     found: set[str] = set()
     low = (prefix or "").lower()
@@ -797,6 +800,35 @@ def _has_column_lineage(event: dict) -> bool:
         and o["facets"].get("columnLineage") is not None for o in outputs)
 
 
+def _state_event(item: dict, where: str, rid: str, start_ms: int) -> tuple[str, dict, int]:
+    """The run-model event of a record carrying a run's ``state`` (and ``job``,
+    ``end_time_ms``, ``run_facets``, ``job_facets``, as `fll export` writes
+    them): (run id, an OpenLineage event saying so, its time)."""
+    from .store.runs import STATES
+
+    state, job, end = item.get("state"), item.get("job"), item.get("end_time_ms")
+    if state not in STATES:
+        raise BadRequest(f"{where}: state must be one of {', '.join(STATES)}, got {state!r}",
+                         "state")
+    if not isinstance(job, dict) or not all(isinstance(job.get(k), str) and job[k]
+                                            for k in ("namespace", "name")):
+        raise BadRequest(f"{where}: a record with a state needs job: {{namespace, name}}",
+                         "job")
+    if end is not None and (isinstance(end, bool) or not isinstance(end, int) or end < 0):
+        raise BadRequest(f"{where}: end_time_ms must be epoch milliseconds or null, got "
+                         f"{end!r}", "end_time_ms")
+    facets = [item.get(k) or {} for k in ("run_facets", "job_facets")]
+    if not all(isinstance(f, dict) for f in facets):
+        raise BadRequest(f"{where}: run_facets and job_facets must be objects", "run_facets")
+    at = end if end is not None else start_ms
+    from .openlineage import _iso
+
+    return rid, {"eventType": state, "eventTime": _iso(at),
+                 "run": {"runId": rid, "facets": facets[0]},
+                 "job": {"namespace": job["namespace"], "name": job["name"],
+                         "facets": facets[1]}}, at
+
+
 def start_ms_or(start: str | None, default: int) -> int:
     from .timerange import parse_time
 
@@ -908,6 +940,8 @@ def record(state: State, file: str | None, spool: str | None, server: str | None
         w = where if len(items) == 1 and not isinstance(data, list) else f"{where}[{i}]"
         if not _is_openlineage(item):
             runs_.append(_run_from_record(item, w, run_id, start, program))
+            if isinstance(item, dict) and "state" in item:  # as `fll export` writes a run
+                models_.append(_state_event(item, w, runs_[-1][1], runs_[-1][2]))
             continue
         try:
             from . import openlineage as ol
@@ -1016,7 +1050,8 @@ def export(state: State, dataset: str | None, namespace: str | None, ds_name: st
 
     from .render import Names
 
-    store, ep = _dataset(state, dataset, namespace, ds_name)
+    # failed runs are exported too (with their state): a dataset only they wrote as well
+    store, ep = _dataset(state, dataset, namespace, ds_name, include_failed=True)
     lo, hi = _range(start, end)
     # the dataset under every name it has: runs recorded under a reference name
     # before it became an alias are exported too, as they were recorded
@@ -1035,13 +1070,26 @@ def export(state: State, dataset: str | None, namespace: str | None, ds_name: st
                                                       e["run"]["runId"] if "run" in e
                                                       else json.dumps(e, sort_keys=True)))
     else:
+        from .store import runs as run_model
+
         docs = []
-        runs = {r.run_id: r for n in names for r in store.runs(n, lo, hi)}
+        # every run, failed ones included, with its final state, end and facets
+        every = store.including_failed()
+        runs = {r.run_id: r for n in names for r in every.runs(n, lo, hi)}
+        models = run_model.run_models(store, sorted(runs))
+        raw = run_model.events_of(store, models.values())
         for r in sorted(runs.values(), key=lambda r: (-r.start_ms, r.run_id)):
             info = store.operation_set(r.checksum)
-            docs.append({"run_id": r.run_id, "start_time_ms": r.start_ms,
-                         "start": iso_ms(r.start_ms), "program": r.program,
-                         "checksum": r.checksum, "operations": info.to_dict()["operations"]})
+            doc = {"run_id": r.run_id, "start_time_ms": r.start_ms,
+                   "start": iso_ms(r.start_ms), "program": r.program,
+                   "checksum": r.checksum, "operations": info.to_dict()["operations"]}
+            m = models.get(r.run_id)
+            if m is not None:
+                run_facets, job_facets = run_model.merged_facets(m, raw)
+                doc.update({"state": m.state, "end_time_ms": m.end_ms,
+                            "job": {"namespace": m.job_namespace, "name": m.job_name},
+                            "run_facets": run_facets, "job_facets": job_facets})
+            docs.append(doc)
     if lines:
         for d in docs:
             click.echo(json.dumps(d, ensure_ascii=False))

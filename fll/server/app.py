@@ -269,7 +269,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                        includeFailed: bool = Query(False, description=_FAILED_HELP)  # noqa: N803
                        ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.dataset_fields(reader(includeFailed), _endpoint(ns, ds), s, e, prefix,
+        return JSONResponse(views.dataset_fields(reader(includeFailed),
+                                                 _endpoint(ns, ds), s, e, prefix,
                                                  includeCurrent))
 
     @app.get(_V3 + "/lineage/fields/{field}", tags=["cdap"])
@@ -284,7 +285,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         if direction is None:
             raise BadRequest("direction is required: incoming, outgoing or both", "direction")
         s, e = time_range(start, end)
-        return JSONResponse(views.field_summary(reader(includeFailed), _field(ns, ds, field), s, e, direction,
+        return JSONResponse(views.field_summary(reader(includeFailed),
+                                                _field(ns, ds, field), s, e, direction,
                                                 lvl(level, "level"), parse_indirect(indirect)))
 
     @app.get(_V3 + "/lineage/fields/{field}/operations", tags=["cdap"])
@@ -296,7 +298,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                                  includeFailed: bool = Query(False, description=_FAILED_HELP)  # noqa: N803
                                  ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.field_operations(reader(includeFailed), _field(ns, ds, field), s, e,
+        return JSONResponse(views.field_operations(reader(includeFailed),
+                                                   _field(ns, ds, field), s, e,
                                                    direction))
 
     @app.get(_V3 + "/lineage/allfieldlineage", tags=["cdap"])
@@ -307,7 +310,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                           includeFailed: bool = Query(False, description=_FAILED_HELP)  # noqa: N803
                           ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.all_field_lineage(reader(includeFailed), _endpoint(ns, ds), s, e, direction))
+        return JSONResponse(views.all_field_lineage(reader(includeFailed),
+                                                    _endpoint(ns, ds), s, e, direction))
 
     # -- the seed design's paths ----------------------------------------------
     @app.get(_V3 + "/fields/lineage", tags=["design"])
@@ -320,7 +324,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                               includeFailed: bool = Query(False, description=_FAILED_HELP)  # noqa: N803
                               ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.dataset_field_mappings(reader(includeFailed), _endpoint(ns, ds), s, e,
+        return JSONResponse(views.dataset_field_mappings(reader(includeFailed),
+                                                         _endpoint(ns, ds), s, e,
                                                          lvl(level, "level"),
                                                          parse_indirect(indirect)))
 
@@ -332,7 +337,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                              includeFailed: bool = Query(False, description=_FAILED_HELP)  # noqa: N803
                              ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.field_detail(reader(includeFailed), _field(ns, ds, field), s, e, direction))
+        return JSONResponse(views.field_detail(reader(includeFailed),
+                                               _field(ns, ds, field), s, e, direction))
 
     @app.get(_V3 + "/properties", tags=["design"])
     def dataset_properties(ns: str, ds: str,
@@ -341,7 +347,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                            includeFailed: bool = Query(False, description=_FAILED_HELP)  # noqa: N803
                            ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.dataset_properties(reader(includeFailed), _endpoint(ns, ds), s, e))
+        return JSONResponse(views.dataset_properties(reader(includeFailed),
+                                                     _endpoint(ns, ds), s, e))
 
     # -- Marquez-compatible ---------------------------------------------------
     @app.get("/api/v1/column-lineage", tags=["marquez"])
@@ -529,7 +536,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         start, end, prefix = str_param(q, "start"), str_param(q, "end"), str_param(q, "prefix")
         current = bool_param(q, "includeCurrent", False)
         s, e = time_range(start, end)
-        return views.dataset_fields(reader(bool_param(q, "includeFailed", False)), EndPoint(names[0], names[1]), s, e, prefix, current)
+        return views.dataset_fields(reader(_failed(q)),
+                                    EndPoint(names[0], names[1]), s, e, prefix, current)
 
     def fast_field(names: list[str], q: dict[str, str]) -> Any:
         direction, start, end = str_param(q, "direction"), str_param(q, "start"), str_param(q, "end")
@@ -538,21 +546,24 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         if direction is None:
             raise BadRequest("direction is required: incoming, outgoing or both", "direction")
         s, e = time_range(start, end)
-        return views.field_summary(reader(bool_param(q, "includeFailed", False)), EndPointField(EndPoint(names[0], names[1]), names[2]), s, e,
+        return views.field_summary(reader(_failed(q)),
+                                   EndPointField(EndPoint(names[0], names[1]), names[2]), s, e,
                                    direction, lvl(level, "level"), parse_indirect(indirect or ""))
 
     def fast_operations(names: list[str], q: dict[str, str]) -> Any:
         direction = str_param(q, "direction", "both")
         start, end = str_param(q, "start"), str_param(q, "end")
         s, e = time_range(start, end)
-        return views.field_operations(reader(bool_param(q, "includeFailed", False)), EndPointField(EndPoint(names[0], names[1]), names[2]),
+        return views.field_operations(reader(_failed(q)),
+                                      EndPointField(EndPoint(names[0], names[1]), names[2]),
                                       s, e, direction or "")
 
     def fast_all(names: list[str], q: dict[str, str]) -> Any:
         direction = str_param(q, "direction", "both")
         start, end = str_param(q, "start"), str_param(q, "end")
         s, e = time_range(start, end)
-        return views.all_field_lineage(reader(bool_param(q, "includeFailed", False)), EndPoint(names[0], names[1]), s, e, direction or "")
+        return views.all_field_lineage(reader(_failed(q)),
+                                       EndPoint(names[0], names[1]), s, e, direction or "")
 
     def fast_columns(names: list[str], q: dict[str, str]) -> Any:
         node = str_param(q, "nodeId")
@@ -563,7 +574,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         if not node:
             raise BadRequest("nodeId is required", "nodeId")
         s, e = time_range(start, end, required=False)
-        return views.column_lineage(reader(bool_param(q, "includeFailed", False)), node, lvl(depth, "depth", minimum=0),
+        return views.column_lineage(reader(_failed(q)), node, lvl(depth, "depth", minimum=0),
                                     downstream, s, e, parse_indirect(indirect or ""))
 
     app.fast = None if not fast_reads else FastReads({
@@ -595,6 +606,11 @@ class _App(FastAPI):
         fast = self.fast
         if fast is None or not await fast(scope, send):
             await super().__call__(scope, receive, send)
+
+
+def _failed(q: dict[str, str]) -> bool:
+    """The ``includeFailed`` parameter of a read answered in front of the framework."""
+    return bool_param(q, "includeFailed", False)
 
 
 def _receipt(run_id: str, checksum: str, start_ms: int, program: str | None, new: bool) -> dict:

@@ -48,8 +48,9 @@ def run_json(m: rm.RunModel, events: dict[bytes, dict]) -> dict:
     """A run as Marquez's ``Run`` (and the OpenLineage eventType of its state
     under ``fllState``)."""
     run_facets, _ = rm.merged_facets(m, events)
-    nominal = run_facets.get("nominalTime") if isinstance(run_facets.get("nominalTime"),
-                                                          dict) else {}
+    nominal = run_facets.get("nominalTime")
+    if not isinstance(nominal, dict):
+        nominal = {}
     started, ended = m.started_ms, m.end_ms
     times = [t.at_ms for t in m.transitions]
     created = min(times + ([m.start_ms] if m.start_ms is not None else []), default=None)

@@ -398,7 +398,7 @@ def _check_run(run_id: object, start_ms: object) -> None:
 
 def run_failed(row: dict[str, bytes] | None) -> bool:
     """Whether a run-model row (``n|``) holds a FAIL or ABORT event."""
-    return bool(row) and any(v in FAILED_STATES for c, v in row.items() if len(c) == 32)
+    return row is not None and any(v in FAILED_STATES for c, v in row.items() if len(c) == 32)
 
 
 def failed_rows(run_id: str, start: int, checksum: str,

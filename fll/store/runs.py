@@ -47,6 +47,7 @@ MARQUEZ_STATES = {"START": "RUNNING", "RUNNING": "RUNNING", "COMPLETE": "COMPLET
                   "FAIL": "FAILED", "ABORT": "ABORTED", "OTHER": "NEW"}
 _TERMINAL_RANK = {"FAIL": 3, "ABORT": 2, "COMPLETE": 1}
 _OPEN_RANK = {"RUNNING": 2, "START": 1, "OTHER": 0}
+_FAILED = frozenset(s.decode() for s in FAILED_STATES)
 
 
 class RunEvent(NamedTuple):
@@ -104,30 +105,27 @@ def model_rows(facts: RunEvent, start_ms: int) -> dict[bytes, dict[str, bytes]]:
     }
 
 
-def record_event(store: LineageStore, facts: RunEvent, start_ms: int) -> bool:
+def record_event(store: LineageStore, facts: RunEvent, start_ms: int) -> None:
     """Keep one event of a run whose start the store claimed as ``start_ms``.
-    Idempotent (the same event again writes the same cells); True when it was
-    new. A FAIL or ABORT moves the run's lineage out of the default index
-    (`LineageStore.move_to_failed`), in the same transaction where there is one."""
+    Idempotent: blind puts of the same cells (the same event again writes
+    nothing new). A FAIL or ABORT then moves the run's lineage out of the
+    default index (`LineageStore.move_to_failed`), in the same transaction
+    where there is one."""
     table = store.table
-    key = rk.run_model(facts.run_id)
-    col = _column(facts.at_ms, facts.digest)
     rows = model_rows(facts, start_ms)
-    failed = facts.state in ("FAIL", "ABORT")
+    if facts.state not in _FAILED:
+        table.put(rows)
+        return
 
-    def write(t: Table) -> bool:
-        old = t.get(key)
-        if old is not None and col in old:
-            return False
+    def write(t: Table) -> None:
         t.put(rows)
-        if failed:
-            store.move_to_failed([facts.run_id], table=t)
-        return True
+        store.move_to_failed([facts.run_id], table=t)
 
     atomic = getattr(table, "atomic", None)
     if callable(atomic):
-        return bool(atomic(lambda _t: write(table)))
-    return write(table)
+        atomic(lambda _t: write(table))
+    else:
+        write(table)
 
 
 # -- reading --------------------------------------------------------------------
@@ -182,9 +180,6 @@ def final_state(transitions: Iterable[Transition]) -> tuple[str, int | None]:
         last = max(ts, key=lambda t: (t.at_ms, _OPEN_RANK.get(t.state, 0), t.digest))
         return last.state, None
     return "OTHER", None
-
-
-_FAILED = frozenset(s.decode() for s in FAILED_STATES)
 
 
 def _model(url: str, run_id: str, row: dict[str, bytes], start_ms: int | None) -> RunModel:
@@ -248,7 +243,7 @@ def merged_facets(model: RunModel, events: dict[bytes, dict]) -> tuple[dict, dic
     """(run facets, job facets) of a run, merged in eventTime order."""
     run_facets: dict = {}
     job_facets: dict = {}
-    for t, key in zip(model.transitions, model.event_keys()):
+    for key in model.event_keys():
         ev = events.get(key)
         if ev is None:
             continue
@@ -417,7 +412,7 @@ class ModelCheck:
 def still_stray(t: Table, keys: list[bytes]) -> list[bytes]:
     """Event and ``J|`` rows still present whose run row does not name them."""
     rows = t.get_many(keys)
-    runs = {}
+    runs: dict[str, None] = {}
     for key in rows:
         run_id = rk.decode(key).run_id or ""
         runs[run_id] = None

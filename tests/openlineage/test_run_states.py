@@ -188,6 +188,37 @@ def test_a_failed_run_exported_and_imported_into_a_fresh_store_is_still_failed(c
             assert rm.run_model(fresh, ok).state == "COMPLETE"
 
 
+def test_fll_export_json_keeps_the_state_end_and_facets_and_fll_record_restores_them(
+        client, store, tmp_path):
+    rid = str(uuid.uuid4())
+    client.post("/api/v1/lineage", json=event(rid, "START", ["a"], T0))
+    client.post("/api/v1/lineage", json=with_facets(
+        event(rid, "ABORT", ["a"], T2), run={"errorMessage": {"message": "killed"}}))
+    run = CliRunner()
+    r = run.invoke(main, ["--store", store.url, "export", "--namespace", OUT.namespace,
+                          "--dataset", OUT.name, "--start", "0", "--end", "now"])
+    assert r.exit_code == 0, r.output
+    [doc] = json.loads(r.output)
+    assert (doc["state"], doc["end_time_ms"]) == ("ABORT", MAY + 120_000)
+    assert doc["job"] == {"namespace": "shop", "name": "totals"}
+    path = tmp_path / "runs.json"
+    path.write_text(r.output)
+    url = f"sqlite:///{tmp_path}/fresh.db"
+    r = run.invoke(main, ["--store", url, "record", str(path)])
+    assert r.exit_code == 0, r.output
+    with open_store(url) as fresh:
+        m = rm.run_model(fresh, rid)
+        assert (m.state, m.start_ms, m.end_ms) == ("ABORT", MAY, MAY + 120_000)
+        assert fresh.fields(OUT, 0, MAX_TIME) == []
+        assert fresh.including_failed().fields(OUT, 0, MAX_TIME) == ["a"]
+        assert rm.merged_facets(m, rm.events_of(fresh, [m]))[0]["errorMessage"] == \
+            {"message": "killed"}
+    doc["state"] = "DONE"
+    path.write_text(json.dumps([doc]))
+    r = run.invoke(main, ["--store", f"sqlite:///{tmp_path}/bad.db", "record", str(path)])
+    assert r.exit_code != 0 and "state must be one of" in r.output
+
+
 def test_the_cli_asks_for_failed_runs_with_include_failed_and_shows_states(client, store,
                                                                           tmp_path):
     good, bad = str(uuid.uuid4()), str(uuid.uuid4())

@@ -144,7 +144,7 @@ def test_marquez_python_reads_jobs_and_runs_sent_by_the_openlineage_client(tmp_p
                                                                   endpoint="api/v1/lineage")))
         ids = [str(uuid.uuid4()) for _ in range(3)]
         for i, (rid, end) in enumerate(zip(ids, [RunState.COMPLETE, RunState.FAIL,
-                                                 RunState.ABORT])):
+                                                 RunState.ABORT], strict=True)):
             for state, minute in ((RunState.START, 0), (end, 5)):
                 ol.emit(RunEvent(eventType=state, eventTime=f"2024-05-0{i + 1}T10:0{minute}:00Z",
                                  run=Run(runId=rid), job=Job(namespace=JOB_NS, name=JOB),

@@ -73,17 +73,17 @@ def test_a_fail_racing_the_run_s_lineage_on_two_stores_always_ends_in_the_failed
             barrier = threading.Barrier(2)
             errors: list[BaseException] = []
 
-            def lineage(store, rid=rid, barrier=barrier, errors=errors):
+            def lineage(store, rid=rid, barrier=barrier, errors=errors, at=10_000 + i):
                 try:
                     barrier.wait()
-                    store.record(info, rid, 10_000 + i)
+                    store.record(info, rid, at)
                 except BaseException as e:  # pragma: no cover - reported below
                     errors.append(e)
 
-            def fail(store, rid=rid, barrier=barrier, errors=errors):
+            def fail(store, rid=rid, barrier=barrier, errors=errors, at=10_000 + i):
                 try:
                     barrier.wait()
-                    keep(store, facts(rid, "FAIL", 10_000 + i))
+                    keep(store, facts(rid, "FAIL", at))
                 except BaseException as e:  # pragma: no cover - reported below
                     errors.append(e)
             pair = (first, second) if i % 2 else (second, first)
