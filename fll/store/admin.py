@@ -36,7 +36,7 @@ from . import runs as run_model
 from .base import Table
 from .lineage import (FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, SHAPED, WIDE_PREFIXES,
                       LineageStore, data_parts, data_row, decode_data, has_lineage_rows,
-                      unstamped_format,
+                      unstamped_format, run_failed,
                       join_shape, row_sets, run_cells, SCHEMA_REF, set_used_since, shape_ref,
                       unused_buckets)
 
@@ -1211,6 +1211,8 @@ def _repair(table: Table, report: FsckReport) -> int:
             run_id = rk.decode(key).run_id or ""
             t.put(writer._index_rows(info, run_id, _T.unpack(cols["t"])[0], cols.get("p", b"")))
             t.put({key: {"w": b"1"}})
+            if run_failed(t.get(rk.run_model(run_id))):  # a failed run's cells go apart
+                writer.move_to_failed([run_id], table=t)
             done += 1
         return done
 
