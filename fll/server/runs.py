@@ -8,6 +8,8 @@ hold ``/``, ``:`` or ``://`` when URL-encoded, as Marquez's clients send them
 """
 from __future__ import annotations
 
+import time
+
 from fastapi import APIRouter, Query, Request
 
 from ..errors import BadRequest, NotFound
@@ -41,7 +43,12 @@ def _time(value: str | None, name: str, default: int) -> int:
 
 
 def iso(ms: int | None) -> str | None:
-    return None if ms is None else _iso(ms)
+    """ISO 8601 in UTC with milliseconds, as `fll.openlineage` writes times."""
+    if ms is None:
+        return None
+    if not 0 <= ms < 253402300800000:  # outside years 1970-9999: the general form
+        return _iso(ms)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
 
 
 def run_json(m: rm.RunModel, events: dict[bytes, dict]) -> dict:
@@ -51,7 +58,8 @@ def run_json(m: rm.RunModel, events: dict[bytes, dict]) -> dict:
     nominal = run_facets.get("nominalTime")
     if not isinstance(nominal, dict):
         nominal = {}
-    started, ended = m.started_ms, m.end_ms
+    state, ended = rm.final_state(m.transitions)
+    started = m.started_ms
     times = [t.at_ms for t in m.transitions]
     created = min(times + ([m.start_ms] if m.start_ms is not None else []), default=None)
     return {
@@ -60,8 +68,8 @@ def run_json(m: rm.RunModel, events: dict[bytes, dict]) -> dict:
         "updatedAt": iso(max(times, default=created)),
         "nominalStartTime": nominal.get("nominalStartTime"),
         "nominalEndTime": nominal.get("nominalEndTime"),
-        "state": rm.MARQUEZ_STATES[m.state],
-        "fllState": m.state,
+        "state": rm.MARQUEZ_STATES[state],
+        "fllState": state,
         "startedAt": iso(started),
         "endedAt": iso(ended),
         "durationMs": (ended - started) if ended is not None and started is not None
@@ -75,8 +83,9 @@ def run_json(m: rm.RunModel, events: dict[bytes, dict]) -> dict:
     }
 
 
-def _runs_json(store: LineageStore, run_ids: list[str]) -> list[dict]:
-    models = rm.run_models(store, run_ids)
+def _runs_json(store: LineageStore, run_ids: list[str],
+               starts: dict[str, int] | None = None) -> list[dict]:
+    models = rm.run_models(store, run_ids, starts)
     events = rm.events_of(store, models.values())
     return [run_json(models[r], events) for r in run_ids if r in models]
 
@@ -155,14 +164,22 @@ def get_job(request: Request, ns: str, job: str) -> JSONResponse:
 def list_job_runs(request: Request, ns: str, job: str, limit: int = Query(DEFAULT_LIMIT),
                   offset: int = Query(0)) -> JSONResponse:
     """The runs of a job, newest first (by start), each with its state."""
-    namespace, name = segment(ns), segment(job)
     limit, offset = _page(limit, offset)
-    store = _store(request)
-    ids = rm.job_run_ids(store.table, namespace, name, limit=limit, offset=offset)
-    if not ids and not offset and not rm.job_run_ids(store.table, namespace, name, limit=1):
+    return JSONResponse(job_runs_json(_store(request), segment(ns), segment(job), limit,
+                                      offset))
+
+
+def job_runs_json(store: LineageStore, namespace: str, name: str, limit: int,
+                  offset: int) -> dict:
+    """A page of a job's runs, newest first, and how many it has: one scan of
+    the page's ``J|`` rows (their keys hold the starts), one multi-get of the
+    runs' ``n|`` rows, one of their events; the count, a scan of the job's
+    ``J|`` keys."""
+    runs = rm.job_runs(store.table, namespace, name, limit=limit, offset=offset)
+    if not runs and not rm.job_runs(store.table, namespace, name, limit=1):
         raise NotFound(f"job {namespace}:{name} is unknown (no RunEvent named it)")
-    return JSONResponse({"runs": _runs_json(store, ids),
-                         "totalCount": rm.count_job_runs(store.table, namespace, name)})
+    return {"runs": _runs_json(store, [r for r, _ in runs], dict(runs)),
+            "totalCount": rm.count_job_runs(store.table, namespace, name)}
 
 
 @router.get("/api/v1/jobs/runs/{run_id}")

@@ -162,7 +162,9 @@ class RunModel(NamedTuple):
         return min(opened) if opened else self.start_ms
 
     def event_keys(self) -> list[bytes]:
-        return [rk.event(t.at_ms, self.run_id, t.digest) for t in self.transitions]
+        tail = rk.SEP + rk.escape(self.run_id) + rk.SEP
+        return [rk.EVENT + rk.SEP + rk.invert(t.at_ms) + tail + rk.escape(t.digest)
+                for t in self.transitions]
 
 
 def final_state(transitions: Iterable[Transition]) -> tuple[str, int | None]:
@@ -197,21 +199,25 @@ def _model(url: str, run_id: str, row: dict[str, bytes], start_ms: int | None) -
     return RunModel(run_id, str(ns), str(name), start_ms, transitions)
 
 
-def run_models(store: LineageStore, run_ids: list[str]) -> dict[str, RunModel]:
-    """The run model of each run known to it (one multi-get of the ``n|`` and
-    ``r|`` rows)."""
+def run_models(store: LineageStore, run_ids: list[str],
+               starts: dict[str, int] | None = None) -> dict[str, RunModel]:
+    """The run model of each run known to it (one multi-get of the ``n|`` rows,
+    and of the ``r|`` rows for the starts not given in ``starts``)."""
     if not run_ids:
         return {}
+    starts = starts or {}
     rows = store.table.get_many([rk.run_model(r) for r in run_ids] +
-                                [rk.run(r) for r in run_ids])
+                                [rk.run(r) for r in run_ids if r not in starts])
     out = {}
     for r in run_ids:
         row = rows.get(rk.run_model(r))
         if row is None or "j" not in row:
             continue
-        start = rows.get(rk.run(r), {}).get("t")
-        out[r] = _model(store.url, r, row, int.from_bytes(start, "big", signed=True)
-                        if start and len(start) == 8 else None)
+        start: int | None = starts.get(r)
+        if start is None:
+            t = rows.get(rk.run(r), {}).get("t")
+            start = int.from_bytes(t, "big", signed=True) if t and len(t) == 8 else None
+        out[r] = _model(store.url, r, row, start)
     return out
 
 
@@ -271,15 +277,22 @@ def datasets_of(model: RunModel, events: dict[bytes, dict]) -> tuple[list[tuple[
     return sorted(ins), sorted(outs)
 
 
-def job_run_ids(table: Table, namespace: str, name: str, limit: int | None = None,
-                offset: int = 0) -> list[str]:
-    """The runs of a job, newest first (start time, then run id): one range scan
-    of ``limit + offset`` rows."""
+def job_runs(table: Table, namespace: str, name: str, limit: int | None = None,
+             offset: int = 0) -> list[tuple[str, int]]:
+    """(run id, start) of the runs of a job, newest first (start time, then
+    run id): one range scan of ``limit + offset`` rows."""
     prefix = rk.dataset_prefix(rk.JOB_RUN, namespace, name)
     want = None if limit is None else limit + offset
-    out = [rk.decode(key).run_id or "" for key, _ in
+    n = len(prefix)
+    out = [(rk.unescape(key[n + 9:]), rk.uninvert(key[n:n + 8])) for key, _ in
            table.scan(prefix, rk.prefix_end(prefix), limit=want)]
     return out[offset:]
+
+
+def job_run_ids(table: Table, namespace: str, name: str, limit: int | None = None,
+                offset: int = 0) -> list[str]:
+    """The ids of `job_runs`."""
+    return [r for r, _ in job_runs(table, namespace, name, limit, offset)]
 
 
 def count_job_runs(table: Table, namespace: str, name: str) -> int:

@@ -7,8 +7,8 @@ Writes ``--runs`` runs (a START and a COMPLETE event each, 86.4 s apart, over
 one put per batch, progress shown), then a store 10x smaller with the same
 density (a tenth of the jobs, a tenth of the time): each question has the
 same answer in both. Prints the median and 95th percentile of each question
-over 50 random picks, as Marquez's routes build them (run models, their
-events, the JSON), and the cost ratio big/small: it should stay near 1
+over 50 random picks, as Marquez's routes build them (the runs route's
+answer with its totalCount; the events route's page), and the cost ratio big/small: it should stay near 1
 (cost follows the answer, not the store). Targets: each <= 20 ms.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from fll import open_store  # noqa: E402
 from fll import rowkeys as rk  # noqa: E402
-from fll.server.runs import _runs_json  # noqa: E402
+from fll.server.runs import job_runs_json  # noqa: E402
 from fll.store import runs as rm  # noqa: E402
 
 T0 = 1_700_000_000_000
@@ -75,10 +75,9 @@ def measure(url: str, runs: int, jobs: int, rng: random.Random) -> dict[str, lis
     for _ in range(50):
         job = rng.randrange(jobs)
         t = time.perf_counter()
-        ids = rm.job_run_ids(store.table, "bench", f"job-{job:04d}", limit=100)
-        answer = _runs_json(store, ids)
+        answer = job_runs_json(store, "bench", f"job-{job:04d}", 100, 0)
         out["latest 100 runs of a job"].append((time.perf_counter() - t) * 1000)
-        assert len(answer) == min(100, runs // jobs), len(answer)
+        assert len(answer["runs"]) == min(100, runs // jobs), len(answer["runs"])
         lo = T0 + rng.randrange(max(span - HOUR, 1))
         t = time.perf_counter()
         events, total = rm.events(store, lo, lo + HOUR, 1000, 0)
