@@ -130,25 +130,48 @@ def job_json(store: LineageStore, namespace: str, name: str) -> dict | None:
     }
 
 
-def _jobs(store: LineageStore, namespace: str | None, limit: int, offset: int) -> dict:
+def _jobs(store: LineageStore, namespace: str | None, limit: int, offset: int,
+          last_run_states: str | None = None) -> dict:
     limit, offset = _page(limit, offset)
     names = rm.jobs(store.table, namespace)
+    if last_run_states:
+        # Marquez's filter on each job's latest run: a run model read per job
+        wanted = {s.strip().upper() for s in last_run_states.split(",") if s.strip()}
+        unknown = wanted - set(rm.MARQUEZ_STATES.values())
+        if unknown:
+            raise BadRequest(f"lastRunStates: unknown state(s) {', '.join(sorted(unknown))} "
+                             f"(known: {', '.join(sorted(set(rm.MARQUEZ_STATES.values())))})",
+                             "lastRunStates")
+        names = [(ns, n) for ns, n in names if _last_state(store, ns, n) in wanted]
     jobs = [j for j in (job_json(store, ns, n) for ns, n in names[offset:offset + limit]) if j]
     return {"jobs": jobs, "totalCount": len(names)}
 
 
+def _last_state(store: LineageStore, namespace: str, name: str) -> str | None:
+    latest = rm.job_run_ids(store.table, namespace, name, limit=1)
+    m = rm.run_model(store, latest[0]) if latest else None
+    return None if m is None else rm.MARQUEZ_STATES[m.state]
+
+
+_STATES_HELP = "only jobs whose latest run is in one of these states, e.g. FAILED,ABORTED"
+
+
 @router.get("/api/v1/jobs")
 def list_all_jobs(request: Request, limit: int = Query(DEFAULT_LIMIT),
-                  offset: int = Query(0)) -> JSONResponse:
+                  offset: int = Query(0),
+                  lastRunStates: str | None = Query(None, description=_STATES_HELP)  # noqa: N803
+                  ) -> JSONResponse:
     """Every job that sent a RunEvent, by namespace and name."""
-    return JSONResponse(_jobs(_store(request), None, limit, offset))
+    return JSONResponse(_jobs(_store(request), None, limit, offset, lastRunStates))
 
 
 @router.get("/api/v1/namespaces/{ns}/jobs")
 def list_jobs(request: Request, ns: str, limit: int = Query(DEFAULT_LIMIT),
-              offset: int = Query(0)) -> JSONResponse:
+              offset: int = Query(0),
+              lastRunStates: str | None = Query(None, description=_STATES_HELP)  # noqa: N803
+              ) -> JSONResponse:
     """The jobs of one namespace (one key range)."""
-    return JSONResponse(_jobs(_store(request), segment(ns), limit, offset))
+    return JSONResponse(_jobs(_store(request), segment(ns), limit, offset, lastRunStates))
 
 
 @router.get("/api/v1/namespaces/{ns}/jobs/{job}")

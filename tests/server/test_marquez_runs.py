@@ -96,6 +96,11 @@ def test_a_job_with_its_latest_run_datasets_and_facets(client, three_runs):
         assert listed["totalCount"] == 1 and listed["jobs"][0]["name"] == JOB
     assert client.get(f"/api/v1/namespaces/{Q('spark://cluster')}/jobs").json() == \
         {"jobs": [], "totalCount": 0}
+    # Marquez's filter on the latest run's state (the latest is still running)
+    assert client.get("/api/v1/jobs?lastRunStates=RUNNING").json()["totalCount"] == 1
+    assert client.get("/api/v1/jobs?lastRunStates=FAILED,COMPLETED").json() == \
+        {"jobs": [], "totalCount": 0}
+    assert client.get("/api/v1/jobs?lastRunStates=DONE").status_code == 400
     r = client.get(f"/api/v1/namespaces/{Q(JOB_NS)}/jobs/nope")
     assert r.status_code == 404 and "nope" in r.json()["error"]
 
