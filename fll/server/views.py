@@ -324,8 +324,13 @@ def field_detail(store: LineageStore, ef: EndPointField, start: int, end: int,
                          "direction")
     require_field(store, ef)
     paths = []
-    for g in store.operations(ef, start, end, "incoming" if d == "backward" else "outgoing"):
-        paths.append(_path(g.operations, ef, d == "backward", [r.run_id for r in g.runs]))
+    groups = store.operations(ef, start, end, "incoming" if d == "backward" else "outgoing")
+    states = run_states(store, [r.run_id for g in groups for r in g.runs])
+    for g in groups:
+        path = _path(g.operations, ef, d == "backward", [r.run_id for r in g.runs])
+        # each run's state, in the order of "runs" (COMPLETE without OpenLineage events)
+        path["runStates"] = [states.get(r.run_id, "COMPLETE") for r in g.runs]
+        paths.append(path)
     return {"startTimeInSeconds": start // 1000, "endTimeInSeconds": end // 1000,
             "paths": paths}
 
@@ -391,8 +396,10 @@ def _path(ops: list[Operation], ef: EndPointField, backward: bool, runs: list[st
 def dataset_properties(store: LineageStore, ep: EndPoint, start: int, end: int) -> list[dict]:
     ep = resolve(store, ep)
     require_dataset(store, ep)
-    return [{"programRun": p["programRun"], "properties": p["properties"]}
-            for p in store.properties(ep, start, end)]
+    found = store.properties(ep, start, end)
+    states = run_states(store, [p["programRun"] for p in found])
+    return [{"programRun": p["programRun"], "properties": p["properties"],
+             "state": states.get(p["programRun"], "COMPLETE")} for p in found]
 
 
 # -- Marquez-compatible column lineage ------------------------------------------------

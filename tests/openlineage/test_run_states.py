@@ -115,6 +115,17 @@ def test_failed_runs_are_left_out_by_default_and_answer_when_asked_on_every_rout
     assert client.get(f"/api/v1/column-lineage?nodeId={node}").status_code == 404
     got = client.get(f"/api/v1/column-lineage?nodeId={node}&includeFailed=true")
     assert got.status_code == 200 and got.json()["graph"]
+    detail = client.get(FIELDS.replace("/lineage/fields", "/fields/a/lineage") + q
+                        + "&direction=backward&includeFailed=true").json()
+    assert sorted((r, st) for p in detail["paths"]
+                  for r, st in zip(p["runs"], p["runStates"], strict=True)) == \
+        sorted([(good, "COMPLETE"), (bad, "ABORT")])
+    props = client.get(FIELDS.replace("/lineage/fields", "/properties") + q
+                       + "&includeFailed=true").json()
+    assert sorted((p["programRun"], p["state"]) for p in props) == \
+        sorted([(good, "COMPLETE"), (bad, "ABORT")])
+    assert [p["programRun"] for p in client.get(
+        FIELDS.replace("/lineage/fields", "/properties") + q).json()] == [good]
     # the same answers from the framework's routes (fast_reads off)
     with TestClient(create_app(store, fast_reads=False)) as slow:
         assert slow.get(FIELDS + q).json() == ["a"]
@@ -232,6 +243,10 @@ def test_the_cli_asks_for_failed_runs_with_include_failed_and_shows_states(clien
     assert r.exit_code != 0, r.output
     r = run.invoke(main, base + ["--include-failed"])
     assert r.exit_code == 0 and SRC.name in r.output, r.output
+    assert f"{bad} (2024-05-01T10:01:00Z, shop/totals, FAIL)" in r.output  # the hop's run
+    r = run.invoke(main, base + ["--include-failed", "--runs", "--format", "json"])
+    [group] = json.loads(r.output)["operations"][f"{OUT.namespace}:{OUT.name}:b"]
+    assert [(x["run_id"], x["state"]) for x in group["runs"]] == [(bad, "FAIL")]
     runs = ["--store", url, "runs", "--namespace", OUT.namespace, "--dataset", OUT.name,
             "--start", "0", "--end", "now", "--format", "json"]
     r = run.invoke(main, runs)
