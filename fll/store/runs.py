@@ -368,11 +368,20 @@ def purge_keys(table: Table, runs: list[tuple[str, int]]) -> list[bytes]:
 
 def empty_jobs(table: Table) -> list[bytes]:
     """``j|`` rows of jobs left without runs (after a purge)."""
+    return empty_jobs_of(table, [rk.job(ns, name) for ns, name in jobs(table)])
+
+
+def empty_jobs_of(table: Table, keys: list[bytes]) -> list[bytes]:
+    """Those of these ``j|`` rows still there whose job has no ``J|`` row."""
     out = []
-    for ns, name in jobs(table):
-        prefix = rk.dataset_prefix(rk.JOB_RUN, ns, name)
+    there = table.get_many(keys) if keys else {}
+    for key in keys:
+        if key not in there:
+            continue
+        k = rk.decode(key)
+        prefix = rk.dataset_prefix(rk.JOB_RUN, k.namespace or "", k.name or "")
         if next(iter(table.scan(prefix, rk.prefix_end(prefix), limit=1)), None) is None:
-            out.append(rk.job(ns, name))
+            out.append(key)
     return out
 
 
@@ -389,6 +398,8 @@ class ModelCheck:
         self.events: set[bytes] = set()
         self.runs: set[str] = set()
         self.job_runs: list[tuple[bytes, str]] = []
+        self.jobs: list[bytes] = []
+        self.jobs_with_runs: set[tuple[str, str]] = set()
         self.corrupt: list[bytes] = []
 
     def see(self, key: bytes, cols: dict[str, bytes]) -> None:
@@ -413,17 +424,30 @@ class ModelCheck:
             self.events.add(key)
         elif kind == rk.JOB_RUN:
             self.job_runs.append((key, k.run_id or ""))
+            self.jobs_with_runs.add((k.namespace or "", k.name or ""))
+        elif kind == rk.JOB:
+            self.jobs.append(key)
 
     def problems(self) -> tuple[list[bytes], list[tuple[bytes, str]]]:
         """(stray rows, broken references)."""
         stray = sorted(k for k in self.events if k not in self.named)
         stray += [k for k, r in self.job_runs if r not in self.runs]
+        stray += [k for k in self.jobs if _job_of(k) not in self.jobs_with_runs]
         broken = sorted(v for k, v in self.named.items() if k not in self.events)
         return stray, broken
 
 
+def _job_of(key: bytes) -> tuple[str, str]:
+    k = rk.decode(key)
+    return k.namespace or "", k.name or ""
+
+
 def still_stray(t: Table, keys: list[bytes]) -> list[bytes]:
-    """Event and ``J|`` rows still present whose run row does not name them."""
+    """Event and ``J|`` rows still present whose run row does not name them,
+    and ``j|`` rows still without any run."""
+    jobs = [k for k in keys if k[:1] == rk.JOB]
+    keys = [k for k in keys if k[:1] != rk.JOB]
+    empty = set(empty_jobs_of(t, jobs))
     rows = t.get_many(keys)
     runs: dict[str, None] = {}
     for key in rows:
@@ -440,7 +464,7 @@ def still_stray(t: Table, keys: list[bytes]) -> list[bytes]:
             out.append(key)
         elif key[:1] == rk.EVENT and _column(k.start_ms or 0, k.checksum or "") not in model:
             out.append(key)
-    return out
+    return out + [k for k in jobs if k in empty]
 
 
 def still_broken(t: Table, cells: list[tuple[bytes, str]]) -> list[tuple[bytes, str]]:

@@ -278,6 +278,11 @@ def test_purge_removes_the_run_model_with_the_lineage_and_fsck_checks_it(client,
         "016x") + m.transitions[0].digest)]
     assert admin.fsck(store.table, repair=True).fixed == 1
     assert admin.fsck(store.table).problems == 0
+    # a job row left without runs (a crash in a purge) is stray too
+    store.table.put({rk.job("shop", "gone"): {"x": b""}})
+    assert admin.fsck(store.table).stray_run_rows == [rk.job("shop", "gone")]
+    assert admin.fsck(store.table, repair=True).fixed == 1
+    assert rm.jobs(store.table, "shop") == [("shop", "totals")]
 
 
 def test_a_set_kept_only_by_a_failed_run_is_no_orphan(client, store):
