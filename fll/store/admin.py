@@ -394,6 +394,8 @@ class FsckReport:
     stray_run_rows: list[bytes] = field(default_factory=list)
     #: ``n|`` cells naming an event whose ``e|`` row is missing
     broken_event_refs: list[tuple[bytes, str]] = field(default_factory=list)
+    #: failed-run rows (``x|``/``y|``) whose run row is gone or names another set
+    stray_failed: list[bytes] = field(default_factory=list)
     corrupt: list[bytes] = field(default_factory=list)    # rows that do not decode
     unknown: list[bytes] = field(default_factory=list)    # keys of no fll shape
     #: rows of an older format left in an upgraded store (narrow run and bucket rows, B|/F|)
@@ -422,6 +424,7 @@ class FsckReport:
                 + len(self.stray_firsts)
                 + len(self.dangling_schemas) + len(self.unused_schemas)
                 + len(self.stray_run_rows) + len(self.broken_event_refs)
+                + len(self.stray_failed)
                 + len(self.legacy) + len(self.corrupt)
                 + len(self.unknown))
 
@@ -457,6 +460,7 @@ class FsckReport:
                 "unused_schemas": keys(self.unused_schemas),
                 "run_rows_not_named_by_their_run": keys(self.stray_run_rows),
                 "run_events_missing": cells(self.broken_event_refs),
+                "failed_run_rows_without_their_run": keys(self.stray_failed),
                 "older_format_rows": keys(self.legacy),
                 "corrupt_rows": keys(self.corrupt),
                 "unknown_rows": keys(self.unknown)}
@@ -724,6 +728,7 @@ def _find_problems(table: Table, report: FsckReport, progress: Progress | None) 
     current = report.format >= 4
     fmt5 = report.format >= 5
     model = run_model.ModelCheck()
+    failed_rows: list[bytes] = []  # x|/y| rows, checked against their run rows in batches
 
     def check_runs() -> None:
         found = table.get_many([rk.run(r) for r in pending])
@@ -776,6 +781,17 @@ def _find_problems(table: Table, report: FsckReport, progress: Progress | None) 
             k = rk.decode(key)
             if kind in run_model.ModelCheck.KINDS:
                 model.see(key, cols)  # the run model: checked once the scan is done
+                continue
+            if kind in (rk.FAILED_BACKWARD, rk.FAILED_FORWARD):
+                named = cols["c"].decode()
+                if named not in data:
+                    report.dangling.append(key)  # its set's data row is missing
+                else:
+                    referenced.add(named)
+                    failed_rows.append(key)
+                if len(failed_rows) >= _BATCH:
+                    report.stray_failed += _still_stray_failed(table, failed_rows)
+                    failed_rows.clear()
                 continue
             if kind == rk.SCHEMA:
                 digest = cols[SCHEMA_REF]
@@ -855,6 +871,7 @@ def _find_problems(table: Table, report: FsckReport, progress: Progress | None) 
     check_runs()
     check_twins()
     check_firsts()
+    report.stray_failed += _still_stray_failed(table, failed_rows)
     report.corrupt += model.corrupt
     report.stray_run_rows, report.broken_event_refs = model.problems()
     report.orphans = [rk.data(c) for c in sorted(data - referenced)] + \
@@ -892,6 +909,24 @@ def _bucket_cells(table: Table, key: bytes, cols: dict[str, bytes], data: set[st
 #: what it suspects: a writer's puts for one batch follow each other within
 #: milliseconds, so what a writer was in the middle of is finished by then
 SETTLE_S = 2.0
+
+
+def _still_stray_failed(t: Table, keys: list[bytes]) -> list[bytes]:
+    """Failed-run rows still there whose run row is gone or names another set
+    (a purge or supersede cut short)."""
+    if not keys:
+        return []
+    rows = t.get_many(keys)
+    runs = t.get_many(sorted({rk.run(rk.decode(k).run_id or "") for k in rows}))
+    out = []
+    for key in keys:
+        cols = rows.get(key)
+        if cols is None:
+            continue
+        run = runs.get(rk.run(rk.decode(key).run_id or "")) or {}
+        if run.get("c") != cols.get("c"):
+            out.append(key)
+    return out
 
 
 def _still_present(t: Table, keys: list[bytes]) -> list[bytes]:
@@ -1115,6 +1150,7 @@ def _confirm(table: Table, report: FsckReport, *, settle: bool) -> None:
     report.unfinished = each(_still_unfinished, report.unfinished)
     report.dangling_schemas = each(_still_dangling_schemas, report.dangling_schemas)
     report.stray_run_rows = each(run_model.still_stray, report.stray_run_rows)
+    report.stray_failed = each(_still_stray_failed, report.stray_failed)
     report.broken_event_refs = each(run_model.still_broken, report.broken_event_refs)
     report.unused_schemas = _still_unused_schemas(table, report.unused_schemas)
     report.orphans = _still_orphans(table, report.orphans, set(report.corrupt))
@@ -1178,6 +1214,11 @@ def _repair(table: Table, report: FsckReport) -> int:
         t.delete(gone)
         return len(gone)
 
+    def drop_stray_failed(t: Table, keys: list[bytes]) -> int:
+        gone = _still_stray_failed(t, keys)
+        t.delete(gone)
+        return len(gone)
+
     def drop_broken_refs(t: Table, cells: list[Cell]) -> int:
         gone = run_model.still_broken(t, cells)
         t.delete_columns(_by_row(gone))
@@ -1228,6 +1269,7 @@ def _repair(table: Table, report: FsckReport) -> int:
         (report.dangling_schemas, drop_dangling_schemas),
         (report.stray_run_rows, drop_stray_run_rows),
         (report.broken_event_refs, drop_broken_refs),
+        (report.stray_failed, drop_stray_failed),
         (report.orphans, drop_orphans)]
     fixed = 0
     for items, fix in steps:

@@ -290,5 +290,11 @@ def test_a_set_kept_only_by_a_failed_run_is_no_orphan(client, store):
     client.post("/api/v1/lineage", json=event(rid, "FAIL", ["q"], T0))
     report = admin.fsck(store.table)
     assert report.orphans == [] and report.problems == 0
+    # a failed-run row whose run row is gone is reported, and dropped by --repair
+    stray = rk.failed(rk.FAILED_BACKWARD, "s3://lake", "other", MAY, "gone-run")
+    store.table.put({stray: {"c": store.run(rid).checksum.encode()}})
+    assert admin.fsck(store.table).stray_failed == [stray]
+    assert admin.fsck(store.table, repair=True).fixed == 1
+    assert admin.fsck(store.table).problems == 0
     assert EndPointField(SRC, "q") in store.including_failed().incoming(
         EndPointField(OUT, "q"), 0, MAX_TIME)
