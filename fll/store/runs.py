@@ -93,8 +93,7 @@ def _parse_column(col: str) -> tuple[int, str] | None:
 
 
 def model_rows(facts: RunEvent, start_ms: int) -> dict[bytes, dict[str, bytes]]:
-    """Every row one event writes, the ``n|`` row last (insertion order): on a
-    backend without transactions the event row is there before it is named."""
+    """Every row one event writes, the ``n|`` row (which names the event) last."""
     return {
         rk.event(facts.at_ms, facts.run_id, facts.digest): {"z": zlib.compress(facts.body, 6)},
         rk.job(facts.job_namespace, facts.job_name): {"x": b""},
@@ -113,19 +112,25 @@ def record_event(store: LineageStore, facts: RunEvent, start_ms: int) -> None:
     where there is one."""
     table = store.table
     rows = model_rows(facts, start_ms)
+    atomic = getattr(table, "atomic", None)
+    if not callable(atomic):
+        # no transactions: the event's rows before the run row names them (a
+        # backend may apply the rows of one batch in any order)
+        key = rk.run_model(facts.run_id)
+        named = rows.pop(key)
+        table.put(rows)
+        table.put({key: named})
+        if facts.state in _FAILED:
+            store.move_to_failed([facts.run_id])
+        return
     if facts.state not in _FAILED:
         table.put(rows)
         return
 
-    def write(t: Table) -> None:
-        t.put(rows)
-        store.move_to_failed([facts.run_id], table=t)
-
-    atomic = getattr(table, "atomic", None)
-    if callable(atomic):
-        atomic(lambda _t: write(table))
-    else:
-        write(table)
+    def write() -> None:
+        table.put(rows)
+        store.move_to_failed([facts.run_id], table=table)
+    atomic(lambda _t: write())
 
 
 # -- reading --------------------------------------------------------------------
