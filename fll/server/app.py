@@ -451,11 +451,16 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         model = run_model.event_facts(event, run_id, ol.exported_end_ms(event, run_id)
                                       or event_time_ms(event))
 
+        failing = model.state in ("FAIL", "ABORT")
+
         def record() -> JSONResponse:
             with run_locks[hash(run_id) % len(run_locks)]:
+                if failing:  # first, so the lineage lands in the failed-run rows at once
+                    run_model.record_event(lineage, model,
+                                           lineage.claim_run_start(run_id, start_ms))
                 body, status, start = _record_run(event, info, run_id, start_ms, program)
-                # the run model after its lineage: a FAIL moves what was just indexed
-                run_model.record_event(lineage, model, start)
+                if not failing:  # after its lineage (a FAIL elsewhere moves it then)
+                    run_model.record_event(lineage, model, start)
             # schemas go under the run's stored start, after its lineage (a resend
             # repairs a crash in between: both writes are idempotent)
             body["schemas"] = _keep_facts(facts, run_id, start)
