@@ -123,6 +123,8 @@ def human_key(key: bytes) -> str:
     if k.level == 0:  # a format-4 run row: no run in the key
         head = len(key) - 8
         return f"{key[:head].decode('utf-8')}{iso_ms(k.start_ms)}"
+    if k.kind == "event":  # e|<time>|<run>|<digest>: the time first
+        return f"e|{iso_ms(k.start_ms)}|{key[11:].decode('utf-8')}"
     parts = key.split(rk.SEP)
     # kind | ns | name | [checksum |] <8 bytes, may hold '|'> | run
     head = len(parts[0]) + len(parts[1]) + len(parts[2]) + 3
@@ -141,7 +143,13 @@ def parse_human_key(text: str) -> bytes | None:
         except (ValueError, OverflowError):
             return None
         return "|".join(parts[:-1]).encode("utf-8") + rk.SEP + inv
-    want = {"b": 5, "f": 5, "B": 6, "F": 6}.get(parts[0])
+    if parts[0] == "e" and len(parts) == 4:  # an event row: e|<time>|<run>|<digest>
+        try:
+            inv = rk.invert(parse_iso_ms(parts[1]))
+        except (ValueError, OverflowError):
+            return None
+        return rk.EVENT + rk.SEP + inv + rk.SEP + "|".join(parts[2:]).encode("utf-8")
+    want = {"b": 5, "f": 5, "B": 6, "F": 6, "x": 5, "y": 5, "J": 5}.get(parts[0])
     if want is None or len(parts) != want:
         return None
     try:

@@ -247,6 +247,13 @@ def test_the_cli_asks_for_failed_runs_with_include_failed_and_shows_states(clien
     r = run.invoke(main, base + ["--include-failed", "--runs", "--format", "json"])
     [group] = json.loads(r.output)["operations"][f"{OUT.namespace}:{OUT.name}:b"]
     assert [(x["run_id"], x["state"]) for x in group["runs"]] == [(bad, "FAIL")]
+    # the rows read back by `fll scan` and `fll get`, times shown
+    r = run.invoke(main, ["--store", url, "scan", "--prefix", "e"])
+    assert r.exit_code == 0, r.output
+    key = next(line.split()[1] for line in r.output.splitlines() if bad in line)
+    assert key.startswith(f"e|2024-05-01T10:01:00.000Z|{bad}|")
+    r = run.invoke(main, ["--store", url, "get", key])
+    assert r.exit_code == 0 and json.loads(r.output)["kind"] == "event", r.output
     runs = ["--store", url, "runs", "--namespace", OUT.namespace, "--dataset", OUT.name,
             "--start", "0", "--end", "now", "--format", "json"]
     r = run.invoke(main, runs)
