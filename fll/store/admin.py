@@ -791,11 +791,13 @@ def _find_problems(table: Table, report: FsckReport, progress: Progress | None) 
                 model.see(key, cols)  # the run model: checked once the scan is done
                 continue
             if kind in (rk.FAILED_BACKWARD, rk.FAILED_FORWARD):
-                named = cols["c"].decode()
-                if named not in data:
+                if "c" not in cols or k.run_id is None:
+                    raise ValueError("a failed-run row without its set")
+                failed_set = cols["c"].decode()
+                if failed_set not in data:
                     report.dangling.append(key)  # its set's data row is missing
                 else:
-                    referenced.add(named)
+                    referenced.add(failed_set)
                     failed_rows.append(key)
                 if len(failed_rows) >= _BATCH:
                     report.stray_failed += _still_stray_failed(table, failed_rows)
