@@ -2,6 +2,8 @@
 
     .venv/bin/python scripts/bench/runs.py [--runs 100000] [--jobs 1000]
 
+With ``--ingest``: only the run model's share of an ingest's CPU.
+
 Writes ``--runs`` runs (a START and a COMPLETE event each, 86.4 s apart, over
 ``--jobs`` jobs) straight through the store API in batches (`fll.store.runs.model_rows`,
 one put per batch, progress shown), then a store 10x smaller with the same
@@ -96,12 +98,59 @@ def measure(url: str, runs: int, jobs: int, rng: random.Random
     return out
 
 
+def ingest_share(work: str, n: int = 1_000) -> None:
+    """CPU per event of a whole ingest (check, build, lineage, run model; each
+    event its own transaction) and of its run-model part alone
+    (`fll.store.runs.event_facts` and `record_event`), best of 3."""
+    from fll.server import create_app
+
+    whole, model = [], []
+    for rep_ in range(3):
+        store = open_store(f"sqlite:///{work}/ingest{rep_}.db")
+        prepare = create_app(store).state.prepare_ingest
+        evs = []
+        for i in range(n // 2):
+            rid = f"ingest-{rep_}-{i}"
+            for state, at in (("START", T0 + i * GAP), ("COMPLETE", T0 + i * GAP + 60_000)):
+                e = event(rid, i % 50, state, at)
+                e["eventTime"] = rm_iso(at)
+                e["outputs"][0]["facets"] = {"columnLineage": {"fields": {f: {"inputFields": [
+                    {"namespace": "postgres://db:5432", "name": f"public.t{i % 50}",
+                     "field": f}]} for f in "abcdefgh"}}}
+                evs.append(e)
+        t = time.process_time()
+        for e in evs:
+            prepare(e)()
+        whole.append((time.process_time() - t) / len(evs) * 1000)
+        again = open_store(f"sqlite:///{work}/model{rep_}.db")
+        t = time.process_time()
+        for e in evs:
+            rm.record_event(again, rm.event_facts(e, e["run"]["runId"], T0), T0)
+        model.append((time.process_time() - t) / len(evs) * 1000)
+        store.close()
+        again.close()
+    print(f"ingest: {min(whole):.3f} ms CPU per event with column lineage (each its own "
+          f"transaction), of which the run model {min(model):.3f} ms "
+          f"({min(model) / min(whole):.0%})")
+
+
+def rm_iso(ms: int) -> str:
+    from fll.openlineage import _iso
+
+    return _iso(ms)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--runs", type=int, default=100_000)
     p.add_argument("--jobs", type=int, default=1_000)
+    p.add_argument("--ingest", action="store_true",
+                   help="only the run model's share of an ingest's CPU")
     args = p.parse_args()
     work = tempfile.mkdtemp(prefix="fll-runs-bench-")
+    if args.ingest:
+        ingest_share(work)
+        return
     stores = {"big": (args.runs, args.jobs), "small": (args.runs // 10, args.jobs // 10)}
     figures = {}
     for name, (runs, jobs) in stores.items():
