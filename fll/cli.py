@@ -533,11 +533,16 @@ def get(state: State, rowkey: str, hex_form: bool, fmt: str) -> None:
 
 
 def _dataset(state: State, text: str | None, namespace: str | None = None,
-             dataset: str | None = None, parameter: str = "NS:NAME"):
-    """The store and the dataset named compactly or by --namespace/--dataset (fll.names)."""
+             dataset: str | None = None, parameter: str = "NS:NAME",
+             include_failed: bool = False):
+    """The store and the dataset named compactly or by --namespace/--dataset
+    (fll.names); ``include_failed``: a store that answers from failed runs too
+    (`LineageStore.including_failed`), so a dataset only they wrote is known."""
     from .names import resolve_dataset
 
     store = state.store()
+    if include_failed:
+        store = store.including_failed()
     return store, resolve_dataset(store, text, namespace, dataset, parameter)
 
 
@@ -580,6 +585,11 @@ def datasets(state: State, namespace: str | None, prefix: str | None, fmt: str) 
         click.echo(f"{d.namespace}:{d.name}{also}")
 
 
+include_failed_option = click.option(
+    "--include-failed", is_flag=True,
+    help="Also answer from runs that ended FAIL or ABORT (left out by default).")
+
+
 @main.command()
 @click.argument("dataset", metavar="[NS:NAME]", required=False)
 @name_options()
@@ -589,32 +599,39 @@ def datasets(state: State, namespace: str | None, prefix: str | None, fmt: str) 
               default="both", show_default=True,
               help="Runs that wrote (incoming) and/or read (outgoing) the dataset.")
 @click.option("--limit", type=click.IntRange(min=1), help="At most N runs (newest first).")
+@include_failed_option
 @format_option("table", "json")
 @pass_state
 def runs(state: State, dataset: str | None, namespace: str | None, ds_name: str | None,
          start: str | None, end: str | None, direction: str, limit: int | None,
-         fmt: str) -> None:
-    """Runs that read or wrote a dataset in [start, end), newest first.
+         include_failed: bool, fmt: str) -> None:
+    """Runs that read or wrote a dataset in [start, end), newest first, each
+    with its state (an OpenLineage run's final state; COMPLETE for a run
+    recorded otherwise). FAIL and ABORT runs only with --include-failed.
 
     NS:NAME is split at the colon that names a known dataset; with URI
     namespaces use --namespace and --dataset."""
     from .store.admin import iso_ms
+    from .store.runs import run_states
 
     from .render import Names
 
-    store, ep = _dataset(state, dataset, namespace, ds_name)
+    store, ep = _dataset(state, dataset, namespace, ds_name, include_failed=include_failed)
     lo, hi = _range(start, end)
     # the dataset under every name it has (runs recorded under an alias before it was one)
     by_id = {r.run_id: r for e in Names(store).equivalents(ep)
              for r in store.runs(e, lo, hi, direction=direction, limit=limit)}
     found = sorted(by_id.values(), key=lambda r: (-r.start_ms, r.run_id))
     found = found[:limit] if limit else found
+    states = run_states(store, [r.run_id for r in found])
     if fmt == "json":
         _echo_json([{"run_id": r.run_id, "start_ms": r.start_ms, "start": iso_ms(r.start_ms),
-                     "program": r.program, "checksum": r.checksum} for r in found])
+                     "program": r.program, "checksum": r.checksum,
+                     "state": states.get(r.run_id, "COMPLETE")} for r in found])
         return
     for r in found:
-        click.echo(f"{iso_ms(r.start_ms)}  {r.run_id}  {r.program or '-'}  {r.checksum}")
+        click.echo(f"{iso_ms(r.start_ms)}  {r.run_id}  {states.get(r.run_id, 'COMPLETE'):<8}  "
+                   f"{r.program or '-'}  {r.checksum}")
 
 
 @main.command()
@@ -623,15 +640,17 @@ def runs(state: State, dataset: str | None, namespace: str | None, ds_name: str 
 @click.option("--prefix", help="Only fields starting with this (case-insensitive).")
 @start_option
 @end_option
+@include_failed_option
 @format_option("table", "json")
 @pass_state
 def fields(state: State, dataset: str | None, namespace: str | None, ds_name: str | None,
-           prefix: str | None, start: str | None, end: str | None, fmt: str) -> None:
+           prefix: str | None, start: str | None, end: str | None, include_failed: bool,
+           fmt: str) -> None:
     """Fields of a dataset read or written by runs in [start, end), and the
     fields of the schema an OpenLineage event reported for it in the range."""
     from .render import Names
 
-    store, ep = _dataset(state, dataset, namespace, ds_name)
+    store, ep = _dataset(state, dataset, namespace, ds_name, include_failed=include_failed)
     lo, hi = _range(start, end)
     found: set[str] = set()
     low = (prefix or "").lower()
@@ -696,11 +715,12 @@ def stats(state: State, fmt: str) -> None:
               help="Under each field, the operations of the hop into it.")
 @click.option("--runs", "show_runs", is_flag=True, default=None,
               help="Under each field, the runs of the hop into it, newest first.")
+@include_failed_option
 @pass_state
 def lineage(state: State, field_ref: str | None, namespace: str | None, ds_name: str | None,
             field_name: str | None, direction: str, depth: int, start: str | None,
             end: str | None, fmt: str, indirect: str, direct_only: bool,
-            show_ops: bool | None, show_runs: bool | None) -> None:
+            show_ops: bool | None, show_runs: bool | None, include_failed: bool) -> None:
     """A field's lineage across datasets, through the runs in [start, end).
 
     NS:NAME:FIELD is split at the colons that name a known dataset and field
@@ -718,7 +738,8 @@ def lineage(state: State, field_ref: str | None, namespace: str | None, ds_name:
 
     # every store read of the walk done once (a hop past the depth asks each
     # reached field's sets: one read per dataset, not per field)
-    store = ReadView(state.store(), SetMerges())
+    plain = state.store()
+    store = ReadView(plain.including_failed() if include_failed else plain, SetMerges())
     root = resolve_field(store, field_ref, namespace, ds_name, field_name)
     lo, hi = _range(start, end)
     show = not direct_only and render.parse_indirect(indirect, "--indirect")
@@ -780,6 +801,35 @@ def _has_column_lineage(event: dict) -> bool:
     return isinstance(outputs, list) and any(
         isinstance(o, dict) and isinstance(o.get("facets"), dict)
         and o["facets"].get("columnLineage") is not None for o in outputs)
+
+
+def _state_event(item: dict, where: str, rid: str, start_ms: int) -> tuple[str, dict, int]:
+    """The run-model event of a record carrying a run's ``state`` (and ``job``,
+    ``end_time_ms``, ``run_facets``, ``job_facets``, as `fll export` writes
+    them): (run id, an OpenLineage event saying so, its time)."""
+    from .store.runs import STATES
+
+    state, job, end = item.get("state"), item.get("job"), item.get("end_time_ms")
+    if state not in STATES:
+        raise BadRequest(f"{where}: state must be one of {', '.join(STATES)}, got {state!r}",
+                         "state")
+    if not isinstance(job, dict) or not all(isinstance(job.get(k), str) and job[k]
+                                            for k in ("namespace", "name")):
+        raise BadRequest(f"{where}: a record with a state needs job: {{namespace, name}}",
+                         "job")
+    if end is not None and (isinstance(end, bool) or not isinstance(end, int) or end < 0):
+        raise BadRequest(f"{where}: end_time_ms must be epoch milliseconds or null, got "
+                         f"{end!r}", "end_time_ms")
+    facets = [item.get(k) or {} for k in ("run_facets", "job_facets")]
+    if not all(isinstance(f, dict) for f in facets):
+        raise BadRequest(f"{where}: run_facets and job_facets must be objects", "run_facets")
+    at = end if end is not None else start_ms
+    from .openlineage import _iso
+
+    return rid, {"eventType": state, "eventTime": _iso(at),
+                 "run": {"runId": rid, "facets": facets[0]},
+                 "job": {"namespace": job["namespace"], "name": job["name"],
+                         "facets": facets[1]}}, at
 
 
 def start_ms_or(start: str | None, default: int) -> int:
@@ -887,10 +937,14 @@ def record(state: State, file: str | None, spool: str | None, server: str | None
     # (facts, owner, time or None for a run's stored start)
     facts_: list[tuple[list, str, int | None]] = []
     not_kept: list[str] = []
+    # each RunEvent's run-model facts (fll.store.runs): (run id, event, its time)
+    models_: list[tuple[str, dict, int]] = []
     for i, item in enumerate(items):
         w = where if len(items) == 1 and not isinstance(data, list) else f"{where}[{i}]"
         if not _is_openlineage(item):
             runs_.append(_run_from_record(item, w, run_id, start, program))
+            if isinstance(item, dict) and "state" in item:  # as `fll export` writes a run
+                models_.append(_state_event(item, w, runs_[-1][1], runs_[-1][2]))
             continue
         try:
             from . import openlineage as ol
@@ -909,6 +963,7 @@ def record(state: State, file: str | None, spool: str | None, server: str | None
             rid, t = ol.event_run_id(item), ol.event_time_ms(item)
             facts_.append((ol.dataset_facts(item, kind), run_id or rid, None))
             if not _has_column_lineage(item):
+                models_.append((run_id or rid, item, t))
                 skipped.append(w)
                 if rid in ol_runs:
                     ol_runs[rid][2] = min(ol_runs[rid][2], t)
@@ -916,6 +971,7 @@ def record(state: State, file: str | None, spool: str | None, server: str | None
                     ol_runs[rid] = [None, rid, t, None]
                 continue
             info, rid, t, prog = ol.run_event_to_lineage(item)
+            models_.append((run_id or rid, item, ol.exported_end_ms(item, rid) or t))
         except (BadRequest, InvalidLineageError) as e:
             raise type(e)(f"{w}: {e}") from None
         old = ol_runs.get(rid)
@@ -933,7 +989,13 @@ def record(state: State, file: str | None, spool: str | None, server: str | None
         raise BadRequest(f"{where}: nothing to record (no operations, no event with a "
                          f"columnLineage facet, no schema or symlinks facet)", "FILE")
     store = state.store(create=True)
+    from .store import runs as run_model
+    # checked before anything is written: all or nothing
+    model_facts = [run_model.event_facts(item, rid, at) for rid, item, at in models_]
     new = store.record_many(runs_) if runs_ else 0
+    for facts in model_facts:  # after the lineage, as `fll serve` keeps them
+        run_model.record_event(store, facts, store.claim_run_start(
+            facts.run_id, starts.get(facts.run_id, facts.at_ms)))
     schemas, aliases = _keep_dataset_facts(store, facts_, starts)
     result = {"recorded": new, "unchanged": len(runs_) - new, "skipped": skipped,
               "schemas": schemas, "aliases": aliases, "notKept": not_kept,
@@ -991,7 +1053,8 @@ def export(state: State, dataset: str | None, namespace: str | None, ds_name: st
 
     from .render import Names
 
-    store, ep = _dataset(state, dataset, namespace, ds_name)
+    # failed runs are exported too (with their state): a dataset only they wrote as well
+    store, ep = _dataset(state, dataset, namespace, ds_name, include_failed=True)
     lo, hi = _range(start, end)
     # the dataset under every name it has: runs recorded under a reference name
     # before it became an alias are exported too, as they were recorded
@@ -1010,13 +1073,26 @@ def export(state: State, dataset: str | None, namespace: str | None, ds_name: st
                                                       e["run"]["runId"] if "run" in e
                                                       else json.dumps(e, sort_keys=True)))
     else:
+        from .store import runs as run_model
+
         docs = []
-        runs = {r.run_id: r for n in names for r in store.runs(n, lo, hi)}
+        # every run, failed ones included, with its final state, end and facets
+        every = store.including_failed()
+        runs = {r.run_id: r for n in names for r in every.runs(n, lo, hi)}
+        models = run_model.run_models(store, sorted(runs))
+        raw = run_model.events_of(store, models.values())
         for r in sorted(runs.values(), key=lambda r: (-r.start_ms, r.run_id)):
             info = store.operation_set(r.checksum)
-            docs.append({"run_id": r.run_id, "start_time_ms": r.start_ms,
-                         "start": iso_ms(r.start_ms), "program": r.program,
-                         "checksum": r.checksum, "operations": info.to_dict()["operations"]})
+            doc = {"run_id": r.run_id, "start_time_ms": r.start_ms,
+                   "start": iso_ms(r.start_ms), "program": r.program,
+                   "checksum": r.checksum, "operations": info.to_dict()["operations"]}
+            m = models.get(r.run_id)
+            if m is not None:
+                run_facets, job_facets = run_model.merged_facets(m, raw)
+                doc.update({"state": m.state, "end_time_ms": m.end_ms,
+                            "job": {"namespace": m.job_namespace, "name": m.job_name},
+                            "run_facets": run_facets, "job_facets": job_facets})
+            docs.append(doc)
     if lines:
         for d in docs:
             click.echo(json.dumps(d, ensure_ascii=False))

@@ -16,9 +16,10 @@ all its events, in whatever order they arrive (`union`): an edge named by any
 event is kept, with the transformation tags of every event that named it. A
 later event that adds nothing answers "already recorded"; nothing an event
 said is ever taken back. FAIL and ABORT are terminal like COMPLETE and their
-lineage is kept the same way: as in Marquez, which writes the column lineage
-of every event's outputs whatever its type, a failed run did read and write
-what it says. The run's start time is the `eventTime` of the first event the
+lineage is kept, but apart: a run whose events include a FAIL or ABORT is a
+failed run (`fll.store.runs`: the state rule), its lineage moved out of the
+default index into the failed-run rows, so field questions leave it out
+unless asked (``includeFailed``). The run's start time is the `eventTime` of the first event the
 store saw for it (persisted first-writer-wins, so two servers agree). The
 union applies only to runs whose operation set OpenLineage ingest built
 (`normal_form`); a run recorded through the store API, a pipeline or
@@ -777,11 +778,15 @@ def job_of(program: str | None) -> tuple[str, str]:
 
 
 def info_to_event(info: FieldLineageInfo, run_id: str, start_ms: int,
-                  program: str | None) -> dict:
-    """One COMPLETE RunEvent describing a whole recorded run. Its `fllRun` run
-    facet keeps the original run id and program, and the operations when the
-    column-lineage facets alone would not give them back (a run that did not
-    come from OpenLineage), so a round trip restores the run exactly."""
+                  program: str | None, model: Any = None) -> dict:
+    """One RunEvent describing a whole recorded run, at its start. Its `fllRun`
+    run facet keeps the original run id and program, and the operations when
+    the column-lineage facets alone would not give them back (a run that did
+    not come from OpenLineage), so a round trip restores the run exactly.
+    ``model``: the run's `fll.store.runs.RunModel` with its merged facets, when
+    the store keeps one: the event then has the run's final state as its type,
+    its end time in `fllRun` (``endTime``) and its run and job facets; else
+    it is a COMPLETE event (a run recorded through the store API)."""
     event = _plain_event(info, start_ms)
     facet: dict[str, Any] = {"_producer": PRODUCER, "_schemaURL": RUN_FACET_SCHEMA_URL,
                              "runId": run_id,
@@ -793,7 +798,29 @@ def info_to_event(info: FieldLineageInfo, run_id: str, start_ms: int,
     ns, name = job_of(program)
     event["job"] = {"namespace": ns, "name": name}
     event["run"] = {"runId": export_run_id(run_id), "facets": {RUN_FACET: facet}}
+    if model is not None:
+        state, run_facets, job_facets = model
+        event["eventType"] = state.state
+        if state.end_ms is not None:
+            facet["endTime"] = _iso(state.end_ms)
+        event["run"]["facets"] = {**{k: v for k, v in run_facets.items() if k != RUN_FACET},
+                                  RUN_FACET: facet}
+        if job_facets:
+            event["job"]["facets"] = job_facets
     return event
+
+
+def exported_end_ms(event: Any, run_id: str) -> int | None:
+    """The end time an event fll exported gives its run (`fllRun`'s
+    ``endTime``, see `info_to_event`), or None: on import the run's final
+    state is kept at that time, its start at the event's time."""
+    try:
+        facet = event["run"]["facets"][RUN_FACET]
+        if facet.get("runId") != run_id or not isinstance(facet.get("endTime"), str):
+            return None
+        return event_time_ms({"eventTime": facet["endTime"]})
+    except (KeyError, TypeError, AttributeError, BadRequest):
+        return None
 
 
 def _ingest_named(info: FieldLineageInfo) -> bool:
@@ -822,20 +849,28 @@ def export_events(store, endpoint: EndPoint, start_ms: int, end_ms: int) -> list
     """What the store knows of ``endpoint`` in ``[start_ms, end_ms)`` as OpenLineage
     events, so that recording them into an empty store answers as the store does:
 
-    - a COMPLETE RunEvent for every run that wrote it, oldest first, each
-      describing the whole run (all its outputs), every dataset of it with the
-      SchemaDatasetFacet the run reported for it, if any;
+    - a RunEvent for every run that wrote it, failed runs included, oldest
+      first, each describing the whole run (all its outputs), its type the
+      run's final state, with its end time and facets (`info_to_event`),
+      every dataset of it with the SchemaDatasetFacet the run reported for
+      it, if any;
     - a DatasetEvent for every schema of ``endpoint`` that no such run reported
       (one from a DatasetEvent or JobEvent, or a RunEvent without column
       lineage), at its time, its owner kept in the `SCHEMA_OWNER_FACET`;
     - a DatasetEvent with the SymlinksDatasetFacet of its aliases, if it has any.
     """
+    from .store import runs as run_model
     events = []
-    runs = sorted(store.runs(endpoint, start_ms, end_ms, "incoming"),
+    # every run, failed ones included: an export keeps each run's real state
+    runs = sorted(store.including_failed().runs(endpoint, start_ms, end_ms, "incoming"),
                   key=lambda r: (r.start_ms, r.run_id))
+    models = run_model.run_models(store, [r.run_id for r in runs])
+    raw = run_model.events_of(store, models.values())
     for run in runs:
         info = store.operation_set(run.checksum)
-        event = info_to_event(info, run.run_id, run.start_ms, run.program)
+        m = models.get(run.run_id)
+        event = info_to_event(info, run.run_id, run.start_ms, run.program,
+                              None if m is None else (m, *run_model.merged_facets(m, raw)))
         for ds in event["inputs"] + event["outputs"]:
             fields = _schema_at(store, ds["namespace"], ds["name"], run.start_ms, run.run_id)
             if fields is not None:

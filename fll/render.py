@@ -172,6 +172,8 @@ class LineageGraph:
     operations: dict[EndPointField, list] = field(default_factory=dict)
     # other names of the root's dataset (a pipeline file's referenceName), "NS:NAME"
     aliases: list[str] = field(default_factory=list)
+    # run id -> its state, for the runs of `operations` (COMPLETE when absent)
+    states: dict[str, str] = field(default_factory=dict)
 
     def edge_tags(self, a: EndPointField, b: EndPointField) -> list[Transformation]:
         return self.tags.get((a, b), [])
@@ -220,7 +222,7 @@ class LineageGraph:
         if self.aliases:
             out["aliases"] = list(self.aliases)
         if self.operations:
-            out["operations"] = {field_id(f): [_group_json(g) for g in groups]
+            out["operations"] = {field_id(f): [_group_json(g, self.states) for g in groups]
                                  for f, groups in sorted(self.operations.items(),
                                                          key=lambda kv: field_id(kv[0]))}
         return out
@@ -232,12 +234,13 @@ def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _group_json(g) -> dict:
+def _group_json(g, states: dict[str, str]) -> dict:
     return {"checksum": g.checksum,
             "operations": [{"name": op.name, "description": op.description}
                            for op in g.operations],
             "runs": [{"run_id": r.run_id, "start_ms": r.start_ms, "start": _iso(r.start_ms),
-                      "program": r.program} for r in g.runs]}
+                      "program": r.program, "state": states.get(r.run_id, "COMPLETE")}
+                     for r in g.runs]}
 
 
 def _sorted(items: Iterable[EndPointField]) -> list[EndPointField]:
@@ -309,6 +312,11 @@ def walk_lineage(store, root: EndPointField, direction: str, depth: int, start_m
             frontier = nxt
             if not frontier:
                 break
+    if graph.operations:
+        from .store.runs import run_states  # each listed run's state, in one read
+
+        graph.states = run_states(store, [r.run_id for groups in graph.operations.values()
+                                          for g in groups for r in g.runs])
     return graph
 
 
@@ -340,7 +348,8 @@ def render_tree(graph: LineageGraph, *, ops: bool = False, runs: bool = False,
             return f" [{', '.join(labels)}]" if labels else ""
 
         def details(f: EndPointField, prefix: str) -> list[str]:
-            return _hop_lines(graph.operations.get(f, []), prefix, ops, runs, max_runs)
+            return _hop_lines(graph.operations.get(f, []), prefix, ops, runs, max_runs,
+                              graph.states)
 
         title = "built from" if d == "incoming" else "used by"
         lines.append(f"{field_id(graph.root)}  ({d}: {title}, up to {graph.depth} hop"
@@ -355,15 +364,25 @@ def render_tree(graph: LineageGraph, *, ops: bool = False, runs: bool = False,
     return "\n".join(lines) + "\n"
 
 
-def _hop_lines(groups: list, prefix: str, ops: bool, runs: bool, max_runs: int) -> list[str]:
-    """One ``ops:`` and one ``runs:`` line per operation set of a hop."""
+def _run_label(r, state: str) -> str:
+    """``<run> (<start>, <program>[, <state>])``: the state when not COMPLETE."""
+    said = [_iso(r.start_ms)] + ([r.program] if r.program else []) + \
+        ([state] if state != "COMPLETE" else [])
+    return f"{r.run_id} ({', '.join(said)})"
+
+
+def _hop_lines(groups: list, prefix: str, ops: bool, runs: bool, max_runs: int,
+               states: dict[str, str] | None = None) -> list[str]:
+    """One ``ops:`` and one ``runs:`` line per operation set of a hop (a run
+    that did not complete says its state)."""
+    states = states or {}
     out: list[str] = []
     for g in groups:
         if ops:
             out.append(f"{prefix}ops:  {' → '.join(op.name for op in g.operations)}")
         if runs:
-            shown = [f"{r.run_id} ({_iso(r.start_ms)}"
-                     f"{', ' + r.program if r.program else ''})" for r in g.runs[:max_runs]]
+            shown = [_run_label(r, states.get(r.run_id, "COMPLETE"))
+                     for r in g.runs[:max_runs]]
             more = len(g.runs) - max_runs
             out.append(f"{prefix}runs: {', '.join(shown)}"
                        + (f", +{more} older" if more > 0 else ""))

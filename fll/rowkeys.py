@@ -15,6 +15,12 @@ Format 5 (wide rows: a column per run or per set; format 4 without ``i|``/``o|``
 | ``g|<ns>|<name>|*`` / ``h|…|*`` | endpoint: the top-level buckets it has | ``<bucket ms>`` → b"" |
 | ``r|<run>`` | run | start time, program, checksum (idempotence and lookup) |
 | ``s|<ns>|<name>|<inv start>|<run>`` | run × dataset whose schema the run reported | ``f`` |
+| ``n|<run>`` | run (format 6, run model) | ``j``: its job; a column per event received: ``<16 hex event ms><16 hex digest>`` → its eventType |
+| ``e|<inv event ms>|<run>|<digest>`` | event received | ``z``: the raw event, compressed |
+| ``j|<job ns>|<job name>`` | job | ``x`` (a marker: jobs of a namespace are a range) |
+| ``J|<job ns>|<job name>|<inv start>|<run>`` | run × its job | ``x`` (runs of a job, newest first) |
+| ``x|<ns>|<name>|<inv start>|<run>`` | failed run × destination | ``c``: the run's checksum (the FAIL/ABORT index) |
+| ``y|<ns>|<name>|<inv start>|<run>`` | failed run × source | ``c`` |
 | ``v|<name>`` | store metadata: the format version, an upgrade's cursor | |
 | ``a|<ns>|<name>`` | alias (a logical dataset name) | ``t``: the dataset it stands for |
 | ``A|<ns>|<name>|<alias ns>|<alias name>`` | the reverse: a dataset's aliases | |
@@ -72,12 +78,22 @@ SCHEMA_BODY = b"q"
 TAG = b"T"
 #: a tag put on a dataset or one of its fields by a person (`fll.store.tags`)
 TAGGED = b"t"
+#: format 6, the run model (see `fll.store.runs`): a run's job and events
+RUN_MODEL = b"n"
+EVENT = b"e"
+JOB = b"j"
+JOB_RUN = b"J"
+#: format 6: the run cells of FAIL/ABORT runs, out of the default index
+FAILED_BACKWARD = b"x"
+FAILED_FORWARD = b"y"
 KINDS = {BACKWARD_BUCKET: "backward-buckets", FORWARD_BUCKET: "forward-buckets",
          META: "meta", DATA: "data", BACKWARD: "backward", FORWARD: "forward",
          BACKWARD_BY_SET: "backward-by-set", FORWARD_BY_SET: "forward-by-set", RUN: "run",
          SCHEMA: "schema", ALIAS: "alias", ALIASED_BY: "aliased-by",
          FIRST_BACKWARD: "backward-first", FIRST_FORWARD: "forward-first", SHAPE: "shape",
-         SCHEMA_BODY: "schema-body", TAG: "tag", TAGGED: "tagged"}
+         SCHEMA_BODY: "schema-body", TAG: "tag", TAGGED: "tagged", RUN_MODEL: "run-model",
+         EVENT: "event", JOB: "job", JOB_RUN: "job-run", FAILED_BACKWARD: "failed-backward",
+         FAILED_FORWARD: "failed-forward"}
 
 _ESCAPE = {ord("%"): "%25", ord("|"): "%7C"}
 _ESCAPE.update({c: f"%{c:02X}" for c in range(0x20)})
@@ -168,6 +184,29 @@ def run(run_id: str) -> bytes:
 
 def schema(namespace: str, name: str, start_ms: int, run_id: str) -> bytes:
     return dataset_prefix(SCHEMA, namespace, name) + invert(start_ms) + SEP + escape(run_id)
+
+
+def run_model(run_id: str) -> bytes:
+    return RUN_MODEL + SEP + escape(run_id)
+
+
+def event(at_ms: int, run_id: str, digest: str) -> bytes:
+    """An event's row: newest first, so a time range is one key range."""
+    return EVENT + SEP + invert(at_ms) + SEP + escape(run_id) + SEP + escape(digest)
+
+
+def job(namespace: str, name: str) -> bytes:
+    return JOB + SEP + escape(namespace) + SEP + escape(name)
+
+
+def job_run(namespace: str, name: str, start_ms: int, run_id: str) -> bytes:
+    return dataset_prefix(JOB_RUN, namespace, name) + invert(start_ms) + SEP + escape(run_id)
+
+
+def failed(kind: bytes, namespace: str, name: str, start_ms: int, run_id: str) -> bytes:
+    """A FAIL/ABORT run's cell for one endpoint (``kind``: `FAILED_BACKWARD`
+    for a destination, `FAILED_FORWARD` for a source)."""
+    return dataset_prefix(kind, namespace, name) + invert(start_ms) + SEP + escape(run_id)
 
 
 def alias(namespace: str, name: str) -> bytes:
@@ -395,6 +434,21 @@ def decode(key: bytes) -> Key:
         return Key("schema-body", checksum=unescape(rest))
     if kind == RUN:
         return Key("run", run_id=unescape(rest))
+    if kind == RUN_MODEL:
+        return Key("run-model", run_id=unescape(rest))
+    if kind == EVENT:
+        if len(rest) < 10 or rest[8:9] != SEP:
+            raise ValueError(f"malformed event row key: {key!r}")
+        run_part, sep2, digest = rest[9:].partition(SEP)
+        if not sep2 or SEP in digest:
+            raise ValueError(f"malformed event row key: {key!r}")
+        return Key("event", start_ms=uninvert(rest[:8]), run_id=unescape(run_part),
+                   checksum=unescape(digest))
+    if kind == JOB:
+        ns, sep2, name = rest.partition(SEP)
+        if not sep2 or SEP in name:
+            raise ValueError(f"malformed job row key: {key!r}")
+        return Key("job", unescape(ns), unescape(name))
     if kind == META:
         return Key("meta", name=rest.decode("ascii"))
     if kind == TAG:

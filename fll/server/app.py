@@ -32,6 +32,7 @@ from ..model import EndPoint, EndPointField
 from .. import openlineage as ol
 from ..openlineage import check_shape, event_run_id, event_time_ms, run_event_to_lineage
 from ..render import parse_indirect
+from ..store import runs as run_model
 from ..store.lineage import LineageStore
 from ..timerange import now_ms, parse_time
 from . import marquez, spark_ingest, views
@@ -60,6 +61,7 @@ DEFAULT_DEPTH = 20
 
 _V3 = "/v3/namespaces/{ns}/datasets/{ds}"
 _INDIRECT_HELP = "show|hide: INDIRECT (filter, join, group-by, sort…) edges"
+_FAILED_HELP = "also answer from runs that ended FAIL or ABORT (left out by default)"
 _TIME_HELP = "epoch seconds, or now / now-7d / now-1d+4h (units s m h d w); start inclusive"
 _END_HELP = "epoch seconds, or now / now-7d / now-1d+4h; end exclusive"
 
@@ -191,10 +193,12 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     # answers merged over a list of operation sets, shared by this process's requests
     merges = SetMerges(size=16_384, budget=lineage.cache_budget.merges)
 
-    def reader() -> LineageStore:
+    def reader(include_failed: bool = False) -> LineageStore:
         """The store as one request reads it (every read once; see fll.store.reads):
-        a stand-in with the store's reading methods."""
-        return cast(LineageStore, ReadView(lineage, merges)) if fast_reads else lineage
+        a stand-in with the store's reading methods. ``include_failed``: its
+        questions answer from FAIL/ABORT runs too (`LineageStore.including_failed`)."""
+        store = lineage.including_failed() if include_failed else lineage
+        return cast(LineageStore, ReadView(store, merges)) if fast_reads else store
 
     freezer = FreezeOld() if gc_freeze else None
     table = getattr(lineage, "table", None)
@@ -263,9 +267,12 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                        start: str | None = Query(None, description=_TIME_HELP),
                        end: str | None = Query(None, description=_END_HELP),
                        prefix: str | None = Query(None, description="case-insensitive"),
-                       includeCurrent: bool = Query(False)) -> JSONResponse:  # noqa: N803
+                       includeCurrent: bool = Query(False),
+                       includeFailed: bool = Query(False, description=_FAILED_HELP)  # noqa: N803
+                       ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.dataset_fields(reader(), _endpoint(ns, ds), s, e, prefix,
+        return JSONResponse(views.dataset_fields(reader(includeFailed),
+                                                 _endpoint(ns, ds), s, e, prefix,
                                                  includeCurrent))
 
     @app.get(_V3 + "/lineage/fields/{field}", tags=["cdap"])
@@ -274,12 +281,14 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                       start: str | None = Query(None, description=_TIME_HELP),
                       end: str | None = Query(None, description=_END_HELP),
                       level: int = Query(DEFAULT_FIELD_LEVEL, description="hops"),
-                      indirect: str = Query("show", description=_INDIRECT_HELP)
+                      indirect: str = Query("show", description=_INDIRECT_HELP),
+                      includeFailed: bool = Query(False, description=_FAILED_HELP)  # noqa: N803
                       ) -> JSONResponse:
         if direction is None:
             raise BadRequest("direction is required: incoming, outgoing or both", "direction")
         s, e = time_range(start, end)
-        return JSONResponse(views.field_summary(reader(), _field(ns, ds, field), s, e, direction,
+        return JSONResponse(views.field_summary(reader(includeFailed),
+                                                _field(ns, ds, field), s, e, direction,
                                                 lvl(level, "level"), parse_indirect(indirect)))
 
     @app.get(_V3 + "/lineage/fields/{field}/operations", tags=["cdap"])
@@ -287,19 +296,24 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                                  direction: str = Query("both",
                                                         description="incoming|outgoing|both"),
                                  start: str | None = Query(None, description=_TIME_HELP),
-                                 end: str | None = Query(None, description=_END_HELP)
+                                 end: str | None = Query(None, description=_END_HELP),
+                                 includeFailed: bool = Query(False, description=_FAILED_HELP)  # noqa: N803
                                  ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.field_operations(reader(), _field(ns, ds, field), s, e,
+        return JSONResponse(views.field_operations(reader(includeFailed),
+                                                   _field(ns, ds, field), s, e,
                                                    direction))
 
     @app.get(_V3 + "/lineage/allfieldlineage", tags=["cdap"])
     def all_field_lineage(ns: str, ds: str,
                           direction: str = Query("both", description="incoming|outgoing|both"),
                           start: str | None = Query(None, description=_TIME_HELP),
-                          end: str | None = Query(None, description=_END_HELP)) -> JSONResponse:
+                          end: str | None = Query(None, description=_END_HELP),
+                          includeFailed: bool = Query(False, description=_FAILED_HELP)  # noqa: N803
+                          ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.all_field_lineage(reader(), _endpoint(ns, ds), s, e, direction))
+        return JSONResponse(views.all_field_lineage(reader(includeFailed),
+                                                    _endpoint(ns, ds), s, e, direction))
 
     # -- the seed design's paths ----------------------------------------------
     @app.get(_V3 + "/fields/lineage", tags=["design"])
@@ -308,10 +322,12 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                               end: str | None = Query(None, description=_END_HELP),
                               level: int = Query(DEFAULT_DATASET_LEVEL,
                                                  description="dataset hops each way"),
-                              indirect: str = Query("show", description=_INDIRECT_HELP)
+                              indirect: str = Query("show", description=_INDIRECT_HELP),
+                              includeFailed: bool = Query(False, description=_FAILED_HELP)  # noqa: N803
                               ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.dataset_field_mappings(reader(), _endpoint(ns, ds), s, e,
+        return JSONResponse(views.dataset_field_mappings(reader(includeFailed),
+                                                         _endpoint(ns, ds), s, e,
                                                          lvl(level, "level"),
                                                          parse_indirect(indirect)))
 
@@ -319,17 +335,22 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     def field_lineage_detail(ns: str, ds: str, field: str,
                              start: str | None = Query(None, description=_TIME_HELP),
                              end: str | None = Query(None, description=_END_HELP),
-                             direction: str = Query("backward", description="backward|forward")
+                             direction: str = Query("backward", description="backward|forward"),
+                             includeFailed: bool = Query(False, description=_FAILED_HELP)  # noqa: N803
                              ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.field_detail(reader(), _field(ns, ds, field), s, e, direction))
+        return JSONResponse(views.field_detail(reader(includeFailed),
+                                               _field(ns, ds, field), s, e, direction))
 
     @app.get(_V3 + "/properties", tags=["design"])
     def dataset_properties(ns: str, ds: str,
                            start: str | None = Query(None, description=_TIME_HELP),
-                           end: str | None = Query(None, description=_END_HELP)) -> JSONResponse:
+                           end: str | None = Query(None, description=_END_HELP),
+                           includeFailed: bool = Query(False, description=_FAILED_HELP)  # noqa: N803
+                           ) -> JSONResponse:
         s, e = time_range(start, end)
-        return JSONResponse(views.dataset_properties(reader(), _endpoint(ns, ds), s, e))
+        return JSONResponse(views.dataset_properties(reader(includeFailed),
+                                                     _endpoint(ns, ds), s, e))
 
     # -- Marquez-compatible ---------------------------------------------------
     @app.get("/api/v1/column-lineage", tags=["marquez"])
@@ -340,12 +361,13 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                        withDownstream: bool = Query(False),  # noqa: N803
                        start: str | None = Query(None, description=_TIME_HELP + "; default 0"),
                        end: str | None = Query(None, description=_END_HELP + "; default now"),
-                       indirect: str = Query("show", description=_INDIRECT_HELP)
+                       indirect: str = Query("show", description=_INDIRECT_HELP),
+                       includeFailed: bool = Query(False, description=_FAILED_HELP)  # noqa: N803
                        ) -> JSONResponse:
         if not nodeId:
             raise BadRequest("nodeId is required", "nodeId")
         s, e = time_range(start, end, required=False)
-        return JSONResponse(views.column_lineage(reader(), nodeId,
+        return JSONResponse(views.column_lineage(reader(includeFailed), nodeId,
                                                  lvl(depth, "depth", minimum=0),
                                                  withDownstream, s, e,
                                                  parse_indirect(indirect)))
@@ -410,11 +432,13 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         if parsed is None:
             run_id, at = event_run_id(event), event_time_ms(event)
             symlinks = any(f.symlinks for f in facts)
+            model = run_model.event_facts(event, run_id, at)
 
             def claim() -> JSONResponse:
                 # the first event the STORE saw fixes the start, whichever server got
                 # it (recording lineage does the same claim itself)
                 start_ms = lineage.claim_run_start(run_id, at)
+                run_model.record_event(lineage, model, start_ms)
                 schemas = _keep_facts(facts, run_id, start_ms)
                 # a schema or symlink kept is something recorded: 201, as the
                 # route says (a START often carries only its datasets' schemas)
@@ -426,10 +450,19 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                                      "reason": reason}, status_code=201 if kept else 202)
             return claim
         info, run_id, start_ms, program = parsed
+        model = run_model.event_facts(event, run_id, ol.exported_end_ms(event, run_id)
+                                      or event_time_ms(event))
+
+        failing = model.state in ("FAIL", "ABORT")
 
         def record() -> JSONResponse:
             with run_locks[hash(run_id) % len(run_locks)]:
+                if failing:  # first, so the lineage lands in the failed-run rows at once
+                    run_model.record_event(lineage, model,
+                                           lineage.claim_run_start(run_id, start_ms))
                 body, status, start = _record_run(event, info, run_id, start_ms, program)
+                if not failing:  # after its lineage (a FAIL elsewhere moves it then)
+                    run_model.record_event(lineage, model, start)
             # schemas go under the run's stored start, after its lineage (a resend
             # repairs a crash in between: both writes are idempotent)
             body["schemas"] = _keep_facts(facts, run_id, start)
@@ -510,7 +543,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         start, end, prefix = str_param(q, "start"), str_param(q, "end"), str_param(q, "prefix")
         current = bool_param(q, "includeCurrent", False)
         s, e = time_range(start, end)
-        return views.dataset_fields(reader(), EndPoint(names[0], names[1]), s, e, prefix, current)
+        return views.dataset_fields(reader(_failed(q)),
+                                    EndPoint(names[0], names[1]), s, e, prefix, current)
 
     def fast_field(names: list[str], q: dict[str, str]) -> Any:
         direction, start, end = str_param(q, "direction"), str_param(q, "start"), str_param(q, "end")
@@ -519,21 +553,24 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         if direction is None:
             raise BadRequest("direction is required: incoming, outgoing or both", "direction")
         s, e = time_range(start, end)
-        return views.field_summary(reader(), EndPointField(EndPoint(names[0], names[1]), names[2]), s, e,
+        return views.field_summary(reader(_failed(q)),
+                                   EndPointField(EndPoint(names[0], names[1]), names[2]), s, e,
                                    direction, lvl(level, "level"), parse_indirect(indirect or ""))
 
     def fast_operations(names: list[str], q: dict[str, str]) -> Any:
         direction = str_param(q, "direction", "both")
         start, end = str_param(q, "start"), str_param(q, "end")
         s, e = time_range(start, end)
-        return views.field_operations(reader(), EndPointField(EndPoint(names[0], names[1]), names[2]),
+        return views.field_operations(reader(_failed(q)),
+                                      EndPointField(EndPoint(names[0], names[1]), names[2]),
                                       s, e, direction or "")
 
     def fast_all(names: list[str], q: dict[str, str]) -> Any:
         direction = str_param(q, "direction", "both")
         start, end = str_param(q, "start"), str_param(q, "end")
         s, e = time_range(start, end)
-        return views.all_field_lineage(reader(), EndPoint(names[0], names[1]), s, e, direction or "")
+        return views.all_field_lineage(reader(_failed(q)),
+                                       EndPoint(names[0], names[1]), s, e, direction or "")
 
     def fast_columns(names: list[str], q: dict[str, str]) -> Any:
         node = str_param(q, "nodeId")
@@ -544,7 +581,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         if not node:
             raise BadRequest("nodeId is required", "nodeId")
         s, e = time_range(start, end, required=False)
-        return views.column_lineage(reader(), node, lvl(depth, "depth", minimum=0),
+        return views.column_lineage(reader(_failed(q)), node, lvl(depth, "depth", minimum=0),
                                     downstream, s, e, parse_indirect(indirect or ""))
 
     app.fast = None if not fast_reads else FastReads({
@@ -562,6 +599,9 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
 
     marquez.install(app)  # Marquez's read API: namespaces, datasets, lineage, search, stats
     app.state.prepare_ingest = _prepare  # an event's checks and build (benchmarks)
+    from .runs import router as runs_router  # Marquez's jobs, runs and events
+    app.state.reader = reader
+    app.include_router(runs_router)
     spark_ingest.register(app, lineage, max_body)  # the JVM listener's writes
     from .explorer import mount_explorer  # the explorer page at /, static files only
     mount_explorer(app)
@@ -578,6 +618,11 @@ class _App(FastAPI):
         fast = self.fast
         if fast is None or not await fast(scope, send):
             await super().__call__(scope, receive, send)
+
+
+def _failed(q: dict[str, str]) -> bool:
+    """The ``includeFailed`` parameter of a read answered in front of the framework."""
+    return bool_param(q, "includeFailed", False)
 
 
 def _receipt(run_id: str, checksum: str, start_ms: int, program: str | None, new: bool) -> dict:

@@ -46,9 +46,11 @@ from ..openlineage import PRODUCER, export_run_id, job_of as _program_job
 from ..render import edge_kind
 from ..rowkeys import MAX_TIME
 from ..store.lineage import LineageStore, RunInfo
+from ..store.runs import events_of, run_models
 from ..store.tags import Tags
 from ..timerange import now_ms
 from . import views
+from .runs import run_json as model_run_json
 from .paths import segment
 from .responses import JSONResponse
 
@@ -110,10 +112,17 @@ def _dataset_tags(store: LineageStore, ns: str, name: str, *, propagated: bool =
     return list(found["tags"]), field_tags, reached
 
 
-def _run_state(store: LineageStore, run: RunInfo) -> str | None:
-    """Marquez's state of a run (COMPLETED, FAILED…). fll's run rows keep no
-    state yet: None (unknown)."""
-    return None
+def _run_model_json(store: LineageStore, run: RunInfo) -> dict:
+    """What the run model knows of a run in Marquez's terms (state, end,
+    duration, nominal times, facets: `fll.server.runs.run_json`); a run
+    recorded through the store API or a pipeline has no run model and is
+    complete by definition (they record finished runs only)."""
+    model = run_models(store, [run.run_id]).get(run.run_id)
+    if model is None:
+        return {"state": "COMPLETED"}
+    full = model_run_json(model, events_of(store, [model]))
+    return {k: full[k] for k in ("state", "endedAt", "durationMs", "nominalStartTime",
+                                 "nominalEndTime", "facets", "updatedAt")}
 
 
 # -- small pieces ------------------------------------------------------------------
@@ -322,18 +331,18 @@ def dataset_json(facts: DatasetFacts, *, column_lineage: bool = True,
 
 
 def run_json(store: LineageStore, run: RunInfo) -> dict:
-    """Marquez's Run, from what a recorded run keeps (its start, program and
-    operation set: no end, arguments or facets)."""
+    """Marquez's Run of a dataset version: its id, start and job version from
+    its run row, its state, end and facets from the run model."""
     ns, name = job_of(run)
     at = iso(run.start_ms)
     return {"id": export_run_id(run.run_id), "createdAt": at, "updatedAt": at,
             "nominalStartTime": None, "nominalEndTime": None,
-            "state": _run_state(store, run), "startedAt": at, "endedAt": None,
+            "state": None, "startedAt": at, "endedAt": None,
             "durationMs": None, "args": {},
             "jobVersion": {"namespace": ns, "name": name,
                            "version": job_version(ns, name, run.checksum)},
             "inputDatasetVersions": [], "outputDatasetVersions": [], "context": {},
-            "facets": {}}
+            "facets": {}, **_run_model_json(store, run)}
 
 
 def version_json(facts: DatasetFacts, v: Version) -> dict:

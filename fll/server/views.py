@@ -25,6 +25,7 @@ from ..model import (EndPoint, EndPointField, Operation, ReadOperation, Transfor
 from ..render import EdgeTags, Names, edge_kind
 from ..rowkeys import MAX_TIME
 from ..store.lineage import LineageStore
+from ..store.runs import run_states
 
 ALL_TIME = (0, MAX_TIME)
 
@@ -222,12 +223,17 @@ def field_operations(store: LineageStore, ef: EndPointField, start: int, end: in
     require_field(store, ef)
     answer: dict[str, Any] = {"incoming": None, "outgoing": None}
     names = Names(store).equivalents(ef.endpoint)  # runs recorded under an older name too
+    groups = {d: [g for e in names for g in store.operations(EndPointField(e, ef.field),
+                                                             start, end, d)] for d in dirs}
+    # each run's state (COMPLETE for a run recorded without OpenLineage)
+    states = run_states(store, [r.run_id for gs in groups.values() for g in gs for r in g.runs])
     for d in dirs:
         answer[d] = [{
             "programs": [{"program": r.program, "run": r.run_id,
-                          "lastExecutedTimeInSeconds": r.start_ms // 1000} for r in g.runs],
+                          "lastExecutedTimeInSeconds": r.start_ms // 1000,
+                          "state": states.get(r.run_id, "COMPLETE")} for r in g.runs],
             "operations": [operation_json(op) for op in g.operations],
-        } for e in names for g in store.operations(EndPointField(e, ef.field), start, end, d)]
+        } for g in groups[d]]
     return answer
 
 
@@ -319,8 +325,13 @@ def field_detail(store: LineageStore, ef: EndPointField, start: int, end: int,
                          "direction")
     require_field(store, ef)
     paths = []
-    for g in store.operations(ef, start, end, "incoming" if d == "backward" else "outgoing"):
-        paths.append(_path(g.operations, ef, d == "backward", [r.run_id for r in g.runs]))
+    groups = store.operations(ef, start, end, "incoming" if d == "backward" else "outgoing")
+    states = run_states(store, [r.run_id for g in groups for r in g.runs])
+    for g in groups:
+        path = _path(g.operations, ef, d == "backward", [r.run_id for r in g.runs])
+        # each run's state, in the order of "runs" (COMPLETE without OpenLineage events)
+        path["runStates"] = [states.get(r.run_id, "COMPLETE") for r in g.runs]
+        paths.append(path)
     return {"startTimeInSeconds": start // 1000, "endTimeInSeconds": end // 1000,
             "paths": paths}
 
@@ -386,8 +397,10 @@ def _path(ops: list[Operation], ef: EndPointField, backward: bool, runs: list[st
 def dataset_properties(store: LineageStore, ep: EndPoint, start: int, end: int) -> list[dict]:
     ep = resolve(store, ep)
     require_dataset(store, ep)
-    return [{"programRun": p["programRun"], "properties": p["properties"]}
-            for p in store.properties(ep, start, end)]
+    found = store.properties(ep, start, end)
+    states = run_states(store, [p["programRun"] for p in found])
+    return [{"programRun": p["programRun"], "properties": p["properties"],
+             "state": states.get(p["programRun"], "COMPLETE")} for p in found]
 
 
 # -- Marquez-compatible column lineage ------------------------------------------------

@@ -32,10 +32,11 @@ from .. import rowkeys as rk
 from ..codec import Summaries, decode_canonical
 from ..errors import BadRequest, FllError, StoreError
 from ..model import EndPoint
+from . import runs as run_model
 from .base import Table
 from .lineage import (FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, SHAPED, WIDE_PREFIXES,
                       LineageStore, data_parts, data_row, decode_data, has_lineage_rows,
-                      unstamped_format,
+                      unstamped_format, run_failed,
                       join_shape, row_sets, run_cells, SCHEMA_REF, set_used_since, shape_ref,
                       unused_buckets)
 from .tags import decode_assignment, decode_def
@@ -123,6 +124,8 @@ def human_key(key: bytes) -> str:
     if k.level == 0:  # a format-4 run row: no run in the key
         head = len(key) - 8
         return f"{key[:head].decode('utf-8')}{iso_ms(k.start_ms)}"
+    if k.kind == "event":  # e|<time>|<run>|<digest>: the time first
+        return f"e|{iso_ms(k.start_ms)}|{key[11:].decode('utf-8')}"
     parts = key.split(rk.SEP)
     # kind | ns | name | [checksum |] <8 bytes, may hold '|'> | run
     head = len(parts[0]) + len(parts[1]) + len(parts[2]) + 3
@@ -141,7 +144,13 @@ def parse_human_key(text: str) -> bytes | None:
         except (ValueError, OverflowError):
             return None
         return "|".join(parts[:-1]).encode("utf-8") + rk.SEP + inv
-    want = {"b": 5, "f": 5, "B": 6, "F": 6}.get(parts[0])
+    if parts[0] == "e" and len(parts) == 4:  # an event row: e|<time>|<run>|<digest>
+        try:
+            inv = rk.invert(parse_iso_ms(parts[1]))
+        except (ValueError, OverflowError):
+            return None
+        return rk.EVENT + rk.SEP + inv + rk.SEP + "|".join(parts[2:]).encode("utf-8")
+    want = {"b": 5, "f": 5, "B": 6, "F": 6, "x": 5, "y": 5, "J": 5}.get(parts[0])
     if want is None or len(parts) != want:
         return None
     try:
@@ -394,6 +403,12 @@ class FsckReport:
     dangling_schemas: list[bytes] = field(default_factory=list)
     #: ``q|`` rows (schema bodies) no ``s|`` row names
     unused_schemas: list[bytes] = field(default_factory=list)
+    #: run-model rows (``e|`` events, ``J|`` job runs) their run's ``n|`` row does not name
+    stray_run_rows: list[bytes] = field(default_factory=list)
+    #: ``n|`` cells naming an event whose ``e|`` row is missing
+    broken_event_refs: list[tuple[bytes, str]] = field(default_factory=list)
+    #: failed-run rows (``x|``/``y|``) whose run row is gone or names another set
+    stray_failed: list[bytes] = field(default_factory=list)
     corrupt: list[bytes] = field(default_factory=list)    # rows that do not decode
     unknown: list[bytes] = field(default_factory=list)    # keys of no fll shape
     #: rows of an older format left in an upgraded store (narrow run and bucket rows, B|/F|)
@@ -421,6 +436,8 @@ class FsckReport:
                 + len(self.missing_twins) + len(self.stale_buckets) + len(self.unfinished)
                 + len(self.stray_firsts)
                 + len(self.dangling_schemas) + len(self.unused_schemas)
+                + len(self.stray_run_rows) + len(self.broken_event_refs)
+                + len(self.stray_failed)
                 + len(self.legacy) + len(self.corrupt)
                 + len(self.unknown))
 
@@ -454,6 +471,9 @@ class FsckReport:
                 "unfinished_runs": keys(self.unfinished),
                 "schema_rows_without_their_schema": keys(self.dangling_schemas),
                 "unused_schemas": keys(self.unused_schemas),
+                "run_rows_not_named_by_their_run": keys(self.stray_run_rows),
+                "run_events_missing": cells(self.broken_event_refs),
+                "failed_run_rows_without_their_run": keys(self.stray_failed),
                 "older_format_rows": keys(self.legacy),
                 "corrupt_rows": keys(self.corrupt),
                 "unknown_rows": keys(self.unknown)}
@@ -720,6 +740,8 @@ def _find_problems(table: Table, report: FsckReport, progress: Progress | None) 
     stale: set[Cell] = set()
     current = report.format >= 4
     fmt5 = report.format >= 5
+    model = run_model.ModelCheck()
+    failed_rows: list[bytes] = []  # x|/y| rows, checked against their run rows in batches
 
     def check_runs() -> None:
         found = table.get_many([rk.run(r) for r in pending])
@@ -770,6 +792,22 @@ def _find_problems(table: Table, report: FsckReport, progress: Progress | None) 
             continue
         try:
             k = rk.decode(key)
+            if kind in run_model.ModelCheck.KINDS:
+                model.see(key, cols)  # the run model: checked once the scan is done
+                continue
+            if kind in (rk.FAILED_BACKWARD, rk.FAILED_FORWARD):
+                if "c" not in cols or k.run_id is None:
+                    raise ValueError("a failed-run row without its set")
+                failed_set = cols["c"].decode()
+                if failed_set not in data:
+                    report.dangling.append(key)  # its set's data row is missing
+                else:
+                    referenced.add(failed_set)
+                    failed_rows.append(key)
+                if len(failed_rows) >= _BATCH:
+                    report.stray_failed += _still_stray_failed(table, failed_rows)
+                    failed_rows.clear()
+                continue
             if kind == rk.SCHEMA:
                 digest = cols[SCHEMA_REF]
                 if len(digest) != 16:
@@ -854,6 +892,9 @@ def _find_problems(table: Table, report: FsckReport, progress: Progress | None) 
     check_runs()
     check_twins()
     check_firsts()
+    report.stray_failed += _still_stray_failed(table, failed_rows)
+    report.corrupt += model.corrupt
+    report.stray_run_rows, report.broken_event_refs = model.problems()
     report.orphans = [rk.data(c) for c in sorted(data - referenced)] + \
         [shape_keys[c] for c in sorted(set(shape_keys) - used_shapes)]
     report.unused_schemas = sorted(key for digest, key in bodies.items()
@@ -889,6 +930,24 @@ def _bucket_cells(table: Table, key: bytes, cols: dict[str, bytes], data: set[st
 #: what it suspects: a writer's puts for one batch follow each other within
 #: milliseconds, so what a writer was in the middle of is finished by then
 SETTLE_S = 2.0
+
+
+def _still_stray_failed(t: Table, keys: list[bytes]) -> list[bytes]:
+    """Failed-run rows still there whose run row is gone or names another set
+    (a purge or supersede cut short)."""
+    if not keys:
+        return []
+    rows = t.get_many(keys)
+    runs = t.get_many(sorted({rk.run(rk.decode(k).run_id or "") for k in rows}))
+    out = []
+    for key in keys:
+        cols = rows.get(key)
+        if cols is None:
+            continue
+        run = runs.get(rk.run(rk.decode(key).run_id or "")) or {}
+        if run.get("c") != cols.get("c"):
+            out.append(key)
+    return out
 
 
 def _still_present(t: Table, keys: list[bytes]) -> list[bytes]:
@@ -1111,6 +1170,9 @@ def _confirm(table: Table, report: FsckReport, *, settle: bool) -> None:
     report.stray_firsts = each(_still_stray_firsts, report.stray_firsts)
     report.unfinished = each(_still_unfinished, report.unfinished)
     report.dangling_schemas = each(_still_dangling_schemas, report.dangling_schemas)
+    report.stray_run_rows = each(run_model.still_stray, report.stray_run_rows)
+    report.stray_failed = each(_still_stray_failed, report.stray_failed)
+    report.broken_event_refs = each(run_model.still_broken, report.broken_event_refs)
     report.unused_schemas = _still_unused_schemas(table, report.unused_schemas)
     report.orphans = _still_orphans(table, report.orphans, set(report.corrupt))
     report.unconfirmed += before - report.problems
@@ -1168,6 +1230,21 @@ def _repair(table: Table, report: FsckReport) -> int:
         t.delete(gone)
         return len(gone)
 
+    def drop_stray_run_rows(t: Table, keys: list[bytes]) -> int:
+        gone = run_model.still_stray(t, keys)
+        t.delete(gone)
+        return len(gone)
+
+    def drop_stray_failed(t: Table, keys: list[bytes]) -> int:
+        gone = _still_stray_failed(t, keys)
+        t.delete(gone)
+        return len(gone)
+
+    def drop_broken_refs(t: Table, cells: list[Cell]) -> int:
+        gone = run_model.still_broken(t, cells)
+        t.delete_columns(_by_row(gone))
+        return len(gone)
+
     def drop_stale(t: Table, cells: list[Cell]) -> int:
         # in key order: children before their parents (earlier batches are deleted)
         gone = _still_stale(t, cells, set())
@@ -1196,6 +1273,8 @@ def _repair(table: Table, report: FsckReport) -> int:
             run_id = rk.decode(key).run_id or ""
             t.put(writer._index_rows(info, run_id, _T.unpack(cols["t"])[0], cols.get("p", b"")))
             t.put({key: {"w": b"1"}})
+            if run_failed(t.get(rk.run_model(run_id))):  # a failed run's cells go apart
+                writer.move_to_failed([run_id], table=t)
             done += 1
         return done
 
@@ -1209,6 +1288,9 @@ def _repair(table: Table, report: FsckReport) -> int:
         (report.unfinished, finish_runs),
         (report.legacy, drop_legacy),
         (report.dangling_schemas, drop_dangling_schemas),
+        (report.stray_run_rows, drop_stray_run_rows),
+        (report.broken_event_refs, drop_broken_refs),
+        (report.stray_failed, drop_stray_failed),
         (report.orphans, drop_orphans)]
     fixed = 0
     for items, fix in steps:
@@ -1321,6 +1403,8 @@ def _purge(store: LineageStore, before_ms: int, *, dry_run: bool = False,
         _delete(table, old)
         if old:
             drop_unused_schemas(table)
+        if report.runs:
+            _delete(table, run_model.empty_jobs(table))  # jobs whose every run went
     return report
 
 
@@ -1396,12 +1480,15 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
     sets: dict[str, list[tuple[bytes, str, str]]] = {}
     firsts: dict[bytes, set[str]] = {}
     gone_runs = []
+    gone_models: list[tuple[str, int]] = []  # the runs' run-model rows go with them
+    failed_rows: list[bytes] = []  # and their failed-run rows, if they failed
     for key, cols in runs.items():
         start = row_time(key, cols)
         if start is None or start >= before_ms:
             continue  # changed since the scan
         gone_runs.append(key)
         run_id = rk.decode(key).run_id or ""
+        gone_models.append((run_id, start))
         checksum = cols.get("c", b"").decode("utf-8", "replace")
         if not checksum:
             continue  # only a claimed start
@@ -1411,6 +1498,8 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
             except FllError:
                 sets[checksum] = []  # data row gone: fsck owns that case
         for kind, ns, name in sets[checksum]:
+            failed_rows.append(rk.failed(rk.FAILED_BACKWARD if kind == rk.BACKWARD
+                                         else rk.FAILED_FORWARD, ns, name, start, run_id))
             cells.setdefault(rk.run_row(kind, ns, name, start), set()).add(run_id)
             # its first-run cell, if it was its set's first run
             firsts.setdefault(rk.run_row(FIRST_OF_RUN[kind], ns, name, start),
@@ -1423,6 +1512,7 @@ def _purge_batch(store: LineageStore, table: Table, keys: list[bytes], before_ms
         # exactly when no other run keeps them
         table.delete(gone_runs)
         table.delete_columns({k: sorted(v) for k, v in (cells | firsts).items()})
+        table.delete(failed_rows + run_model.purge_keys(table, gone_models))
         stale = unused_buckets(table, wanted)
         unused = [rk.data(c) for c, eps in sets.items()
                   if eps and not set_used_since(table, c, eps, 0)]

@@ -45,6 +45,7 @@ level by its 64 children one level down (`unused_buckets`).
 from __future__ import annotations
 
 import bisect
+import copy
 import os
 import socket
 import struct
@@ -93,6 +94,10 @@ FORMAT = 6
 WIDE_PREFIXES = (rk.BACKWARD + rk.SEP, rk.FORWARD + rk.SEP, rk.BACKWARD_BUCKET + rk.SEP,
                  rk.FORWARD_BUCKET + rk.SEP, rk.FIRST_BACKWARD + rk.SEP,
                  rk.FIRST_FORWARD + rk.SEP)
+#: the eventTypes that make a run failed (`fll.store.runs`): its lineage is kept
+#: out of the default index, in the failed-run rows (``x|``/``y|``)
+FAILED_STATES = frozenset({b"FAIL", b"ABORT"})
+_FAILED_KINDS = {"incoming": rk.FAILED_BACKWARD, "outgoing": rk.FAILED_FORWARD}
 _BUCKET_KINDS = {"incoming": rk.BACKWARD_BUCKET, "outgoing": rk.FORWARD_BUCKET}
 _RUN_KINDS = {"incoming": rk.BACKWARD, "outgoing": rk.FORWARD}
 _FIRST_KINDS = {"incoming": rk.FIRST_BACKWARD, "outgoing": rk.FIRST_FORWARD}
@@ -412,8 +417,33 @@ def _check_run(run_id: object, start_ms: object) -> None:
         raise InvalidLineageError(f"start time {start_ms} ms is out of range")
 
 
+def run_failed(row: dict[str, bytes] | None) -> bool:
+    """Whether a run-model row (``n|``) holds a FAIL or ABORT event."""
+    return row is not None and any(v in FAILED_STATES for c, v in row.items() if len(c) == 32)
+
+
+def failed_rows(run_id: str, start: int, checksum: str,
+                endpoints: tuple[list[tuple[str, str]], list[tuple[str, str]]]
+                ) -> dict[bytes, dict[str, bytes]]:
+    """The failed-run rows of a run: one per destination (``x|``) and source
+    (``y|``) of its set (``endpoints``: (destinations, sources))."""
+    dsts, srcs = endpoints
+    value = {"c": checksum.encode()}
+    rows = {rk.failed(rk.FAILED_BACKWARD, ns, name, start, run_id): value for ns, name in dsts}
+    rows.update({rk.failed(rk.FAILED_FORWARD, ns, name, start, run_id): value
+                 for ns, name in srcs})
+    return rows
+
+
 class LineageStore:
-    """Field lineage over any `Table` backend. Safe to share between threads."""
+    """Field lineage over any `Table` backend. Safe to share between threads.
+
+    Runs whose run model says FAIL or ABORT (`fll.store.runs`) are indexed in
+    the failed-run rows instead of the default index: questions leave them
+    out, and `including_failed` gives a store whose questions read them too."""
+
+    #: whether questions read the failed-run rows too (`including_failed`)
+    include_failed = False
 
     def __init__(self, table: Table, *, cache_size: int = 4096,
                  cache_mb: float = DEFAULT_CACHE_MB):
@@ -480,6 +510,15 @@ class LineageStore:
 
     def close(self) -> None:
         self.table.close()
+
+    def including_failed(self) -> "LineageStore":
+        """This store, whose questions also answer from FAIL/ABORT runs (the
+        same table, caches and lock: a view, not a second store)."""
+        if self.include_failed:
+            return self
+        view = copy.copy(self)
+        view.include_failed = True
+        return view
 
     def clear_caches(self, *, shapes: bool = True) -> None:
         """Forget every decoded set, schema, set kept as recorded and (unless
@@ -716,6 +755,80 @@ class LineageStore:
             cells.setdefault(key, set()).add(col)
         return cells
 
+    def _set_endpoints(self, table: Table, checksum: str
+                       ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | None:
+        known = self._eps.get(checksum)
+        if known is not None:
+            return known
+        row = table.get(rk.data(checksum))
+        if row is None:
+            return None
+        try:
+            return self._endpoints(decode_data(row, table))
+        except (FllError, ValueError):
+            return None
+
+    def _failed_keys(self, table: Table, checksum: str, run_id: str, start: int) -> set[bytes]:
+        """The failed-run rows a run recorded with ``checksum`` has."""
+        eps = self._set_endpoints(table, checksum)
+        if eps is None:
+            return set()
+        dsts, srcs = eps
+        return {rk.failed(rk.FAILED_BACKWARD, ns, name, start, run_id) for ns, name in dsts} | \
+            {rk.failed(rk.FAILED_FORWARD, ns, name, start, run_id) for ns, name in srcs}
+
+    def move_to_failed(self, run_ids: Iterable[str], *, table: Table | None = None,
+                       priors: dict[str, tuple[str, int]] | None = None) -> int:
+        """Move the index cells of these runs (FAIL/ABORT: see `fll.store.runs`)
+        out of the default index into the failed-run rows; idempotent (a run
+        already moved, or without lineage yet, changes nothing). ``table``: the
+        one of a transaction in progress. ``priors``: sets these runs had
+        before a supersede (their failed rows go). Returns the runs moved."""
+        t = table if table is not None else self.table
+        ids = sorted(set(run_ids))
+
+        def move(t: Table) -> int:
+            rows = t.get_many([rk.run(r) for r in ids])
+            gone: dict[bytes, set[str]] = {}
+            puts: dict[bytes, dict[str, bytes]] = {}
+            old_rows: set[bytes] = set()
+            moved = 0
+            for r in ids:
+                row = rows.get(rk.run(r)) or {}
+                if "c" not in row or "t" not in row:
+                    continue  # no lineage yet: it lands in the failed rows when it comes
+                checksum, start = row["c"].decode(), _T.unpack(row["t"])[0]
+                eps = self._set_endpoints(t, checksum)
+                if eps is None:
+                    continue  # its data row is gone: fsck's case
+                keys = failed_rows(r, start, checksum, eps)
+                present = t.get_many(sorted(keys))
+                if len(present) < len(keys) or any(
+                        present[k].get("c") != checksum.encode() for k in present):
+                    puts.update(keys)
+                for key, cols in self._old_index(t, checksum, r, start).items():
+                    gone.setdefault(key, set()).update(cols)
+                if priors and r in priors and priors[r][0] != checksum:
+                    old_rows |= self._failed_keys(t, priors[r][0], r, priors[r][1])
+                moved += 1
+            # only the cells still there (a delete of absent cells is a write too)
+            there = t.get_many(sorted(gone))
+            cells = {k: sorted(c for c in cols if c in there.get(k, {}))
+                     for k, cols in gone.items()}
+            cells = {k: c for k, c in cells.items() if c}
+            if puts:
+                t.put(puts)
+            if cells:
+                t.delete_columns(cells)
+            if old_rows - puts.keys():
+                t.delete(sorted(old_rows - puts.keys()))
+            return moved
+
+        atomic = getattr(t, "atomic", None)
+        if table is None and callable(atomic):
+            return int(atomic(lambda _t: move(self.table)))
+        return move(t)
+
     def _data_rows(self, info: FieldLineageInfo) -> dict[bytes, dict[str, bytes]]:
         """The ``d|`` row of a set, and the ``p|`` row of its shape (format 5)."""
         key = rk.data(info.checksum)
@@ -745,9 +858,12 @@ class LineageStore:
         write in one transaction, so nothing changes between them."""
         run_keys = {r: rk.run(r) for r in items}
         data_keys = {p.info.checksum: rk.data(p.info.checksum) for p in items.values()}
-        existing = table.get_many(list(run_keys.values()) + sorted(data_keys.values()))
+        model_keys = {r: rk.run_model(r) for r in items}
+        existing = table.get_many(list(run_keys.values()) + sorted(data_keys.values())
+                                  + list(model_keys.values()))
         puts: dict[bytes, dict[str, bytes]] = {}
         gone_cells: dict[bytes, set[str]] = {}
+        gone_rows: set[bytes] = set()
         merged: set[tuple[str, int]] = set()
         new = 0
         for p in items.values():
@@ -765,15 +881,23 @@ class LineageStore:
             if first:
                 puts.update(self._data_rows(p.info))
             prog = (p.program or "").encode("utf-8")
+            failed = run_failed(existing.get(model_keys[p.run_id]))
             if prior is not None:
                 for key, cols in self._old_index(table, prior, p.run_id, start).items():
                     gone_cells.setdefault(key, set()).update(cols)
-            self._index_rows(p.info, p.run_id, start, prog, into=puts, merged=merged,
-                             first=first and self.first_runs)
+                if failed:
+                    gone_rows.update(self._failed_keys(table, prior, p.run_id, start))
+            if failed:  # a FAIL/ABORT seen before this lineage: it lands where the run's is
+                puts.update(failed_rows(p.run_id, start, checksum, self._endpoints(p.info)))
+            else:
+                self._index_rows(p.info, p.run_id, start, prog, into=puts, merged=merged,
+                                 first=first and self.first_runs)
             puts[run_keys[p.run_id]] = {"c": checksum.encode(), "t": _T.pack(start), "p": prog}
         cells_gone = _not_put(gone_cells, puts)
         if cells_gone:
             table.delete_columns(cells_gone)
+        if gone_rows - puts.keys():
+            table.delete(sorted(gone_rows - puts.keys()))
         if puts:
             table.put(puts)
         return new
@@ -815,6 +939,7 @@ class LineageStore:
         index: dict[bytes, dict[str, bytes]] = {}
         written: dict[bytes, dict[str, bytes]] = {}
         gone_cells: dict[bytes, set[str]] = {}
+        priors: dict[str, tuple[str, int]] = {}
         merged: set[tuple[str, int]] = set()
         new = 0
         try:
@@ -832,6 +957,7 @@ class LineageStore:
                 written[rk.run(p.run_id)] = {"w": _WRITTEN}
                 new += 1
                 if prior is not None:
+                    priors[p.run_id] = (prior, start)
                     for key, cols in self._old_index(table, prior, p.run_id,
                                                      start).items():
                         gone_cells.setdefault(key, set()).update(cols)
@@ -844,6 +970,15 @@ class LineageStore:
             table.delete_columns(cells_gone)
         if written:
             table.put(written)
+            # a FAIL/ABORT recorded before or meanwhile (`fll.store.runs` puts its
+            # event, then moves): checked after the index is written, so either
+            # this check sees it or that move sees this run's set
+            runs = [rk.decode(k).run_id or "" for k in written]
+            models = table.get_many([rk.run_model(r) for r in runs])
+            failed = [r for r in runs if run_failed(models.get(rk.run_model(r)))]
+            if failed:
+                self.move_to_failed(failed, priors={r: priors[r] for r in failed
+                                                    if r in priors})
         return new
 
     def _announce_writer(self) -> None:
@@ -1223,12 +1358,27 @@ class LineageStore:
             if tops:
                 found.update(self.table.read_spans(
                     (), [Span(k, k + b"\x00", (k,)) for k in tops]).names)
+        if self.include_failed:
+            found.update(r.checksum for r in self._failed_runs(direction, endpoint, start, end))
         for key, cols in read.rows.items():
             try:  # run rows, filtered by each run's exact time
                 found.update(c for _, c, t in row_sets(key, cols) if start <= t < end)
             except (ValueError, UnicodeDecodeError):
                 raise _corrupt(self.url, key) from None
         return sorted(found)
+
+    def _failed_runs(self, direction: str, endpoint: EndPoint, start: int, end: int
+                     ) -> Iterator[RunInfo]:
+        """The FAIL/ABORT runs in the range that wrote (incoming) or read
+        (outgoing) ``endpoint``, newest first: one scan of its failed-run rows
+        (read only when a question asks for failed runs)."""
+        lo, hi = rk.time_range(rk.dataset_prefix(_FAILED_KINDS[direction], endpoint.namespace,
+                                                 endpoint.name), start, end)
+        for key, cols in self.table.scan(lo, hi):
+            k = _decode_key(self.url, key)
+            if k.start_ms is None or k.run_id is None or "c" not in cols:
+                raise _corrupt(self.url, key)
+            yield RunInfo(k.run_id, k.start_ms, None, cols["c"].decode())
 
     def _summaries(self, endpoint: EndPoint, start: int, end: int,
                    direction: str) -> Iterator[tuple[str, Summaries]]:
@@ -1301,6 +1451,9 @@ class LineageStore:
                                start - start % rk.LEVELS4[0] if start > 0 else start, end)
         found: list[tuple[bytes, str, int, str]] = []
         seen: set[str] = set()
+        if self.include_failed:
+            yield from self._with_failed(kind, endpoint, start, end, limit, programs)
+            return
         for key, cols in self._run_rows(lo, hi, limit, found):
             try:
                 runs = sorted(((t, r, c) for r, c, t in row_sets(key, cols)
@@ -1322,6 +1475,21 @@ class LineageStore:
             except UnicodeDecodeError:
                 raise _corrupt(self.url, key) from None
             yield RunInfo(run_id, t, prog, checksum)
+
+    def _with_failed(self, kind: bytes, endpoint: EndPoint, start: int, end: int,
+                     limit: int | None, programs: bool) -> Iterator[RunInfo]:
+        """`_scan_runs` of the default index and the failed-run rows, merged."""
+        direction = "incoming" if kind == rk.BACKWARD else "outgoing"
+        plain = copy.copy(self)
+        plain.include_failed = False
+        runs = list(plain._scan_runs(kind, endpoint, start, end, limit, programs=programs))
+        failed = list(self._failed_runs(direction, endpoint, start, end))
+        if failed and programs:
+            rows = self.table.get_many([rk.run(r.run_id) for r in failed])
+            failed = [r._replace(program=rows.get(rk.run(r.run_id), {}).get(
+                "p", b"").decode(errors="replace") or None) for r in failed]
+        merged = sorted(runs + failed, key=lambda r: (-r.start_ms, r.run_id))
+        yield from merged[:limit] if limit is not None else merged
 
     def _run_rows(self, lo: bytes, hi: bytes, limit: int | None, found: list
                   ) -> Iterator[tuple[bytes, dict[str, bytes]]]:
@@ -1479,8 +1647,11 @@ class LineageStore:
         return out
 
     def exists(self, endpoint: EndPoint) -> bool:
-        """Whether any run ever read or wrote ``endpoint``."""
-        for kind in (rk.BACKWARD, rk.FORWARD):
+        """Whether any run ever read or wrote ``endpoint`` (a failed run
+        counts only for a store `including_failed`)."""
+        kinds = (rk.BACKWARD, rk.FORWARD) + ((rk.FAILED_BACKWARD, rk.FAILED_FORWARD)
+                                            if self.include_failed else ())
+        for kind in kinds:
             prefix = rk.dataset_prefix(kind, endpoint.namespace, endpoint.name)
             if next(iter(self.table.scan(prefix, rk.prefix_end(prefix), limit=1)), None):
                 return True
@@ -1655,8 +1826,23 @@ class _Keys:
         return map(self._key, reversed(self._times))
 
 
-
 def set_used_since(table: Table, checksum: str, endpoints: Iterable[tuple[bytes, str, str]],
+                   since_ms: int) -> bool:
+    """Whether any run of the set, failed runs included, started at or after
+    ``since_ms`` (`_used_by_index`; a FAIL/ABORT run's cells are in the
+    failed-run rows of each of its endpoints: those of one endpoint are read)."""
+    eps = list(endpoints)
+    if _used_by_index(table, checksum, eps, since_ms):
+        return True
+    for kind, ns, name in eps[:1]:
+        failed_kind = rk.FAILED_BACKWARD if kind == rk.BACKWARD else rk.FAILED_FORWARD
+        lo, hi = rk.time_range(rk.dataset_prefix(failed_kind, ns, name), since_ms,
+                               rk.MAX_TIME + 1)
+        return any(cols.get("c") == checksum.encode() for _, cols in table.scan(lo, hi))
+    return False
+
+
+def _used_by_index(table: Table, checksum: str, endpoints: Iterable[tuple[bytes, str, str]],
                    since_ms: int) -> bool:
     """Whether any run of the set started at or after ``since_ms``: the run
     indexes of its endpoints (``(b|/f| kind, namespace, name)``) read side by

@@ -18,7 +18,7 @@ ERROR_CASES = [
     (["fields", "ns:nope"], 1, "dataset ns:nope not found"),
     (["lineage", "ns:C:nope"], 1, "field 'nope' not found"),
     (["lineage", "ns:nope:id"], 1, "dataset ns:nope not found"),
-    (["scan", "--prefix", "x"], 2, "--prefix 'x' starts with no row kind"),
+    (["scan", "--prefix", "X"], 2, "--prefix 'X' starts with no row kind"),
     (["scan", "--prefix", "bx"], 2, "starts with no row kind"),
     (["scan", "--start", "tomorrowish"], 2, "is not a time"),
     (["scan", "--start", "now", "--end", "now-1d"], 2, "start must not be after end"),

@@ -25,7 +25,7 @@ from .conftest import start_server, stop
 from .shop_events import DUCK, ORDERS, PG, REPORT, RUN_2, TOTALS, send_shop
 
 #: who serves what: the calls of the servers listed here are replayed
-SERVED = {"fll.server.marquez", "column-lineage", "tags"}
+SERVED = {"fll.server.marquez", "column-lineage", "tags", "runs"}
 
 
 def enc(value: str) -> str:

@@ -110,9 +110,9 @@ def test_the_complete_event_adds_what_the_start_did_not_know(emitted):
     ops = _get(emitted, v3(DUCK, TOTALS, "/lineage/fields/total/operations"), start=0,
                end="now").json()
     [prog] = ops["incoming"][0]["programs"]
-    # one run, starting at the START event's time
+    # one run, starting at the START event's time, with its state
     assert prog == {"program": "shop/customer_totals", "run": RUN_ID,
-                    "lastExecutedTimeInSeconds": 1714554000}
+                    "lastExecutedTimeInSeconds": 1714554000, "state": "COMPLETE"}
 
 
 def test_a_schema_field_without_inputs_is_listed_with_its_type(emitted):

@@ -106,8 +106,10 @@ def test_operations_of_id_are_in_topological_order_with_the_run(client):
     body = r.json()
     assert body["outgoing"] is None
     [group] = body["incoming"]
+    # a run recorded through the store API (no OpenLineage events): COMPLETE
     assert group["programs"] == [{"program": "hr-pipeline", "run": "run-hr-1",
-                                  "lastExecutedTimeInSeconds": HR_START_S}]
+                                  "lastExecutedTimeInSeconds": HR_START_S,
+                                  "state": "COMPLETE"}]
     names = [op["name"] for op in group["operations"]]
     assert set(names) == {"HR File Reader", "HR File Parser", "Person File Reader",
                           "Person File Parser", "GenerateID", "Employee Data Writer"}

@@ -30,8 +30,10 @@ INGESTS = 1_200
 PERIOD = 0.05  # seconds between checkpoints (the server's default is 0.5)
 PAGE = 4096
 # what the WAL may reach with checkpoints: a few periods of ingests. Without
-# them these ingests leave several times as much (asserted below)
-BOUND_PAGES = 1_000
+# them these ingests leave several times as much (asserted below). An ingest
+# also keeps its run's event and run rows (fll.store.runs): about 2.2x the
+# pages it wrote before (48 MB against 22 MB for these ingests unchecked)
+BOUND_PAGES = 1_500
 
 
 def _run(store, checkpoint_every: float | None) -> tuple[int, list[str]]:

@@ -104,8 +104,10 @@ def test_properties_list_one_entry_per_run(client, seeded):
     r = client.get(v3("MyNamespace", "HR File", f"/properties?{ALL}"))
     assert r.status_code == 200
     assert r.json() == [
-        {"programRun": "run-hr-2", "properties": {"inputPath": "/data/2017/hr", "regex": "*.csv"}},
-        {"programRun": "run-hr-1", "properties": {"inputPath": "/data/2017/hr", "regex": "*.csv"}}]
+        {"programRun": "run-hr-2", "properties": {"inputPath": "/data/2017/hr", "regex": "*.csv"},
+         "state": "COMPLETE"},
+        {"programRun": "run-hr-1", "properties": {"inputPath": "/data/2017/hr", "regex": "*.csv"},
+         "state": "COMPLETE"}]
 
 
 # -- time ---------------------------------------------------------------------------

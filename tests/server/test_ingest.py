@@ -112,7 +112,8 @@ def test_the_start_time_is_the_first_event_seen_for_the_run(app_client):
                             f"/lineage/fields/total/operations?{ALL}")).json()
     [prog] = ops["incoming"][0]["programs"]
     assert prog == {"program": "spark/etl.totals", "run": RUN_ID,
-                    "lastExecutedTimeInSeconds": 1714554000}  # 09:00:00Z
+                    "lastExecutedTimeInSeconds": 1714554000,  # 09:00:00Z
+                    "state": "COMPLETE"}
 
 
 def test_the_same_event_twice_is_recorded_once(app_client, store):
