@@ -8,8 +8,8 @@
 ``tests/openlineage/shop_events.py`` through openlineage-python, serves the
 UI with a small Express server bound to 127.0.0.1 that proxies ``/api/v1`` to
 fll (as the UI's own production server does), opens the home, datasets,
-table-level lineage (with the dataset drawer), column-level lineage and
-search pages in Chromium (``--browser``, default ``/usr/bin/chromium``) and
+table-level lineage (with the dataset drawer), column-level lineage, jobs, a
+job's lineage and drawer (its runs), events and search pages in Chromium (``--browser``, default ``/usr/bin/chromium``) and
 saves a screenshot of each under ``--out``. Prints every API call the UI
 made with its status. Every process it starts is stopped by its id.
 """
@@ -52,7 +52,12 @@ def pages() -> list[tuple[str, str]]:
     return [("home", "/"), ("datasets", "/datasets"),
             ("table-lineage", f"/lineage/dataset/{ns}/{ds}"),
             ("dataset-drawer", f"/lineage/dataset/{ns}/{ds}?tableLevelNode={node}"),
-            ("column-lineage", f"/datasets/column-level/{ns}/{ds}")]
+            ("column-lineage", f"/datasets/column-level/{ns}/{ds}"),
+            ("jobs", "/jobs"),
+            ("job-lineage", "/lineage/job/shop/customer_totals"),
+            ("job-drawer-runs", "/lineage/job/shop/customer_totals?tableLevelNode="
+             + quote("job:shop:customer_totals", safe="")),
+            ("events", "/events")]
 
 
 @click.command()
