@@ -46,7 +46,7 @@ from ..openlineage import PRODUCER, export_run_id, job_of as _program_job
 from ..render import edge_kind
 from ..rowkeys import MAX_TIME
 from ..store.lineage import LineageStore, RunInfo
-from ..store.runs import events_of, run_models
+from ..store.runs import events_of, merged_facets, run_models
 from ..store.tags import Tags
 from ..timerange import now_ms
 from . import views
@@ -68,6 +68,8 @@ _DATASET_VERSIONS = uuid.UUID("6c0b7d2e-3f7e-5b52-9a55-0c6c0f1d4a11")
 _JOB_VERSIONS = uuid.UUID("2f4b3a90-8d1e-5c7a-b0e3-71f4e9a2c6d5")
 
 router = APIRouter(prefix="/api/v1", tags=["marquez"])
+#: Marquez's search of recent events (backed by OpenSearch in Marquez)
+beta = APIRouter(prefix="/api/v2beta", tags=["marquez"])
 
 
 class MarquezNotFound(NotFound):
@@ -79,6 +81,7 @@ def install(app: FastAPI) -> None:
     design/rest-api.md), with Marquez's messages (``Dataset 'x' not found.``);
     a Marquez client tells a failure by its status."""
     app.include_router(router)
+    app.include_router(beta)
 
 
 def _store(request: Request) -> LineageStore:
@@ -713,6 +716,86 @@ def get_search(request: Request, q: str | None = Query(None),
         raise BadRequest("q is required (part of a dataset or job name)", "q")
     return JSONResponse(search(_store(request), q, filter, sort, limit, namespace, before,
                                after))
+
+
+def _hit_state(store: LineageStore, run: RunInfo) -> tuple[str, dict, dict]:
+    """(OpenLineage eventType of the run's state, its job facets, its run facets)."""
+    model = run_models(store, [run.run_id]).get(run.run_id)
+    if model is None:
+        return "COMPLETE", {}, {}
+    run_facets, job_facets = merged_facets(model, events_of(store, [model]))
+    return model.state, job_facets, run_facets
+
+
+def beta_search(store: LineageStore, q: str, kind: str) -> dict:
+    """Marquez's ``/api/v2beta/search/{jobs|datasets}``: a hit per job or
+    dataset whose name holds ``q`` (case-insensitive), from its latest run,
+    with the facets the UI shows (a job's and its run's; a dataset's schema
+    and column lineage), and a highlight of the matched name."""
+    if not q.strip():
+        raise BadRequest("q is required (part of a dataset or job name)", "q")
+    catalog = Catalog(store)
+    low = q.lower()
+    hits: list[dict] = []
+    highlights: list[dict] = []
+    if kind == "jobs":
+        for job in sorted(catalog.jobs.values(), key=lambda j: (-j.last_ms, j.ns, j.name)):
+            if low not in job.name.lower():
+                continue
+            state, job_facets, run_facets = _hit_state(store, job.latest)
+            hits.append({"run_id": export_run_id(job.latest.run_id), "name": job.name,
+                         "namespace": job.ns, "eventType": state, "type": "BATCH",
+                         "facets": job_facets, "runFacets": run_facets})
+            highlights.append({"name": [_mark(job.name, low)]})
+    else:
+        for ep, facts in sorted(catalog.datasets.items(),
+                                key=lambda i: (-(i[1].last_ms or 0), i[0])):
+            if low not in ep.name.lower():
+                continue
+            fields = facts.latest_fields()
+            facets: dict[str, Any] = {}
+            if facts.schemas and fields:
+                facets["schema"] = {"_producer": PRODUCER, "_schemaURL": SCHEMA_FACET_URL,
+                                    "fields": [{"name": n, "type": t, "fields": []}
+                                               for n, t in fields]}
+            lineage = {c["name"]: {"inputFields": [
+                {"namespace": i["namespace"], "name": i["dataset"], "field": i["field"]}
+                for i in c["inputFields"]], "transformationDescription":
+                c["transformationDescription"], "transformationType": c["transformationType"]}
+                for c in _column_lineage(facts) or []}
+            if lineage:
+                facets["columnLineage"] = {"_producer": PRODUCER, "fields": lineage,
+                                           "_schemaURL": COLUMN_LINEAGE_FACET_URL}
+            latest = facts.writes[0] if facts.writes else None
+            hits.append({"run_id": export_run_id(latest.run_id) if latest else None,
+                         "name": ep.name, "namespace": ep.namespace,
+                         "eventType": _hit_state(store, latest)[0] if latest else None,
+                         "facets": facets})
+            highlights.append({"name": [_mark(ep.name, low)]})
+    return {"hits": hits[:MAX_BETA_HITS], "highlights": highlights[:MAX_BETA_HITS]}
+
+
+#: hits one beta search answers (Marquez's OpenSearch query asks for 10)
+MAX_BETA_HITS = 10
+COLUMN_LINEAGE_FACET_URL = ("https://openlineage.io/spec/facets/1-2-0/"
+                            "ColumnLineageDatasetFacet.json#/$defs/ColumnLineageDatasetFacet")
+
+
+def _mark(name: str, low: str) -> str:
+    """``name`` with its first match of ``low`` between ``<em>`` tags, as
+    OpenSearch highlights."""
+    i = name.lower().find(low)
+    return name[:i] + "<em>" + name[i:i + len(low)] + "</em>" + name[i + len(low):]
+
+
+@beta.get("/search/jobs")
+def get_beta_search_jobs(request: Request, q: str = Query("")) -> JSONResponse:
+    return JSONResponse(beta_search(_store(request), q, "jobs"))
+
+
+@beta.get("/search/datasets")
+def get_beta_search_datasets(request: Request, q: str = Query("")) -> JSONResponse:
+    return JSONResponse(beta_search(_store(request), q, "datasets"))
 
 
 def intervals(period: str, tz: str | None, now: int) -> list[tuple[int, int]]:

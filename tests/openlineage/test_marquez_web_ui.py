@@ -5,11 +5,11 @@ again), each answer checked for the fields the UI reads (web/src/types/api.ts,
 web/src/types/lineage.ts).
 
 `UI_CALLS` lists them all with who serves them: ``fll.server.marquez`` (this
-product's Marquez read API), ``column-lineage`` (`fll.server.app`), or
-routes that live elsewhere: ``runs`` (jobs, runs, run facets, raw events) and
-``tags``; ``opensearch`` is Marquez's v2beta search, backed by OpenSearch, which
-fll does not answer. A call is replayed when its server is in `SERVED`: add
-``runs`` and ``tags`` there when those routes are in the product.
+product's Marquez read API), ``column-lineage`` (`fll.server.app`), ``runs``
+(jobs, runs, run facets, raw events: `fll.server.runs`), ``tags``
+(`fll.server.governance`) and ``opensearch`` (Marquez's v2beta search, backed
+by OpenSearch in Marquez, answered by `fll.server.marquez` from the run
+model). Every call is replayed (`SERVED` names them all).
 
 The UI sends no credentials: `fll serve` runs without a token here, as it
 would behind the UI (or with ``--token … --public-reads``)."""
@@ -25,7 +25,7 @@ from .conftest import start_server, stop
 from .shop_events import DUCK, ORDERS, PG, REPORT, RUN_2, TOTALS, send_shop
 
 #: who serves what: the calls of the servers listed here are replayed
-SERVED = {"fll.server.marquez", "column-lineage", "tags", "runs"}
+SERVED = {"fll.server.marquez", "column-lineage", "tags", "runs", "opensearch"}
 
 
 def enc(value: str) -> str:
@@ -225,6 +225,26 @@ def _runs(b: dict) -> None:
 
 
 TOTALS_NODE = f"dataset:{enc(DUCK)}:{enc(TOTALS)}"
+def _open_search_jobs(b: dict) -> None:
+    # what the search bar's job results read (OpenSearchResultJobs)
+    assert len(b["hits"]) == len(b["highlights"]) >= 1
+    hit = {h["name"]: h for h in b["hits"]}["customer_totals"]
+    assert hit["namespace"] == "shop" and hit["eventType"] == "COMPLETE"
+    assert _str(hit["run_id"]) and isinstance(hit["runFacets"], dict)
+    assert isinstance(hit.get("facets", {}), dict)
+    assert all("<em>" in h["name"][0] for h in b["highlights"])
+
+
+def _open_search_datasets(b: dict) -> None:
+    # OpenSearchResultDatasets: the schema and column lineage facets
+    hit = {h["name"]: h for h in b["hits"]}[TOTALS]
+    assert hit["namespace"] == DUCK and _str(hit["run_id"])
+    assert [f["name"] for f in hit["facets"]["schema"]["fields"]]
+    lineage = hit["facets"]["columnLineage"]["fields"]
+    assert all(_str(i["namespace"]) and _str(i["field"])
+               for f in lineage.values() for i in f["inputFields"])
+
+
 UI_CALLS = [
     Call("namespaces.ts", "getNamespaces", "/api/v1/namespaces", "fll.server.marquez",
          _namespaces),
@@ -265,11 +285,11 @@ UI_CALLS = [
     Call("jobs.ts", "getRuns", "/api/v1/namespaces/shop/jobs/customer_totals/runs?limit=10"
          "&offset=0", "runs", _runs),
     Call("jobs.ts", "getJob", "/api/v1/namespaces/shop/jobs/customer_totals", "runs", check_job),
-    # Marquez's beta search is backed by OpenSearch: fll does not answer it
+    # Marquez's search of recent events (OpenSearch in Marquez): answered from the run model
     Call("search.ts", "getOpenSearchJobs", "/api/v2beta/search/jobs?q=total", "opensearch",
-         lambda b: None),
+         _open_search_jobs),
     Call("search.ts", "getOpenSearchDatasets", "/api/v2beta/search/datasets?q=total",
-         "opensearch", lambda b: None),
+         "opensearch", _open_search_datasets),
 ]
 
 
