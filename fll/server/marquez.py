@@ -481,6 +481,44 @@ def list_namespaces(request: Request, limit: int = Query(DEFAULT_LIMIT),
     return JSONResponse({"namespaces": [namespace_json(n, s) for n, s in page]})
 
 
+def source_spans(catalog: Catalog) -> dict[str, tuple[int | None, int | None]]:
+    """Marquez's sources as fll knows them: one per dataset namespace (an
+    OpenLineage namespace names the system a dataset lives in), with the
+    first and last time a dataset of it was seen."""
+    spans: dict[str, list[int]] = {}
+    for ep, facts in catalog.datasets.items():
+        spans.setdefault(ep.namespace, []).extend(
+            t for t in (facts.first_ms, facts.last_ms) if t is not None)
+    return {ns: (min(t) if t else None, max(t) if t else None)
+            for ns, t in sorted(spans.items())}
+
+
+def source_json(name: str, span: tuple[int | None, int | None]) -> dict:
+    """A Source: its type is the namespace's URI scheme upper-cased
+    (``postgres://db:5432`` → ``POSTGRES``), else ``UNKNOWN``."""
+    scheme = name.split("://", 1)[0] if "://" in name else ""
+    return {"type": scheme.upper() or "UNKNOWN", "name": name, "createdAt": iso(span[0]),
+            "updatedAt": iso(span[1]), "connectionUrl": name, "description": None}
+
+
+@router.get("/sources")
+def list_sources(request: Request, limit: int = Query(DEFAULT_LIMIT),
+                 offset: int = Query(0)) -> JSONResponse:
+    """Every dataset namespace, as Marquez's sources."""
+    spans = source_spans(Catalog(_store(request)))
+    return JSONResponse({"sources": [source_json(n, s) for n, s in
+                                     _page(list(spans.items()), limit, offset)]})
+
+
+@router.get("/sources/{source}")
+def get_source(request: Request, source: str) -> JSONResponse:
+    name = segment(source)
+    spans = source_spans(Catalog(_store(request)))
+    if name not in spans:
+        raise MarquezNotFound(f"Source '{name}' not found.")
+    return JSONResponse(source_json(name, spans[name]))
+
+
 def _namespace_span(store: LineageStore, ns: str) -> tuple[int | None, int | None]:
     spans = Catalog(store).namespaces()
     if ns not in spans:

@@ -92,3 +92,18 @@ def test_column_lineage_by_dataset_field_and_job(marquez):
     assert f"datasetField:{PG}:{ORDERS}:order_id" in {n["id"] for n in by_dataset["graph"]}
     by_job = marquez.get_column_lineage_by_job("shop", "weekly_report")
     assert f"datasetField:{DUCK}:{REPORT}:best_total" in {n["id"] for n in by_job["graph"]}
+
+
+def test_sources_are_the_dataset_namespaces(marquez):
+    sources = {s["name"]: s for s in marquez.list_sources()["sources"]}
+    assert set(sources) == {PG, DUCK}  # "shop" names jobs only: no source
+    assert sources[PG]["type"] == "POSTGRES" and sources[PG]["connectionUrl"] == PG
+    assert sources[DUCK]["type"] == "DUCKDB"
+    got = marquez.get_source(DUCK)
+    assert got == sources[DUCK]
+    with pytest.raises(APIError):
+        marquez.get_source("nowhere://x")
+
+
+def test_tags_are_listed(marquez):
+    assert isinstance(marquez.list_tags()["tags"], list)
