@@ -16,8 +16,7 @@ from fll.server.explorer import mount_explorer
 from fll.store.tags import Tags
 from tests.govern.jobs import COPY, HASH, SUM, UPPER, job
 
-from .conftest import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, LiveServer, _ensure_chromium, \
-    js_key, screenshot, wait_ready
+from .conftest import LiveServer, js_key, screenshot, wait_ready
 
 pytestmark = pytest.mark.browser
 
@@ -46,29 +45,6 @@ def live(tmp_path_factory):
     with LiveServer(mount_explorer(create_app(store))) as server:
         yield server
     store.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    _ensure_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser, live):
-    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
-    pg = context.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    yield pg
-    context.close()
-    assert not errors, f"the page logged errors: {errors}"
 
 
 def view(live, field: str, start: int, end: int, **more: str) -> str:
