@@ -965,8 +965,11 @@ def hash_(step, df, a):
     run as Spark functions; SHA3-*, SHA-512/224, SHA-512/256, BLAKE2B-* (and RIPEMD160,
     SM3 where Python's OpenSSL has them) run as a Python UDF, slower; Wrangler's other
     Bouncy Castle algorithms (KECCAK, GOST, SKEIN, TIGER, WHIRLPOOL…) are refused.
-    encode=false (Wrangler's default) gives the raw digest bytes (binary), encode=true
-    lower-case hex left-padded with zeros to at least 64 digits, as Wrangler formats it.
+    encode=true, the default as Wrangler documents it (hash.md: "By default, <encode> is
+    set to true", and its example gives hex without the argument), gives lower-case hex
+    left-padded with zeros to at least 64 digits, as Wrangler formats it (``%064x`` of
+    the digest as a number: an MD5 gets 32 leading zeros); encode=false the raw digest
+    bytes (binary). Wrangler's code defaults to false; fll follows the documentation.
     As in Wrangler a null value stops the run and a column that is neither text nor
     binary is refused. Labels: MODIFY column (masking)."""
     step.require(df, [a.column])
@@ -974,15 +977,16 @@ def hash_(step, df, a):
     if kind not in ("string", "binary"):
         raise step.error(f"column {a.column!r} has type {kind}; it should be string or binary")
     c = step.col(a.column)
+    encode = a.encode is not False
     if a.algorithm in _PY_HASHES:
         raw = _py_digest(a.algorithm)(c)
-        value = _wrangler_hex(F.lower(F.hex(raw))) if a.encode else raw
+        value = _wrangler_hex(F.lower(F.hex(raw))) if encode else raw
     else:
         bits = _HASHES[a.algorithm]
         hexed = (F.md5(c) if a.algorithm == "MD5" else F.sha1(c) if bits is None
                  else F.sha2(c, bits))
         # up to 256 bits %064x is a plain left-pad of Spark's lower-case hex
-        value = (F.unhex(hexed) if not a.encode else F.lpad(hexed, 64, "0")
+        value = (F.unhex(hexed) if not encode else F.lpad(hexed, 64, "0")
                  if (bits or 0) <= 256 else _wrangler_hex(hexed))
     value = fail_when(step, c.isNull(), value,
                       null_value(a.column, "'String' or 'byte array'"))
@@ -1221,6 +1225,36 @@ def set_headers(step, df, a):
 
 # -- parsing and generating (READ + ADD) -------------------------------------
 
+_SKIPPABLE = re.compile(r"\\.|\[(?:\\.|[^\]\\])*\]|\(\?|(\||\?|\*|\{0\b)")
+
+
+def _may_skip_groups(regex: str) -> bool:
+    """Whether a capture group of ``regex`` can take no part in a match: it has an
+    alternation or a quantifier that allows zero (outside escapes and classes)."""
+    return any(m.group(1) for m in _SKIPPABLE.finditer(regex))
+
+
+def _python_groups(regex: str) -> "Callable[[Column], Column] | None":
+    """A UDF giving every match's groups (None for a group that took no part), or None
+    when Python's ``re`` cannot read the Java regex."""
+    import warnings
+
+    from pyspark.sql.types import ArrayType, StringType
+    translated = re.sub(r"\(\?<([A-Za-z][A-Za-z0-9]*)>", r"(?P<\1>", regex)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            compiled = re.compile(translated, re.ASCII)
+    except (re.error, OverflowError, RecursionError, ValueError):
+        return None
+
+    def groups(value):
+        if value is None:
+            return []
+        return [list(m.groups()) for m in compiled.finditer(value)]
+    return F.udf(groups, ArrayType(ArrayType(StringType())), useArrow=False)
+
+
 @register_directive("extract-regex-groups <column:column> <regex:regex>")
 def extract_regex_groups(step, df, a):
     """For every match of ``regex`` in ``column`` (Java ``Matcher.find()`` in turn), put
@@ -1228,8 +1262,11 @@ def extract_regex_groups(step, df, a):
 
     The number of matches is data dependent: one aggregation job finds the
     largest over all rows; rows with fewer matches get nulls in the extra
-    columns. A group that took no part in a match is empty text (Spark's
-    regexp_extract_all cannot tell it from an empty match), not null (Wrangler). A
+    columns. A group that took no part in a match is null, as Java's ``group(i)``
+    gives it to Wrangler. Spark's regexp_extract_all cannot tell such a group from an
+    empty match, so a regex where a group can be skipped (``|``, ``?``, ``*`` or
+    ``{0,…}``) is run by one Python UDF (Python's ``re`` with Java's ASCII classes and
+    named groups); a regex Python cannot read stays on Spark, skipped groups empty. A
     column that is not text gets no columns, as Wrangler matches only String values.
     Labels: READ column, ADD all columns formatted column_%d_%d.
     """
@@ -1244,6 +1281,17 @@ def extract_regex_groups(step, df, a):
     if groups == 0 or not _is_string(df, a.column):
         return Outcome(df, L.read(a.column))
     step.action()
+    python = _python_groups(a.regex) if _may_skip_groups(a.regex) else None
+    if python is not None:
+        found_all = python(c)
+        row = df.select(F.max(F.size(found_all))).first()
+        matches = int(row[0] or 0) if row is not None else 0
+        new = [(f"{a.column}_{m}_{g}", F.try_element_at(F.try_element_at(found_all, F.lit(m)),
+                                                         F.lit(g)))
+               for m in range(1, matches + 1) for g in range(1, groups + 1)]
+        return Outcome(_add_all(df, new),
+                       L.read(a.column) + L.add(L.all_columns_formatted(f"{a.column}_%d_%d")),
+                       note=f"one job counted {matches} matches")
     row = df.select(F.max(F.size(F.regexp_extract_all(c, F.lit(a.regex), 0)))).first()
     matches = int(row[0] or 0) if row is not None else 0
     found = [F.regexp_extract_all(c, F.lit(a.regex), g) for g in range(1, groups + 1)]

@@ -33,6 +33,28 @@ def _type(df: "DataFrame", column: str) -> str:
     return df.schema[column].dataType.typeName()
 
 
+# The Java class Wrangler's row holds for a value of each Spark type (its error messages
+# name it with getSimpleName()).
+_JAVA_CLASS = {"string": "String", "integer": "Integer", "long": "Long", "short": "Short",
+               "byte": "Byte", "double": "Double", "float": "Float", "boolean": "Boolean",
+               "decimal": "BigDecimal", "date": "LocalDate", "timestamp": "ZonedDateTime",
+               "timestamp_ntz": "LocalDateTime", "binary": "byte[]"}
+
+
+def _wrong_kind(step: StepContext, df: "DataFrame", column: str, expected: str) -> Outcome:
+    """Every non-null value of a column that holds no ``expected`` values goes to the error
+    output, as Wrangler's datetime directives throw ErrorRowException (code 2) for each:
+    ``Value <v> for column <c> expected to be <expected> but found <Class>``. Null values
+    are skipped (the row stays as it is), as in Wrangler."""
+    kind = _type(df, column)
+    found = _JAVA_CLASS.get(kind, kind)
+    value = step.col(column)
+    kept, extra = error_rows(step, df, value.isNotNull(), F.concat(
+        F.lit("Value "), string_of(value),
+        F.lit(f" for column {column} expected to be {expected} but found {found}")), 2)
+    return Outcome(kept, L.modify(column), **extra)
+
+
 def _zone_letters(pattern: str) -> list[str]:
     """Pattern letters that need a zone or offset (outside quoted text)."""
     return sorted(set(re.sub(r"'[^']*'", "", pattern)) & set("VzOXxZ"))
@@ -100,8 +122,9 @@ def format_datetime(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 
     A pattern needing a zone (``XXX``, ``z``, ``VV``…) cannot format a datetime: Java
     fails every row, fll refuses the recipe; in an optional section (``[xxx]``) Java
-    skips it, and so does fll. A column of another type is refused
-    (Wrangler sends each of its rows to the error collector). Nulls stay null; a
+    skips it, and so does fll. On a column of another type each non-null value goes to
+    the error output (errCode 2), as Wrangler's FormatDateTimeTest testInvalidObject
+    shows. Nulls stay null; a
     column that is not there leaves the rows as they are. Labels: MODIFY column.
     """
     check_datetime_pattern(step, a.format)
@@ -113,8 +136,7 @@ def format_datetime(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         raise step.error(f"datetime format {a.format!r} needs a zone ({''.join(zone)}), "
                          f"and a datetime has none")
     if _type(df, a.column) != "timestamp_ntz":
-        raise step.error(f"column {a.column!r} has type {_type(df, a.column)}; it should be a "
-                         f"datetime (parse it first with parse-as-datetime)")
+        return _wrong_kind(step, df, a.column, "datetime")
     value = F.date_format(step.col(a.column), pattern)
     return Outcome(put(df, a.column, value), L.modify(a.column))
 
@@ -138,16 +160,17 @@ def datetime_to_timestamp(step: StepContext, df: "DataFrame", a: Args) -> Outcom
     into a timestamp (TIMESTAMP).
 
     The zone is used for the conversion but not kept: Spark shows timestamps in the
-    session time zone. A column of another type is refused (Wrangler sends each row
-    to the error collector); a column that is not there leaves the rows as they are,
-    as in Wrangler. Labels: MODIFY column.
+    session time zone. On a column of another type each non-null value goes to the
+    error output (errCode 2), as Wrangler's DateTimeToTimestampTest testInvalidObject
+    shows; a column that is not there leaves the rows as they are, as in Wrangler.
+    Labels: MODIFY column.
     """
     zone = check_zone(step, a.zone or "UTC")
     if a.column not in df.columns:
         return Outcome(df, [])
     kind = _type(df, a.column)
     if kind != "timestamp_ntz":
-        raise step.error(f"column {a.column!r} has type {kind}; it should be a datetime")
+        return _wrong_kind(step, df, a.column, "datetime")
     return Outcome(put(df, a.column, _instant_in(step.col(a.column), zone)), L.modify(a.column))
 
 
@@ -157,14 +180,17 @@ def timestamp_to_datetime(step: StepContext, df: "DataFrame", a: Args) -> Outcom
 
     Wrangler takes the wall time in the zone the value carries; a Spark timestamp
     carries none, so the session time zone is used. A datetime column stays as it is;
-    other types are refused. Labels: MODIFY column.
+    on a column of another type each non-null value goes to the error output (errCode
+    2), as Wrangler's TimestampToDateTimeTest testInvalidObject shows; a column that is
+    not there leaves the rows as they are. Labels: MODIFY column.
     """
-    step.require(df, [a.column])
+    if a.column not in df.columns:      # Wrangler skips a row without the column
+        return Outcome(df, [])
     kind = _type(df, a.column)
     if kind == "timestamp_ntz":
         return Outcome(df, L.modify(a.column))
     if kind != "timestamp":
-        raise step.error(f"column {a.column!r} has type {kind}; it should be a timestamp")
+        return _wrong_kind(step, df, a.column, "timestamp")
     return Outcome(put(df, a.column, step.col(a.column).cast("timestamp_ntz")),
                    L.modify(a.column))
 

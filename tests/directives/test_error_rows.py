@@ -154,11 +154,11 @@ def test_set_type_bytes_gives_utf8_text_and_big_endian_integers(spark):
     assert bytes(row.l) == (258).to_bytes(8, "big")
 
 
-def test_hash_without_encode_gives_the_raw_digest_bytes(spark):
+def test_hash_with_encode_false_gives_the_raw_digest_bytes(spark):
     import hashlib
 
     df = spark.createDataFrame([("a",)], "a string")
-    row = Recipe.parse("hash a SHA-256").apply(df).first()
+    row = Recipe.parse("hash a SHA-256 false").apply(df).first()
     assert bytes(row.a) == hashlib.sha256(b"a").digest()
 
 
