@@ -377,9 +377,9 @@ def parse_as_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     The keys and their types are data dependent: one job reads the first 1000 non-null
     values (keys seen only later are not found). A value that is not JSON (Spark's
     strict parser; Wrangler's Gson is lenient and also takes unquoted names) goes to the
-    recipe's error output with ``errCode`` 1, as Wrangler's error row. Labels: DROP
-    column, ADD all columns minus <the columns before> (the new columns come from the
-    dropped one); arrays: MODIFY column.
+    recipe's error output with ``errCode`` 1, as Wrangler's error row. Labels: READ
+    column (read into the new columns, then gone), ADD all columns minus <the columns
+    before>; DROP column when no key was found; arrays: MODIFY column.
     """
     step.require(df, [a.column])
     src = _as_text(df, a.column, step.col(a.column))
@@ -434,8 +434,10 @@ def flatten_json(step: StepContext, df: "DataFrame", column: str, src: "Column",
             v = v.getField(part)   # type: ignore[union-attr]
         new.append((name, v))      # type: ignore[arg-type]
     out = kept.select([F.col(quote(c)) for c in before] + [v.alias(n) for n, v in new])
-    return Outcome(out, L.drop(column) + L.add(L.all_columns_minus(*before)),
-                   note=f"one job found {len(leaves)} keys", **extra)
+    # the source is READ into the new columns and gone after the step (Wrangler removes
+    # it); only when no key was found is it simply dropped
+    labels = L.read(column) + L.add(L.all_columns_minus(*before)) if new else L.drop(column)
+    return Outcome(out, labels, note=f"one job found {len(leaves)} keys", **extra)
 
 
 # -- value transformations (MODIFY) -------------------------------------------

@@ -178,10 +178,9 @@ class CompiledRecipe:
             prefix = f"{stage}.{st.index}.{st.directive}" if stage else \
                 f"{st.index}.{st.directive}"
             where = f"line {st.line}: {st.text}"
-            # a step that adds columns and drops others consumed those (parse-as-json)
-            adds = ADD in st.labels.values()
-            reads = [latest[c] for c, k in st.labels.items()
-                     if k == READ or (adds and k == DROP)]
+            # inputs are the step's READ columns, exactly as labelled (a column read into
+            # added ones and gone after the step, as parse-as-json's source, is READ)
+            reads = [latest[c] for c, k in st.labels.items() if k == READ]
             read_tag = Transformation("DIRECT", "IDENTITY" if st.identity else "TRANSFORMATION",
                                       masking=st.masking)
             nxt = dict(latest)
@@ -202,6 +201,9 @@ class CompiledRecipe:
                 elif kind == DROP:
                     ops.append(TransformOperation(
                         f"{prefix}.{col}", f"DROP {col} ({where})", (latest[col],), ()))
+                    nxt.pop(col, None)
+            for col, kind in st.labels.items():
+                if kind == READ and col not in st.columns:   # consumed by the step
                     nxt.pop(col, None)
             new_names = {n for _, n in st.renames}
             for old, _ in st.renames:
