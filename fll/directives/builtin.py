@@ -347,22 +347,67 @@ def _json_leaves(doc: dict, depth: int, leaves: dict[tuple[str, ...], str | None
             leaves[here] = _merge_type(leaves.get(here), _json_type(value))
 
 
-def _json_schema(leaves: dict[tuple[str, ...], str | None]) -> str:
-    tree: dict = {}
-    for path, kind in leaves.items():
-        node = tree
-        for part in path[:-1]:
-            nxt = node.setdefault(part, {})
-            if not isinstance(nxt, dict):     # a key that is a leaf in one row, an object
-                break                          # in another: keep the leaf as text
-            node = nxt
-        else:
-            node.setdefault(path[-1], kind or "string")
+class _JsonNode:
+    """One key of the sampled JSON: its leaf type (a value that is no object to open, in
+    some row) and the keys below it (an object to open, in some row)."""
 
-    def struct(node: dict) -> str:
-        return ", ".join(f"{quote(k)}: " + (f"STRUCT<{struct(v)}>" if isinstance(v, dict)
-                                            else v) for k, v in node.items())
-    return f"STRUCT<{struct(tree)}>"
+    def __init__(self) -> None:
+        self.leaf: str | None = None
+        self.is_leaf = False
+        self.children: dict[str, "_JsonNode"] = {}
+
+    @property
+    def mixed(self) -> bool:
+        """An object in some rows and another value (an array, text…) in others."""
+        return self.is_leaf and bool(self.children)
+
+
+def _json_tree(leaves: dict[tuple[str, ...], str | None]) -> dict[str, _JsonNode]:
+    tree: dict[str, _JsonNode] = {}
+    for path, kind in leaves.items():
+        nodes = tree
+        node = None
+        for part in path:
+            node = nodes.setdefault(part, _JsonNode())
+            nodes = node.children
+        assert node is not None
+        node.is_leaf, node.leaf = True, kind or "string"
+    return tree
+
+
+def _json_schema(tree: dict[str, _JsonNode]) -> str:
+    def kind(node: _JsonNode) -> str:
+        if node.mixed:          # read as its JSON text, opened per row (`_json_values`)
+            return "string"
+        if node.children:
+            return f"STRUCT<{fields(node.children)}>"
+        return node.leaf or "string"
+
+    def fields(nodes: dict[str, _JsonNode]) -> str:
+        return ", ".join(f"{quote(k)}: {kind(v)}" for k, v in nodes.items())
+    return f"STRUCT<{fields(tree)}>"
+
+
+def _json_values(parsed: "Column", tree: dict[str, _JsonNode],
+                 path: tuple[str, ...] = ()) -> dict[tuple[str, ...], "Column"]:
+    """Each leaf path's value. A key that is an object in some rows and another value in
+    others (a repeated XML element, an array) gives, per row, the value as JSON text
+    where it is no object, and its keys' columns where it is one, as Wrangler's
+    jsonFlatten does row by row."""
+    out: dict[tuple[str, ...], "Column"] = {}
+    for key, node in tree.items():
+        here, value = path + (key,), parsed.getField(key)
+        if node.mixed:
+            is_object = F.ltrim(value).startswith("{")
+            leaf = F.when(~is_object, value)
+            out[here] = leaf if node.leaf == "string" else leaf.cast(node.leaf or "string")
+            opened = F.from_json(F.when(is_object, value), _json_schema(node.children))
+            out.update(_json_values(opened, node.children, here))
+        elif node.children:
+            out.update(_json_values(value, node.children, here))
+        else:
+            out[here] = value
+    return out
 
 
 @register_directive("parse-as-json <column:column> [<depth:int>]")
@@ -426,13 +471,9 @@ def flatten_json(step: StepContext, df: "DataFrame", column: str, src: "Column",
             raise step.error(f"parsed column {n!r} already exists")
     if len(set(names.values())) != len(names):
         raise step.error("two JSON keys give the same column name")
-    parsed = F.from_json(src, _json_schema(leaves)) if leaves else None
-    new: list[tuple[str, "Column"]] = []
-    for path, name in names.items():
-        v = parsed
-        for part in path:
-            v = v.getField(part)   # type: ignore[union-attr]
-        new.append((name, v))      # type: ignore[arg-type]
+    tree = _json_tree(leaves)
+    values = _json_values(F.from_json(src, _json_schema(tree)), tree) if leaves else {}
+    new: list[tuple[str, "Column"]] = [(name, values[path]) for path, name in names.items()]
     out = kept.select([F.col(quote(c)) for c in before] + [v.alias(n) for n, v in new])
     # the source is READ into the new columns and gone after the step (Wrangler removes
     # it); only when no key was found is it simply dropped
