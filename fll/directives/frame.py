@@ -51,10 +51,7 @@ def _guarded(fn: Callable[..., Any], translate: Translate) -> Callable[..., Any]
 def _is_job_failure(exc: BaseException) -> bool:
     """A failure coming out of Spark (not a bad argument to the Python method)."""
     from pyspark.errors import PySparkException
-    try:
-        from py4j.protocol import Py4JJavaError
-    except ImportError:  # pragma: no cover
-        Py4JJavaError = ()   # type: ignore[assignment,misc]
+    from py4j.protocol import Py4JJavaError
     return isinstance(exc, (PySparkException, Py4JJavaError))
 
 
@@ -81,10 +78,7 @@ class _Writer:
 def recipe_frame(df: "DataFrame", translate: Translate) -> "DataFrame":
     """``df`` as a `RecipeFrame` (same plan, same session) when it is a classic PySpark
     DataFrame; other DataFrames (Spark Connect) are returned as they are."""
-    try:
-        from pyspark.sql.classic.dataframe import DataFrame as Classic
-    except ImportError:  # pragma: no cover - older PySpark
-        from pyspark.sql import DataFrame as Classic
+    from pyspark.sql.classic.dataframe import DataFrame as Classic
     if type(df) is not Classic:
         return df
     frame = _frame_class(Classic)(df._jdf, df.sparkSession)
@@ -102,7 +96,7 @@ def plain_frame(df: "DataFrame") -> "DataFrame":
 
 
 @functools.lru_cache(maxsize=None)
-def _frame_class(base: type) -> type:
+def _frame_class(base: Any) -> type:
     def make(name: str) -> Callable[..., Any]:
         method = getattr(base, name)
 

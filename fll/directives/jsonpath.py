@@ -61,7 +61,7 @@ def _wildcard(nodes: list[Any], root: Any) -> list[Any]:
 
 def _indexes(indexes: list[int]) -> Step:
     def step(nodes: list[Any], root: Any) -> list[Any]:
-        out = []
+        out: list[Any] = []
         for n in nodes:
             if isinstance(n, list):
                 out.extend(n[i] for i in indexes if -len(n) <= i < len(n))
@@ -83,7 +83,7 @@ def _deep(rest: Step) -> Step:
 
 def _filter(expr: Callable[[Any, Any], bool]) -> Step:
     def step(nodes: list[Any], root: Any) -> list[Any]:
-        out = []
+        out: list[Any] = []
         for n in nodes:
             items = n if isinstance(n, list) else [n] if isinstance(n, dict) else []
             out.extend(i for i in items if expr(i, root))
@@ -137,8 +137,9 @@ def _same(a: Any, b: Any) -> bool:
 def _order(a: Any, b: Any) -> int | None:
     if isinstance(a, bool) or isinstance(b, bool):
         return None
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) or \
-            isinstance(a, str) and isinstance(b, str):
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return (float(a) > float(b)) - (float(a) < float(b))
+    if isinstance(a, str) and isinstance(b, str):
         return (a > b) - (a < b)
     return None
 
