@@ -1356,9 +1356,14 @@ def split_email(step, df, a):
     """Split an email address into ``column_account`` and ``column_domain`` as Wrangler
     does: ``Name <addr@host>`` uses the part in angle brackets, the split is at the last
     ``@``, and a value without ``@`` (or an unclosed ``<``) gives nulls. Wrangler fails
-    on a value that is not text; fll splits its text form. Labels: READ column, ADD both."""
+    on a value that is not text (SplitEmailTest testBadType), so a column of another type
+    is refused before anything runs. Labels: READ column, ADD both."""
     step.require(df, [a.column])
-    c = _as_text(df, a.column, step.col(a.column))
+    if not _is_string(df, a.column):
+        kind = df.schema[a.column].dataType.typeName()
+        raise step.error(f"Column '{a.column}' has invalid type '{kind}'. It should be of "
+                         f"type 'String'.")
+    c = step.col(a.column)
     address = F.when(F.instr(c, "<") == 0, c).when(c.rlike(_BRACKETED), F.regexp_extract(c, _BRACKETED, 1))
     ok = address.rlike(_AT)
     new = [(f"{a.column}_account", F.when(ok, F.regexp_extract(address, _AT, 1))),
