@@ -221,11 +221,10 @@ def hand_written(df):
             else c(f.name).cast("string") for f in df.schema.fields]
 
     def field(v, first):   # Commons CSV's DEFAULT printing, as Wrangler's write-as-csv
-        needs = (v != "") & (v.rlike('[,"\r\n]') | (F.substring(v, 1, 1) <= F.lit("#"))
-                             | (F.substring(v, -1, 1) <= F.lit(" ")))
         if first:
-            needs = needs | (v == "") | (F.substring(v, 1, 1) == ",") \
-                | (F.substring(v, 1, 1) > F.lit("~"))
+            needs = v.rlike(r'^(?:[\x00-#,]|[^\x00-~])|[,"\r\n]|[\x00- ]\z') | (v == "")
+        else:
+            needs = v.rlike(r'^[\x00-#]|[,"\r\n]|[\x00- ]\z')
         quoted = F.concat(F.lit('"'), F.replace(v, F.lit('"'), F.lit('""')), F.lit('"'))
         return F.coalesce(F.when(needs, quoted).otherwise(v), F.lit(""))
     return df.withColumn("line", F.concat_ws(",", *[field(v, i == 0)
