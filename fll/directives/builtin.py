@@ -347,22 +347,67 @@ def _json_leaves(doc: dict, depth: int, leaves: dict[tuple[str, ...], str | None
             leaves[here] = _merge_type(leaves.get(here), _json_type(value))
 
 
-def _json_schema(leaves: dict[tuple[str, ...], str | None]) -> str:
-    tree: dict = {}
-    for path, kind in leaves.items():
-        node = tree
-        for part in path[:-1]:
-            nxt = node.setdefault(part, {})
-            if not isinstance(nxt, dict):     # a key that is a leaf in one row, an object
-                break                          # in another: keep the leaf as text
-            node = nxt
-        else:
-            node.setdefault(path[-1], kind or "string")
+class _JsonNode:
+    """One key of the sampled JSON: its leaf type (a value that is no object to open, in
+    some row) and the keys below it (an object to open, in some row)."""
 
-    def struct(node: dict) -> str:
-        return ", ".join(f"{quote(k)}: " + (f"STRUCT<{struct(v)}>" if isinstance(v, dict)
-                                            else v) for k, v in node.items())
-    return f"STRUCT<{struct(tree)}>"
+    def __init__(self) -> None:
+        self.leaf: str | None = None
+        self.is_leaf = False
+        self.children: dict[str, "_JsonNode"] = {}
+
+    @property
+    def mixed(self) -> bool:
+        """An object in some rows and another value (an array, text…) in others."""
+        return self.is_leaf and bool(self.children)
+
+
+def _json_tree(leaves: dict[tuple[str, ...], str | None]) -> dict[str, _JsonNode]:
+    tree: dict[str, _JsonNode] = {}
+    for path, kind in leaves.items():
+        nodes = tree
+        node = None
+        for part in path:
+            node = nodes.setdefault(part, _JsonNode())
+            nodes = node.children
+        assert node is not None
+        node.is_leaf, node.leaf = True, kind or "string"
+    return tree
+
+
+def _json_schema(tree: dict[str, _JsonNode]) -> str:
+    def kind(node: _JsonNode) -> str:
+        if node.mixed:          # read as its JSON text, opened per row (`_json_values`)
+            return "string"
+        if node.children:
+            return f"STRUCT<{fields(node.children)}>"
+        return node.leaf or "string"
+
+    def fields(nodes: dict[str, _JsonNode]) -> str:
+        return ", ".join(f"{quote(k)}: {kind(v)}" for k, v in nodes.items())
+    return f"STRUCT<{fields(tree)}>"
+
+
+def _json_values(parsed: "Column", tree: dict[str, _JsonNode],
+                 path: tuple[str, ...] = ()) -> dict[tuple[str, ...], "Column"]:
+    """Each leaf path's value. A key that is an object in some rows and another value in
+    others (a repeated XML element, an array) gives, per row, the value as JSON text
+    where it is no object, and its keys' columns where it is one, as Wrangler's
+    jsonFlatten does row by row."""
+    out: dict[tuple[str, ...], "Column"] = {}
+    for key, node in tree.items():
+        here, value = path + (key,), parsed.getField(key)
+        if node.mixed:
+            is_object = F.ltrim(value).startswith("{")
+            leaf = F.when(~is_object, value)
+            out[here] = leaf if node.leaf == "string" else leaf.cast(node.leaf or "string")
+            opened = F.from_json(F.when(is_object, value), _json_schema(node.children))
+            out.update(_json_values(opened, node.children, here))
+        elif node.children:
+            out.update(_json_values(value, node.children, here))
+        else:
+            out[here] = value
+    return out
 
 
 @register_directive("parse-as-json <column:column> [<depth:int>]")
@@ -377,9 +422,9 @@ def parse_as_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     The keys and their types are data dependent: one job reads the first 1000 non-null
     values (keys seen only later are not found). A value that is not JSON (Spark's
     strict parser; Wrangler's Gson is lenient and also takes unquoted names) goes to the
-    recipe's error output with ``errCode`` 1, as Wrangler's error row. Labels: DROP
-    column, ADD all columns minus <the columns before> (the new columns come from the
-    dropped one); arrays: MODIFY column.
+    recipe's error output with ``errCode`` 1, as Wrangler's error row. Labels: READ
+    column (read into the new columns, then gone), ADD all columns minus <the columns
+    before>; DROP column when no key was found; arrays: MODIFY column.
     """
     step.require(df, [a.column])
     src = _as_text(df, a.column, step.col(a.column))
@@ -426,16 +471,14 @@ def flatten_json(step: StepContext, df: "DataFrame", column: str, src: "Column",
             raise step.error(f"parsed column {n!r} already exists")
     if len(set(names.values())) != len(names):
         raise step.error("two JSON keys give the same column name")
-    parsed = F.from_json(src, _json_schema(leaves)) if leaves else None
-    new: list[tuple[str, "Column"]] = []
-    for path, name in names.items():
-        v = parsed
-        for part in path:
-            v = v.getField(part)   # type: ignore[union-attr]
-        new.append((name, v))      # type: ignore[arg-type]
+    tree = _json_tree(leaves)
+    values = _json_values(F.from_json(src, _json_schema(tree)), tree) if leaves else {}
+    new: list[tuple[str, "Column"]] = [(name, values[path]) for path, name in names.items()]
     out = kept.select([F.col(quote(c)) for c in before] + [v.alias(n) for n, v in new])
-    return Outcome(out, L.drop(column) + L.add(L.all_columns_minus(*before)),
-                   note=f"one job found {len(leaves)} keys", **extra)
+    # the source is READ into the new columns and gone after the step (Wrangler removes
+    # it); only when no key was found is it simply dropped
+    labels = L.read(column) + L.add(L.all_columns_minus(*before)) if new else L.drop(column)
+    return Outcome(out, labels, note=f"one job found {len(leaves)} keys", **extra)
 
 
 # -- value transformations (MODIFY) -------------------------------------------
@@ -965,8 +1008,11 @@ def hash_(step, df, a):
     run as Spark functions; SHA3-*, SHA-512/224, SHA-512/256, BLAKE2B-* (and RIPEMD160,
     SM3 where Python's OpenSSL has them) run as a Python UDF, slower; Wrangler's other
     Bouncy Castle algorithms (KECCAK, GOST, SKEIN, TIGER, WHIRLPOOL…) are refused.
-    encode=false (Wrangler's default) gives the raw digest bytes (binary), encode=true
-    lower-case hex left-padded with zeros to at least 64 digits, as Wrangler formats it.
+    encode=true, the default as Wrangler documents it (hash.md: "By default, <encode> is
+    set to true", and its example gives hex without the argument), gives lower-case hex
+    left-padded with zeros to at least 64 digits, as Wrangler formats it (``%064x`` of
+    the digest as a number: an MD5 gets 32 leading zeros); encode=false the raw digest
+    bytes (binary). Wrangler's code defaults to false; fll follows the documentation.
     As in Wrangler a null value stops the run and a column that is neither text nor
     binary is refused. Labels: MODIFY column (masking)."""
     step.require(df, [a.column])
@@ -974,15 +1020,16 @@ def hash_(step, df, a):
     if kind not in ("string", "binary"):
         raise step.error(f"column {a.column!r} has type {kind}; it should be string or binary")
     c = step.col(a.column)
+    encode = a.encode is not False
     if a.algorithm in _PY_HASHES:
         raw = _py_digest(a.algorithm)(c)
-        value = _wrangler_hex(F.lower(F.hex(raw))) if a.encode else raw
+        value = _wrangler_hex(F.lower(F.hex(raw))) if encode else raw
     else:
         bits = _HASHES[a.algorithm]
         hexed = (F.md5(c) if a.algorithm == "MD5" else F.sha1(c) if bits is None
                  else F.sha2(c, bits))
         # up to 256 bits %064x is a plain left-pad of Spark's lower-case hex
-        value = (F.unhex(hexed) if not a.encode else F.lpad(hexed, 64, "0")
+        value = (F.unhex(hexed) if not encode else F.lpad(hexed, 64, "0")
                  if (bits or 0) <= 256 else _wrangler_hex(hexed))
     value = fail_when(step, c.isNull(), value,
                       null_value(a.column, "'String' or 'byte array'"))
@@ -1221,6 +1268,36 @@ def set_headers(step, df, a):
 
 # -- parsing and generating (READ + ADD) -------------------------------------
 
+_SKIPPABLE = re.compile(r"\\.|\[(?:\\.|[^\]\\])*\]|\(\?|(\||\?|\*|\{0\b)")
+
+
+def _may_skip_groups(regex: str) -> bool:
+    """Whether a capture group of ``regex`` can take no part in a match: it has an
+    alternation or a quantifier that allows zero (outside escapes and classes)."""
+    return any(m.group(1) for m in _SKIPPABLE.finditer(regex))
+
+
+def _python_groups(regex: str) -> "Callable[[Column], Column] | None":
+    """A UDF giving every match's groups (None for a group that took no part), or None
+    when Python's ``re`` cannot read the Java regex."""
+    import warnings
+
+    from pyspark.sql.types import ArrayType, StringType
+    translated = re.sub(r"\(\?<([A-Za-z][A-Za-z0-9]*)>", r"(?P<\1>", regex)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            compiled = re.compile(translated, re.ASCII)
+    except (re.error, OverflowError, RecursionError, ValueError):
+        return None
+
+    def groups(value):
+        if value is None:
+            return []
+        return [list(m.groups()) for m in compiled.finditer(value)]
+    return F.udf(groups, ArrayType(ArrayType(StringType())), useArrow=False)
+
+
 @register_directive("extract-regex-groups <column:column> <regex:regex>")
 def extract_regex_groups(step, df, a):
     """For every match of ``regex`` in ``column`` (Java ``Matcher.find()`` in turn), put
@@ -1228,8 +1305,11 @@ def extract_regex_groups(step, df, a):
 
     The number of matches is data dependent: one aggregation job finds the
     largest over all rows; rows with fewer matches get nulls in the extra
-    columns. A group that took no part in a match is empty text (Spark's
-    regexp_extract_all cannot tell it from an empty match), not null (Wrangler). A
+    columns. A group that took no part in a match is null, as Java's ``group(i)``
+    gives it to Wrangler. Spark's regexp_extract_all cannot tell such a group from an
+    empty match, so a regex where a group can be skipped (``|``, ``?``, ``*`` or
+    ``{0,…}``) is run by one Python UDF (Python's ``re`` with Java's ASCII classes and
+    named groups); a regex Python cannot read stays on Spark, skipped groups empty. A
     column that is not text gets no columns, as Wrangler matches only String values.
     Labels: READ column, ADD all columns formatted column_%d_%d.
     """
@@ -1244,6 +1324,17 @@ def extract_regex_groups(step, df, a):
     if groups == 0 or not _is_string(df, a.column):
         return Outcome(df, L.read(a.column))
     step.action()
+    python = _python_groups(a.regex) if _may_skip_groups(a.regex) else None
+    if python is not None:
+        found_all = python(c)
+        row = df.select(F.max(F.size(found_all))).first()
+        matches = int(row[0] or 0) if row is not None else 0
+        new = [(f"{a.column}_{m}_{g}", F.try_element_at(F.try_element_at(found_all, F.lit(m)),
+                                                         F.lit(g)))
+               for m in range(1, matches + 1) for g in range(1, groups + 1)]
+        return Outcome(_add_all(df, new),
+                       L.read(a.column) + L.add(L.all_columns_formatted(f"{a.column}_%d_%d")),
+                       note=f"one job counted {matches} matches")
     row = df.select(F.max(F.size(F.regexp_extract_all(c, F.lit(a.regex), 0)))).first()
     matches = int(row[0] or 0) if row is not None else 0
     found = [F.regexp_extract_all(c, F.lit(a.regex), g) for g in range(1, groups + 1)]
@@ -1265,9 +1356,14 @@ def split_email(step, df, a):
     """Split an email address into ``column_account`` and ``column_domain`` as Wrangler
     does: ``Name <addr@host>`` uses the part in angle brackets, the split is at the last
     ``@``, and a value without ``@`` (or an unclosed ``<``) gives nulls. Wrangler fails
-    on a value that is not text; fll splits its text form. Labels: READ column, ADD both."""
+    on a value that is not text (SplitEmailTest testBadType), so a column of another type
+    is refused before anything runs. Labels: READ column, ADD both."""
     step.require(df, [a.column])
-    c = _as_text(df, a.column, step.col(a.column))
+    if not _is_string(df, a.column):
+        kind = df.schema[a.column].dataType.typeName()
+        raise step.error(f"Column '{a.column}' has invalid type '{kind}'. It should be of "
+                         f"type 'String'.")
+    c = step.col(a.column)
     address = F.when(F.instr(c, "<") == 0, c).when(c.rlike(_BRACKETED), F.regexp_extract(c, _BRACKETED, 1))
     ok = address.rlike(_AT)
     new = [(f"{a.column}_account", F.when(ok, F.regexp_extract(address, _AT, 1))),

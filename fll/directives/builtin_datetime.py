@@ -33,6 +33,28 @@ def _type(df: "DataFrame", column: str) -> str:
     return df.schema[column].dataType.typeName()
 
 
+# The Java class Wrangler's row holds for a value of each Spark type (its error messages
+# name it with getSimpleName()).
+_JAVA_CLASS = {"string": "String", "integer": "Integer", "long": "Long", "short": "Short",
+               "byte": "Byte", "double": "Double", "float": "Float", "boolean": "Boolean",
+               "decimal": "BigDecimal", "date": "LocalDate", "timestamp": "ZonedDateTime",
+               "timestamp_ntz": "LocalDateTime", "binary": "byte[]"}
+
+
+def _wrong_kind(step: StepContext, df: "DataFrame", column: str, expected: str) -> Outcome:
+    """Every non-null value of a column that holds no ``expected`` values goes to the error
+    output, as Wrangler's datetime directives throw ErrorRowException (code 2) for each:
+    ``Value <v> for column <c> expected to be <expected> but found <Class>``. Null values
+    are skipped (the row stays as it is), as in Wrangler."""
+    kind = _type(df, column)
+    found = _JAVA_CLASS.get(kind, kind)
+    value = step.col(column)
+    kept, extra = error_rows(step, df, value.isNotNull(), F.concat(
+        F.lit("Value "), string_of(value),
+        F.lit(f" for column {column} expected to be {expected} but found {found}")), 2)
+    return Outcome(kept, L.modify(column), **extra)
+
+
 def _zone_letters(pattern: str) -> list[str]:
     """Pattern letters that need a zone or offset (outside quoted text)."""
     return sorted(set(re.sub(r"'[^']*'", "", pattern)) & set("VzOXxZ"))
@@ -100,8 +122,9 @@ def format_datetime(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 
     A pattern needing a zone (``XXX``, ``z``, ``VV``…) cannot format a datetime: Java
     fails every row, fll refuses the recipe; in an optional section (``[xxx]``) Java
-    skips it, and so does fll. A column of another type is refused
-    (Wrangler sends each of its rows to the error collector). Nulls stay null; a
+    skips it, and so does fll. On a column of another type each non-null value goes to
+    the error output (errCode 2), as Wrangler's FormatDateTimeTest testInvalidObject
+    shows. Nulls stay null; a
     column that is not there leaves the rows as they are. Labels: MODIFY column.
     """
     check_datetime_pattern(step, a.format)
@@ -113,8 +136,7 @@ def format_datetime(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         raise step.error(f"datetime format {a.format!r} needs a zone ({''.join(zone)}), "
                          f"and a datetime has none")
     if _type(df, a.column) != "timestamp_ntz":
-        raise step.error(f"column {a.column!r} has type {_type(df, a.column)}; it should be a "
-                         f"datetime (parse it first with parse-as-datetime)")
+        return _wrong_kind(step, df, a.column, "datetime")
     value = F.date_format(step.col(a.column), pattern)
     return Outcome(put(df, a.column, value), L.modify(a.column))
 
@@ -138,16 +160,17 @@ def datetime_to_timestamp(step: StepContext, df: "DataFrame", a: Args) -> Outcom
     into a timestamp (TIMESTAMP).
 
     The zone is used for the conversion but not kept: Spark shows timestamps in the
-    session time zone. A column of another type is refused (Wrangler sends each row
-    to the error collector); a column that is not there leaves the rows as they are,
-    as in Wrangler. Labels: MODIFY column.
+    session time zone. On a column of another type each non-null value goes to the
+    error output (errCode 2), as Wrangler's DateTimeToTimestampTest testInvalidObject
+    shows; a column that is not there leaves the rows as they are, as in Wrangler.
+    Labels: MODIFY column.
     """
     zone = check_zone(step, a.zone or "UTC")
     if a.column not in df.columns:
         return Outcome(df, [])
     kind = _type(df, a.column)
     if kind != "timestamp_ntz":
-        raise step.error(f"column {a.column!r} has type {kind}; it should be a datetime")
+        return _wrong_kind(step, df, a.column, "datetime")
     return Outcome(put(df, a.column, _instant_in(step.col(a.column), zone)), L.modify(a.column))
 
 
@@ -157,14 +180,17 @@ def timestamp_to_datetime(step: StepContext, df: "DataFrame", a: Args) -> Outcom
 
     Wrangler takes the wall time in the zone the value carries; a Spark timestamp
     carries none, so the session time zone is used. A datetime column stays as it is;
-    other types are refused. Labels: MODIFY column.
+    on a column of another type each non-null value goes to the error output (errCode
+    2), as Wrangler's TimestampToDateTimeTest testInvalidObject shows; a column that is
+    not there leaves the rows as they are. Labels: MODIFY column.
     """
-    step.require(df, [a.column])
+    if a.column not in df.columns:      # Wrangler skips a row without the column
+        return Outcome(df, [])
     kind = _type(df, a.column)
     if kind == "timestamp_ntz":
         return Outcome(df, L.modify(a.column))
     if kind != "timestamp":
-        raise step.error(f"column {a.column!r} has type {kind}; it should be a timestamp")
+        return _wrong_kind(step, df, a.column, "timestamp")
     return Outcome(put(df, a.column, step.col(a.column).cast("timestamp_ntz")),
                    L.modify(a.column))
 
@@ -173,9 +199,27 @@ _NUMERIC = set("dHhKkmsDF")
 _TOKEN = re.compile(r"'(?:[^']|'')*'|([A-Za-z])\1*|.", re.S)
 
 
+# SimpleDateFormat letters whose count says text or number differently from
+# DateTimeFormatter, as the count Spark's formatter reads the same way
+def _spark_count(tok: str) -> str:
+    letter, n = tok[0], len(tok)
+    if letter == "M" and n >= 4:          # MMMM and more: the full month name
+        return "MMMM"
+    if letter in "aG":                    # any count: AM/PM, the era (short name)
+        return letter if letter == "a" or n < 4 else "GGGG"
+    if letter == "z":                     # 1-3: short zone name, 4+: the long one
+        return "z" if n < 4 else "zzzz"
+    return tok
+
+
+#: letters that only name the day of the week (text E, number u): SimpleDateFormat reads
+#: them and the date comes from the other fields; Spark cannot parse them
+_DAY_OF_WEEK = {"E": r"\p{L}+\.?", "u": r"\d+"}
+
+
 def simple_date_patterns(pattern: str) -> list[str]:
     """A SimpleDateFormat parse pattern as the Spark patterns that together read the
-    same text, tried in turn.
+    same text, tried in turn (after `day_of_week_remover` took the day names out).
 
     SimpleDateFormat's ``yy`` reads two digits in a century window and more digits
     as they are (``10/12/2016`` under ``dd/MM/yy`` is 2016); Spark's ``yy`` reads two
@@ -194,43 +238,91 @@ def simple_date_pattern(pattern: str) -> str:
     SimpleDateFormat ignores the width of a numeric field when parsing unless a
     neighbouring field is numeric too (``MM/dd`` reads ``2/1``); Spark's ``MM`` needs two
     digits but its one-letter form reads one or more, so such fields become one letter.
+    Text fields take any count in SimpleDateFormat (``aaa``, ``MMMMM``, ``GGG``): each
+    becomes the count Spark reads the same way, and day-of-week fields are left out.
     """
-    tokens = [m.group(0) for m in _TOKEN.finditer(pattern)]
+    tokens = [m.group(0) for m in _TOKEN.finditer(pattern)
+              if m.group(0)[0] not in _DAY_OF_WEEK]
     out = []
     for i, tok in enumerate(tokens):
         letter = tok[0]
         numeric = letter in _NUMERIC or (letter == "M" and len(tok) <= 2)
         near = [tokens[j][0] for j in (i - 1, i + 1) if 0 <= j < len(tokens)]
         adjacent = any(n in _NUMERIC or n in "My" for n in near)
-        out.append(letter if numeric and len(tok) == 2 and not adjacent else tok)
+        out.append(letter if numeric and len(tok) == 2 and not adjacent
+                   else _spark_count(tok) if letter.isalpha() else tok)
     return "".join(out)
+
+
+def day_of_week_remover(pattern: str) -> tuple[str, str] | None:
+    """(Java regex, replacement) that take the day-of-week fields out of a value read
+    with ``pattern`` (``Wed, Jul 4, '01`` → ``, Jul 4, '01`` for ``EEE, MMM d, ''yy``),
+    or None when the pattern has none. The text between them is kept as it is."""
+    tokens = [m.group(0) for m in _TOKEN.finditer(pattern)]
+    if not any(t[0] in _DAY_OF_WEEK for t in tokens):
+        return None
+    regex, replacement, group, open_run = ["^"], [], 0, False
+    for tok in tokens:
+        if tok[0] in _DAY_OF_WEEK:
+            regex.append(_DAY_OF_WEEK[tok[0]])
+            open_run = False
+        elif not open_run:
+            group += 1
+            regex.append("(.*?)")
+            replacement.append(f"${group}")
+            open_run = True
+    regex.append("$")
+    return "".join(regex), "".join(replacement)
+
+
+def _check_simple_date_format(step: StepContext, pattern: str) -> None:
+    """Refuse a pattern java.text.SimpleDateFormat refuses (Wrangler's parser)."""
+    jvm = getattr(step.spark, "_jvm", None)
+    if not pattern:
+        raise step.error("the date pattern is empty")
+    if jvm is None:
+        return
+    try:
+        jvm.java.text.SimpleDateFormat(pattern)
+    except Exception as exc:
+        from .builtin_support import java_message
+        raise step.error(f"date pattern {pattern!r} is invalid: {java_message(exc)}") from None
 
 
 @register_directive("parse-as-simple-date <column:column> <format:text>")
 def parse_as_simple_date(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Parse text with a date pattern into a timestamp; text without a zone is read in UTC.
+    """Parse text with a java.text.SimpleDateFormat pattern into a timestamp; text
+    without a zone is read in UTC.
 
-    Wrangler uses SimpleDateFormat; Spark has only DateTimeFormatter patterns, which
-    agree on the common letters (y M d H h m s S a z Z X E G) but not on all:
-    ``MMMMM`` is a one-letter month and day-of-week names (``EEE``) cannot be parsed
-    by Spark, so such patterns are refused when the recipe compiles. A two-letter
-    numeric field reads one digit too (``MM/dd`` reads ``2/1``), as SimpleDateFormat
-    does, but text after the pattern is not ignored: such a value, like any that does
-    not fit, goes to the error output (errCode 1); nulls and timestamps stay.
-    Labels: MODIFY column.
+    Spark has only DateTimeFormatter patterns, so the pattern is translated: text
+    fields take SimpleDateFormat's any count (``aaa``, ``MMMMM`` full month name,
+    ``GGG``), day-of-week names and numbers (``EEE``, ``u``), which Spark cannot
+    parse and which SimpleDateFormat reads without using, are taken out of the value
+    first, and ``''`` is a quote in both. A two-letter numeric field reads one digit
+    too (``MM/dd`` reads ``2/1``), as SimpleDateFormat does, but text after the
+    pattern is not ignored: such a value, like any that does not fit, goes to the
+    error output (errCode 1); nulls and timestamps stay. A zone name is read as the
+    zone's offset on that date, where SimpleDateFormat gives a daylight-saving name
+    (``PDT``) its summer offset on any date. Week-based letters (``Y``, ``w``, ``W``)
+    are refused. Labels: MODIFY column.
     """
     step.require(df, [a.column])
-    check_datetime_pattern(step, a.format)
+    _check_simple_date_format(step, a.format)
     patterns = simple_date_patterns(a.format)
     for pattern in patterns:
+        check_datetime_pattern(step, pattern)
         step.check_datetime_pattern(pattern, parsing=True)
     kind = _type(df, a.column)
     if kind in ("timestamp", "date"):
         return Outcome(df, L.modify(a.column))
     if kind != "string":
         raise step.error(f"column {a.column!r} has type {kind}; it should be of type string")
-    text = step.col(a.column)
-    if _zone_letters(a.format):
+    original = step.col(a.column)
+    text = original
+    remover = day_of_week_remover(a.format)
+    if remover is not None:
+        text = F.regexp_replace(text, F.lit(remover[0]), F.lit(remover[1]))
+    if _zone_letters(patterns[0]):
         value = F.coalesce(*[F.try_to_timestamp(text, F.lit(p)) for p in patterns])
         bad = text.isNotNull() & value.isNull()
     else:
@@ -241,7 +333,7 @@ def parse_as_simple_date(step: StepContext, df: "DataFrame", a: Args) -> Outcome
             bad = bad & b
         value = _instant_in(local, "UTC")
     kept, extra = error_rows(step, df, bad, F.concat(
-        F.lit("Failed to parse '"), string_of(text), F.lit(f"' with pattern '{a.format}'")), 1)
+        F.lit("Failed to parse '"), string_of(original), F.lit(f"' with pattern '{a.format}'")), 1)
     return Outcome(put(kept, a.column, value), L.modify(a.column), **extra)
 
 

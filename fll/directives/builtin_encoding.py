@@ -274,19 +274,38 @@ def _writer_labels(df: "DataFrame", column: str) -> list[L.Decl]:
     return L.read(L.all_columns_minus(column)) + L.add(column)
 
 
+def _csv_field(value: "Column", first: bool) -> "Column":
+    """One value as Commons CSV 1.4's ``CSVFormat.DEFAULT`` prints it (QuoteMode MINIMAL,
+    quote ``"`` doubled inside quotes, no escape character): null is written as nothing
+    and never quoted; a value is quoted when it holds a comma, a quote, CR or LF, starts
+    with a character up to ``#`` (space, ``!``, ``"``, ``#`` and control characters) or
+    ends with one up to space; the first value of the record also when it is empty or
+    starts with a character outside RFC 4180's TEXTDATA (``,`` or above ``~``)."""
+    # one Java regex per value (cheaper than slicing out its first and last character)
+    if first:
+        needs = value.rlike(r'^(?:[\x00-#,]|[^\x00-~])|[,"\r\n]|[\x00- ]\z') | (value == "")
+    else:
+        needs = value.rlike(r'^[\x00-#]|[,"\r\n]|[\x00- ]\z')
+    quoted = F.concat(F.lit('"'), F.replace(value, F.lit('"'), F.lit('""')), F.lit('"'))
+    return F.coalesce(F.when(needs, quoted).otherwise(value), F.lit(""))
+
+
 @register_directive("write-as-csv <column:column>")
 def write_as_csv(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Write every column of the row as one CSV record (comma, ``"`` quoting when
-    needed, null as empty) into ``column``.
+    """Write every column of the row as one CSV record into ``column``, as Wrangler's
+    CSVPrinter with Commons CSV's DEFAULT format writes it: comma-separated, quoted only
+    where needed, a quote inside a quoted value doubled (never a backslash escape),
+    null as nothing, no line end (see `_csv_field` for when a value is quoted).
 
     Wrangler appends a second column of the same name when it exists; a DataFrame
     cannot hold two, so fll replaces it (its old value is part of the record).
-    Values are written as Spark prints them (a double 1.8 as ``1.8``).
-    Labels: READ all columns minus column, ADD column (MODIFY when it existed).
+    Values are written as Spark prints them (a double 1.8 as ``1.8``), nested ones as
+    JSON. Labels: READ all columns minus column, ADD column (MODIFY when it existed).
     """
     if not df.columns:
         raise step.error("there is no column to write")
-    value = F.to_csv(F.struct(*_flat(df, step)))
+    fields = [_csv_field(c.cast("string"), i == 0) for i, c in enumerate(_flat(df, step))]
+    value = F.concat_ws(",", *fields)
     return Outcome(put(df, a.column, value), _writer_labels(df, a.column))
 
 

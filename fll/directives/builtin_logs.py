@@ -319,7 +319,8 @@ def parse_xml_to_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     Spark's from_xml drops the root element and names attributes and text its own
     way, so the conversion is a Python UDF (per-row cost); keys come in document order
     (org.json's are unordered) and arrays stay JSON text as in fll's parse-as-json.
-    Labels: DROP column, ADD all columns minus <the columns before>.
+    Labels: READ column (read into the new columns, then gone), ADD all columns minus
+    <the columns before>.
     """
     step.require(df, [a.column])
     kind = df.schema[a.column].dataType.typeName()

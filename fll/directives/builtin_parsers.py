@@ -18,6 +18,7 @@ from . import labels as L
 from .builtin_support import (error_rows, fail_when, java_message, null_value, parse_check, put,
                               put_all, string_of)
 from .context import StepContext, java_quote, quote
+from .jsonpath import JsonPathError, compile_path, evaluate, needs_python
 from .parser import Args
 from .registry import Outcome, register_directive
 
@@ -66,10 +67,18 @@ def flatten(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 def _json_path_check(path: str) -> str | None:
     if not path.startswith("$"):
         return "a JSON path starts with $"
-    if ".." in path or "?(" in path or "[?" in path:
-        return ("deep scans (..) and filters (?()) are not available: Spark's "
-                "get_json_object reads plain paths such as $.a.b[0]")
+    if needs_python(path):
+        try:
+            compile_path(path)
+        except JsonPathError as exc:
+            return str(exc)
     return None
+
+
+def _json_path_udf(path: str):
+    from pyspark.sql.types import StringType
+    read = compile_path(path)
+    return F.udf(lambda text: evaluate(read, text), StringType(), useArrow=False)
 
 
 @register_directive("json-path <source:column> <destination:column> <path:text>",
@@ -78,9 +87,13 @@ def json_path(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     """Read the value at a JSON path (``$.a.b[0]``, ``$.a[*].b``) of the JSON text in
     ``source`` into ``destination`` (set or appended); no match gives null.
 
-    Wrangler uses Jayway JsonPath and gives typed values; Spark's get_json_object gives
-    text (objects and arrays as JSON text) and has no deep scan or filters, which are
-    refused. As Wrangler's code does, a row whose source is null is dropped.
+    Wrangler uses Jayway JsonPath and gives typed values; fll gives text (objects and
+    arrays as JSON text). Plain paths run as Spark's get_json_object; deep scans
+    (``$..author``), filters (``[?(@.price < 10 && @.isbn)]``, ``=~ /re/i``, ``in``,
+    ``$['root']`` references), slices, unions and tail functions (``length()``,
+    ``min()``…) run as one Python UDF reading them as Jayway does (`fll.directives.
+    jsonpath`): such a path always gives the JSON array of its matches. As Wrangler's
+    code does, a row whose source is null is dropped.
     Labels: READ source, ADD destination (MODIFY when they are the same column).
     """
     step.require(df, [a.source])
@@ -92,7 +105,8 @@ def json_path(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         raise step.error(f"column {a.source!r} has type {kind}; it should be JSON text, "
                          f"an object or an array")
     kept = df.where(src.isNotNull())
-    value = F.get_json_object(text, a.path)
+    value = _json_path_udf(a.path)(text) if needs_python(a.path) \
+        else F.get_json_object(text, a.path)
     if a.source == a.destination:
         return Outcome(put(kept, a.destination, value), L.modify(a.source))
     return Outcome(put(kept, a.destination, value), L.read(a.source) + L.add(a.destination))

@@ -173,7 +173,12 @@ def _method_check(directive: str):
 def _udf(directive: str) -> "Callable[..., Column]":
     """One Python UDF per directive computing every SimMetrics method (textmetrics)."""
     fn = similarity if directive == "text-metric" else distance
-    return F.udf(lambda method, x, y: fn(method, x, y), FloatType(), useArrow=False)
+
+    def measure(method, x, y):
+        # Spark evaluates a Python UDF on every row before the CASE WHEN around it
+        # chooses, so the null and empty values the directive maps to 0.0 reach it too
+        return 0.0 if not x or not y else fn(method, x, y)
+    return F.udf(measure, FloatType(), useArrow=False)
 
 
 _UDFS: dict[str, "Callable[..., Column]"] = {}

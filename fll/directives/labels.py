@@ -148,7 +148,8 @@ def resolve(decls: Iterable[Decl], before: Sequence[str], after: Sequence[str],
     with ``where`` = line/column/directive): a column labelled twice; READ,
     DROP, MODIFY or a RENAME's old name that did not exist before; ADD,
     MODIFY or a RENAME's new name missing after; a column that appeared or
-    disappeared without an ADD, RENAME or DROP saying so.
+    disappeared without an ADD, RENAME or DROP saying so (a column READ by a step that
+    ADDs columns may disappear: it was consumed into them).
     """
     before_set, after_set = set(before), set(after)
     labels: dict[str, str] = {}
@@ -202,10 +203,14 @@ def resolve(decls: Iterable[Decl], before: Sequence[str], after: Sequence[str],
         if col not in before_set and col not in labels:
             raise RecipeError(f"directive produced column {col!r} without declaring it "
                               f"(ADD or RENAME)", **where)
+    # a column READ into the columns a step adds may be gone after it (parse-as-json
+    # consumes its source): its lineage continues in the added columns, so it is no DROP
+    consumes = ADD in labels.values()
     for col in before:
-        if col not in after_set and labels.get(col) not in (DROP, RENAME):
+        if col not in after_set and labels.get(col) not in (DROP, RENAME) and not (
+                consumes and labels.get(col) == READ):
             raise RecipeError(f"directive removed column {col!r} without declaring it "
-                              f"(DROP or RENAME)", **where)
+                              f"(DROP, RENAME, or READ into a column it adds)", **where)
 
     order = {c: i for i, c in enumerate(list(before) + [c for c in after if c not in before_set])}
     ordered = dict(sorted(labels.items(), key=lambda kv: order.get(kv[0], len(order))))

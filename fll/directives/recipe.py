@@ -24,6 +24,7 @@ from ..model import (EndPoint, FieldLineageInfo, InputField, ReadOperation, Tran
 from . import builtin  # noqa: F401  (registers the built-in directives)
 from .builtin import ERROR_CODE, ERROR_MESSAGE, FAIL_MARKER, FAIL_ROW
 from .context import Guard, StepContext, quote
+from .frame import recipe_frame
 from .labels import ADD, DROP, MODIFY, READ, resolve
 from .parser import Args, Statement, bind, split_statements
 from .registry import DEFAULT_REGISTRY, DirectiveSpec, Outcome, Registry
@@ -113,7 +114,9 @@ class CompiledRecipe:
     def __init__(self, dataframe: "DataFrame", steps: Sequence[StepLabels],
                  input_columns: Sequence[str], errors: "DataFrame | None" = None,
                  probes: "Mapping[int, Sequence[Probe]] | None" = None):
-        self.dataframe = dataframe
+        #: the result; its actions (collect, count, show, write…) raise a failure of the
+        #: recipe as `run_error` words it (see `fll.directives.frame`)
+        self.dataframe = recipe_frame(dataframe, self.run_error)
         self.steps = tuple(steps)
         self.input_columns = tuple(input_columns)
         self.output_columns = tuple(dataframe.columns)
@@ -132,6 +135,8 @@ class CompiledRecipe:
         slow every row down, see `fail_when`): here one more small job reads the first
         row of that step's input that fails the check and names its value (for `fail`,
         the whole row). If that job fails or finds no row, the literal message stays."""
+        if isinstance(exc, RecipeError) and exc.line is not None:
+            return exc          # already worded (an action on `dataframe` did it)
         err = run_error(exc, self.steps)
         if err.line is None:
             return err
@@ -173,10 +178,9 @@ class CompiledRecipe:
             prefix = f"{stage}.{st.index}.{st.directive}" if stage else \
                 f"{st.index}.{st.directive}"
             where = f"line {st.line}: {st.text}"
-            # a step that adds columns and drops others consumed those (parse-as-json)
-            adds = ADD in st.labels.values()
-            reads = [latest[c] for c, k in st.labels.items()
-                     if k == READ or (adds and k == DROP)]
+            # inputs are the step's READ columns, exactly as labelled (a column read into
+            # added ones and gone after the step, as parse-as-json's source, is READ)
+            reads = [latest[c] for c, k in st.labels.items() if k == READ]
             read_tag = Transformation("DIRECT", "IDENTITY" if st.identity else "TRANSFORMATION",
                                       masking=st.masking)
             nxt = dict(latest)
@@ -197,6 +201,9 @@ class CompiledRecipe:
                 elif kind == DROP:
                     ops.append(TransformOperation(
                         f"{prefix}.{col}", f"DROP {col} ({where})", (latest[col],), ()))
+                    nxt.pop(col, None)
+            for col, kind in st.labels.items():
+                if kind == READ and col not in st.columns:   # consumed by the step
                     nxt.pop(col, None)
             new_names = {n for _, n in st.renames}
             for old, _ in st.renames:
@@ -403,7 +410,7 @@ class Recipe:
 ERROR_SENDERS = frozenset({
     "send-to-error", "send-to-error-and-continue", "parse-as-json", "parse-as-datetime",
     "parse-as-simple-date", "parse-timestamp", "parse-as-fixed-length", "parse-as-currency",
-    "format-as-currency"})
+    "format-as-currency", "format-datetime", "datetime-to-timestamp", "timestamp-to-datetime"})
 
 
 def _union_errors(a: "DataFrame", b: "DataFrame") -> "DataFrame":

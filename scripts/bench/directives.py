@@ -217,9 +217,18 @@ def hand_written(df):
             "url", "url_host", "url_port", "url_query", "wall", "wall2", "span", "obj"]
     df = df.select(*[x for x in df.columns if x in keep])
     df = df.withColumn("js", F.to_json(F.struct(*[c(x).alias(x) for x in df.columns])))
-    flat = [F.to_json(c(f.name)).alias(f.name) if f.dataType.typeName() == "struct"
-            else c(f.name).alias(f.name) for f in df.schema.fields]
-    return df.withColumn("line", F.to_csv(F.struct(*flat)))
+    flat = [F.to_json(c(f.name)) if f.dataType.typeName() == "struct"
+            else c(f.name).cast("string") for f in df.schema.fields]
+
+    def field(v, first):   # Commons CSV's DEFAULT printing, as Wrangler's write-as-csv
+        if first:
+            needs = v.rlike(r'^(?:[\x00-#,]|[^\x00-~])|[,"\r\n]|[\x00- ]\z') | (v == "")
+        else:
+            needs = v.rlike(r'^[\x00-#]|[,"\r\n]|[\x00- ]\z')
+        quoted = F.concat(F.lit('"'), F.replace(v, F.lit('"'), F.lit('""')), F.lit('"'))
+        return F.coalesce(F.when(needs, quoted).otherwise(v), F.lit(""))
+    return df.withColumn("line", F.concat_ws(",", *[field(v, i == 0)
+                                                     for i, v in enumerate(flat)]))
 
 
 def source(spark, rows: int):

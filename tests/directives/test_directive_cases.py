@@ -57,10 +57,14 @@ def test_directive_case_gives_the_expected_rows_labels_and_lineage(spark, case):
         return
     compiled = Recipe.parse(case["recipe"]).compile(df)
     if "run_error" in case:     # the recipe compiles; a bad value stops the run
-        with pytest.raises(Exception) as stopped:
-            compiled.dataframe.collect()
-        err = compiled.run_error(stopped.value)   # the one line a user is shown
-        assert case["run_error"] in str(err) and err.line is not None, str(err)
+        # every action on the recipe's frame raises the one line a user is shown
+        for action in (lambda d: d.collect(),
+                       lambda d: d.write.format("noop").mode("overwrite").save()):
+            with pytest.raises(RecipeError) as stopped:
+                action(compiled.dataframe)
+            err = stopped.value
+            assert case["run_error"] in str(err) and err.line is not None, str(err)
+            assert compiled.run_error(err) is err
         return
 
     assert list(compiled.dataframe.columns) == case["columns"]

@@ -154,11 +154,11 @@ def test_set_type_bytes_gives_utf8_text_and_big_endian_integers(spark):
     assert bytes(row.l) == (258).to_bytes(8, "big")
 
 
-def test_hash_without_encode_gives_the_raw_digest_bytes(spark):
+def test_hash_with_encode_false_gives_the_raw_digest_bytes(spark):
     import hashlib
 
     df = spark.createDataFrame([("a",)], "a string")
-    row = Recipe.parse("hash a SHA-256").apply(df).first()
+    row = Recipe.parse("hash a SHA-256 false").apply(df).first()
     assert bytes(row.a) == hashlib.sha256(b"a").digest()
 
 
@@ -175,8 +175,8 @@ def test_fail_does_not_keep_alive_a_column_the_recipe_drops_later(spark):
 def test_run_error_of_fail_shows_the_whole_first_failing_row(spark):
     df = spark.createDataFrame([("a", 1), ("b", -2)], "x string, n int")
     compiled = Recipe.parse("uppercase x\nfail n < 0").compile(df)
-    with pytest.raises(Exception) as info:
+    with pytest.raises(RecipeError) as info:     # collect() itself raises the recipe's error
         compiled.dataframe.collect()
-    err = compiled.run_error(info.value)
+    err = info.value
     assert err.line == 2 and err.directive == "fail n < 0"
     assert str(err) == ("""line 2: fail: condition 'n < 0' is true for row {"x":"B","n":-2}""")

@@ -10,7 +10,9 @@ import re
 
 import pytest
 
+from fll import RecipeError
 from fll.directives import Recipe
+from fll.directives.frame import plain_frame
 
 # every directive with a run-time check, each on its own column
 GUARDED = """
@@ -74,10 +76,11 @@ def test_a_failed_run_names_the_line_the_directive_and_the_value(spark, column, 
                 for c, g in zip(SCHEMA.split(", "), GOOD, strict=True))
     df = spark.createDataFrame([GOOD, bad], SCHEMA)
     compiled = Recipe.parse(GUARDED).compile(df)
-    with pytest.raises(Exception) as stopped:
+    with pytest.raises(RecipeError) as stopped:       # collect() itself names the line
         compiled.dataframe.collect()
-    assert "\u2983fll\u2984" in str(stopped.value)       # it was one of the recipe's checks
-    err = compiled.run_error(stopped.value)
+    assert "\u2983fll\u2984" in str(stopped.value.__cause__)   # one of the recipe's checks
+    err = stopped.value
+    assert compiled.run_error(stopped.value.__cause__).reason == err.reason
     assert says in str(err) and "\n" not in str(err)
     assert err.directive is not None and err.directive.split()[0] == says.split(": ")[1]
 
@@ -88,8 +91,8 @@ def test_the_literal_message_stays_when_the_value_cannot_be_read_again(spark):
     # the run and the probe): the error still names line and directive, without a value
     df = spark.createDataFrame([("a%zz",)], "u string")
     compiled = Recipe.parse("url-decode :u").compile(df)
-    with pytest.raises(Exception) as stopped:
-        compiled.dataframe.collect()
+    with pytest.raises(Exception) as stopped:     # Spark's own failure, not yet worded
+        plain_frame(compiled.dataframe).collect()
     compiled.probes = {line: tuple(p.__class__(p.reason, lambda: df.where("false").select("u"))
                                    for p in probes) for line, probes in compiled.probes.items()}
     err = compiled.run_error(stopped.value)

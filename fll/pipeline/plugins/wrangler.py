@@ -112,9 +112,12 @@ class Wrangler(Transform):
             else self.config["filterDependencies"])
 
     def transform(self, ctx: StageContext, df: "DataFrame") -> "DataFrame":
+        from ...directives.frame import plain_frame
+
         compiled, _ = self._compile(ctx, df)
         ctx.record(_stage_ops(self._field_operations(compiled, df).operations))
-        return compiled.dataframe
+        # the runner names the stage and the recipe line itself (explain_failure)
+        return plain_frame(compiled.dataframe)
 
 
 def _ref(field: "InputField") -> "FieldRef":
