@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, Generic, Hashable, NamedTuple, TypeVar
+from typing import Any, Callable, Generic, Hashable, Iterable, NamedTuple, TypeVar
 
 V = TypeVar("V")
 
@@ -67,6 +67,25 @@ class SizedLRU(Generic[V]):
             self._bytes += now - size
             self._evict()
             return value
+
+    def get_many(self, keys: Iterable[Hashable]) -> dict[Hashable, V]:
+        """The entries of ``keys`` that are here (one lock for all: a question
+        over a hundred sets asks for a hundred)."""
+        out: dict[Hashable, V] = {}
+        data, sizeof = self._data, self._sizeof
+        with self._lock:
+            for key in keys:
+                hit = data.get(key)
+                if hit is not None:
+                    value, size = hit
+                    now = sizeof(value)
+                    if now != size:
+                        data[key] = (value, now)
+                        self._bytes += now - size
+                    data.move_to_end(key)
+                    out[key] = value
+            self._evict()
+        return out
 
     def put(self, key: Hashable, value: V) -> None:
         size = self._sizeof(value)

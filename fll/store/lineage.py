@@ -1278,13 +1278,9 @@ class LineageStore:
     def _load_many(self, checksums: Iterable[str]) -> dict[str, _Cached]:
         """Operation sets by checksum: the cache first, the rest in one multi-get."""
         out: dict[str, _Cached] = {}
-        missing = []
-        for c in checksums:
-            hit = self._cache.get(c)
-            if hit is not None:
-                out[c] = hit
-            elif c not in out:
-                missing.append(c)
+        wanted = list(checksums)
+        out.update(self._cache.get_many(wanted))  # type: ignore[arg-type]
+        missing = [c for c in dict.fromkeys(wanted) if c not in out]
         if missing:
             rows = self.table.get_many([rk.data(c) for c in missing])
             shapes = self._load_shapes(rows.values())
@@ -1688,9 +1684,13 @@ def _cover_spans(heads: list[bytes], cover: list[tuple[int, int]]) -> list[Span]
             spans.append((k, t, t))
     out: list[Span] = []
     for k, first, newest in spans:
-        keys = tuple(heads[k] + _INV(rk.MAX_TIME - t)
-                     for t in range(newest, first - 1, -rk.LEVELS4[k]))
-        out.append(Span(keys[0], keys[-1] + b"\x00", keys))
+        head = heads[k]
+
+        def key(t: int, head: bytes = head) -> bytes:
+            return head + _INV(rk.MAX_TIME - t)
+        # the keys between are built only for a backend that reads keys (HBase)
+        out.append(Span(key(newest), key(first) + b"\x00",
+                        _Keys(key, range(first, newest + 1, rk.LEVELS4[k]))))
     return out
 
 

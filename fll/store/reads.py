@@ -19,6 +19,7 @@ aliases, schemas) beyond one request, and never write to the store.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any, Callable, Hashable, Iterable
 
@@ -65,41 +66,47 @@ class _Merged:
     left out, as `LineageStore.incoming`/`outgoing` answer. With one set the
     set's own answer is shared, not copied."""
 
-    __slots__ = ("_summaries", "_incoming", "fields", "_memo", "_lock", "_own")
+    __slots__ = ("_sets", "_load", "_incoming", "fields", "_memo", "_lock", "footprint")
 
-    def __init__(self, ep: EndPoint, direction: str, summaries: Iterable[Summaries]):
-        self._summaries = list(summaries)
+    def __init__(self, ep: EndPoint, direction: str, sets: tuple[str, ...],
+                 load: Callable[[tuple[str, ...]], Iterable[Summaries]]):
+        """``load``: the sets' summaries (the store's, from its cache): a merged
+        answer keeps the checksums, never the sets, so the store's byte budget
+        alone decides which decoded sets stay in memory."""
+        self._sets, self._load = sets, load
         self._incoming = direction == "incoming"
         self.fields = frozenset(
-            f for s in self._summaries
+            f for s in load(sets)
             for f in (s.destination_fields if self._incoming else s.source_fields)
             if f.endpoint == ep)
         self._memo: dict[EndPointField, frozenset[EndPointField]] = {}
         self._lock = threading.Lock()
-        self._own = 240 + 48 * len(self.fields)
-
-    @property
-    def footprint(self) -> int:
-        """Bytes it holds, its sets' included: it keeps them alive after the
-        store's cache has let them go (counted twice while both keep them)."""
-        return self._own + sum(s.footprint for s in self._summaries)
+        # bytes it holds (`fll.store.cache`): its fields and each answer kept
+        self.footprint = 240 + 48 * len(self.fields)
 
     def targets(self, f: EndPointField) -> frozenset[EndPointField]:
         hit = self._memo.get(f)
         if hit is not None:
             return hit
-        parts = [t for s in self._summaries
+        parts = [t for s in self._load(self._sets)
                  for t in [(s.incoming if self._incoming else s.outgoing).get(f)] if t]
         if len(parts) == 1 and DROPPED not in parts[0]:
             found = parts[0]
         else:
             found = frozenset().union(*parts) - {DROPPED}
         with self._lock:
-            if len(self._memo) < _MEMO_FIELDS:  # bounded: its sets are, in the store's cache
-                self._memo[f] = found
-                if len(parts) != 1:  # a union of its own, not a set's answer
-                    self._own += 240 + 48 * len(found)
+            if len(self._memo) < _MEMO_FIELDS:
+                self._memo[f] = found  # kept alive here even once its set is evicted
+                self.footprint += 240 + 48 * len(found)
         return found
+
+
+def _stored_summaries(store: Any, sets: tuple[str, ...]) -> Iterable[Summaries]:
+    """The sets' summaries from the store (its cache of decoded sets)."""
+    get = getattr(store, "summaries", None)
+    if get is not None:
+        return get(sets).values()
+    return [summaries_of(store.operation_set(c)) for c in sets]
 
 
 #: answers a `_Merged` keeps, per dataset, list of sets and direction
@@ -165,8 +172,10 @@ class ReadView:
     def _merged(self, endpoint: EndPoint, start: int, end: int, direction: str) -> _Merged:
         sets = self.sets(endpoint, start, end, direction)
         plain = (endpoint.namespace, endpoint.name)
+        # the merged answer outlives this request: it loads from the store
+        # itself (its cache), never through this view
         return self.merges.get(("merged", plain, direction, sets), lambda: _Merged(
-            endpoint, direction, self.summaries(sets).values()))
+            endpoint, direction, sets, functools.partial(_stored_summaries, self.store)))
 
     def fields(self, endpoint: EndPoint, start: int, end: int,
                prefix: str | None = None) -> list[str]:
