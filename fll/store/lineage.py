@@ -1,7 +1,8 @@
 """The lineage store: records runs as wide rows and answers time-ranged questions.
 
-Format 5 (see `fll.rowkeys` and the README, "How runs are stored"): wide
-rows, a column per run or per set; format 4 plus first-run rows and shapes.
+Format 6 (see `fll.rowkeys` and docs/storage.md, "How runs are stored"): wide
+rows, a column per run or per set; time buckets, first-run rows, shapes,
+summaries stored as shared groups with their tags, schemas stored once.
 
 Write path (`record`): the ``d|<checksum>`` row once per distinct operation
 set: its shape's checksum and its endpoints, the shape (``p|``: the operations
@@ -87,7 +88,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-#: the row layout this module writes and reads (see the README, "How runs are stored")
+#: the row layout this module writes and reads (see docs/storage.md, "How runs are stored")
 FORMAT = 6
 #: key prefixes of the rows that gather a column per run or per set: a backend
 #: that stores rows packed keeps these a cell at a time (`SQLiteTable.declare_wide`)
