@@ -525,14 +525,31 @@ def bind(stmt: Statement, sig: Signature) -> Args:
                 if not (before.raw.endswith(",") or after.raw.startswith(",")):
                     raise _err(stmt, f"<{p.name}>: separate column names with commas "
                                f"({before.raw},{after.raw}), not spaces", after.column, sig)
+            # the tokens touch at commas (checked above), so together they are one
+            # comma-separated list; Wrangler's grammar has no empty name in it
+            # (``,a``, ``a,,b``, ``a, ,b``, ``a,`` are refused: SetHeaderTest)
+            pieces: list[tuple[str, int]] = []
+            joined, start = "", tok.column
             for t in group:
-                pieces = [t.value] if t.kind == "string" else t.value.split(",")
-                for piece in pieces:
-                    piece = piece.strip()
-                    if piece.startswith(":"):
-                        piece = piece[1:]
-                    if piece:
-                        names.append(piece)
+                if t.kind == "string":
+                    if joined:
+                        pieces.extend((q, start) for q in joined.split(","))
+                        joined = ""
+                    pieces.append((t.value, t.column))
+                else:
+                    if not joined:
+                        start = t.column
+                    joined += t.value
+            if joined:
+                pieces.extend((q, start) for q in joined.split(","))
+            for piece, column in pieces:
+                piece = piece.strip()
+                if piece.startswith(":"):
+                    piece = piece[1:]
+                if not piece:
+                    raise _err(stmt, f"<{p.name}>: an empty column name in the list",
+                               column, sig)
+                names.append(piece)
             if not names:
                 raise _err(stmt, f"<{p.name}> needs at least one column name", tok.column, sig)
             values[p.name] = tuple(names)
