@@ -396,7 +396,7 @@ def parse_sed(text: str) -> Sed:
 # -- signatures -------------------------------------------------------------
 
 KINDS = ("column", "columns", "text", "regex", "int", "bool", "expr", "sed", "choice",
-         "number", "props")
+         "number", "props", "identifier")
 
 
 @dataclass(frozen=True)
@@ -504,7 +504,10 @@ def bind(stmt: Statement, sig: Signature) -> Args:
                 continue
             raise _err(stmt, f"missing argument <{p.name}> ({p.kind})", end_col, sig)
         tok = toks[ti]
-        if p.optional and not _fits(p, tok) and any(
+        # Wrangler's grammar reads an identifier unquoted and text quoted, so a quoted
+        # last argument is the text one (``send-to-error exp:{…} 'message'``)
+        lone_quoted = p.kind == "identifier" and tok.kind == "string" and ti == len(toks) - 1
+        if p.optional and (not _fits(p, tok) or lone_quoted) and any(
                 _fits(q, tok) for q in sig.params[sig.params.index(p) + 1:]):
             values[p.name] = None
             continue
@@ -635,6 +638,8 @@ def _convert(stmt: Statement, sig: Signature, p: Param, tok: Token) -> Any:
         return v
     if p.kind == "text":
         return unescape_text(v)
+    if p.kind == "identifier":
+        return v
     if p.kind == "regex":
         reason = check_regex(v)
         if reason:
