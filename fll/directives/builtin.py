@@ -751,8 +751,10 @@ def _condition(step: StepContext, df: "DataFrame", condition: str) -> tuple["Col
             raise
         try:
             refs = step.references(df, translated)
-        except RecipeError:
-            raise first from None
+        except RecipeError as second:
+            # a condition that is not SQL at all is JEXL: its error says more (a name
+            # that is not there) than Spark's syntax error at the first ``&&``
+            raise (second if "PARSE_SYNTAX_ERROR" in str(first) else first) from None
         condition = translated
     return F.coalesce(F.expr(condition).cast("boolean"), F.lit(False)), refs
 
@@ -860,7 +862,7 @@ def _to_error(step, df, a, suffix: str) -> Outcome:
                    note=f"rows where {a.condition} go to the error output")
 
 
-@register_directive("send-to-error <condition:expr> [<metric:text>] [<message:text>]")
+@register_directive("send-to-error <condition:expr> [<metric:identifier>] [<message:text>]")
 def send_to_error(step, df, a):
     """Send the rows for which a Spark SQL condition is true to the recipe's error output
     (`CompiledRecipe.errors`: the row as it is at this line plus ``errMsg`` = the message,
@@ -872,7 +874,7 @@ def send_to_error(step, df, a):
     return _to_error(step, df, a, " (ecode: 1, directive: send-to-error)")
 
 
-@register_directive("send-to-error-and-continue <condition:expr> [<metric:text>] "
+@register_directive("send-to-error-and-continue <condition:expr> [<metric:identifier>] "
                     "[<message:text>]")
 def send_to_error_and_continue(step, df, a):
     """As `send-to-error`, with Wrangler's message form ``<message> (ecode: 1)``. Wrangler's

@@ -396,7 +396,7 @@ def parse_sed(text: str) -> Sed:
 # -- signatures -------------------------------------------------------------
 
 KINDS = ("column", "columns", "text", "regex", "int", "bool", "expr", "sed", "choice",
-         "number", "props")
+         "number", "props", "identifier")
 
 
 @dataclass(frozen=True)
@@ -504,7 +504,10 @@ def bind(stmt: Statement, sig: Signature) -> Args:
                 continue
             raise _err(stmt, f"missing argument <{p.name}> ({p.kind})", end_col, sig)
         tok = toks[ti]
-        if p.optional and not _fits(p, tok) and any(
+        # Wrangler's grammar reads an identifier unquoted and text quoted, so a quoted
+        # last argument is the text one (``send-to-error exp:{…} 'message'``)
+        lone_quoted = p.kind == "identifier" and tok.kind == "string" and ti == len(toks) - 1
+        if p.optional and (not _fits(p, tok) or lone_quoted) and any(
                 _fits(q, tok) for q in sig.params[sig.params.index(p) + 1:]):
             values[p.name] = None
             continue
@@ -525,14 +528,31 @@ def bind(stmt: Statement, sig: Signature) -> Args:
                 if not (before.raw.endswith(",") or after.raw.startswith(",")):
                     raise _err(stmt, f"<{p.name}>: separate column names with commas "
                                f"({before.raw},{after.raw}), not spaces", after.column, sig)
+            # the tokens touch at commas (checked above), so together they are one
+            # comma-separated list; Wrangler's grammar has no empty name in it
+            # (``,a``, ``a,,b``, ``a, ,b``, ``a,`` are refused: SetHeaderTest)
+            pieces: list[tuple[str, int]] = []
+            joined, start = "", tok.column
             for t in group:
-                pieces = [t.value] if t.kind == "string" else t.value.split(",")
-                for piece in pieces:
-                    piece = piece.strip()
-                    if piece.startswith(":"):
-                        piece = piece[1:]
-                    if piece:
-                        names.append(piece)
+                if t.kind == "string":
+                    if joined:
+                        pieces.extend((q, start) for q in joined.split(","))
+                        joined = ""
+                    pieces.append((t.value, t.column))
+                else:
+                    if not joined:
+                        start = t.column
+                    joined += t.value
+            if joined:
+                pieces.extend((q, start) for q in joined.split(","))
+            for piece, column in pieces:
+                piece = piece.strip()
+                if piece.startswith(":"):
+                    piece = piece[1:]
+                if not piece:
+                    raise _err(stmt, f"<{p.name}>: an empty column name in the list",
+                               column, sig)
+                names.append(piece)
             if not names:
                 raise _err(stmt, f"<{p.name}> needs at least one column name", tok.column, sig)
             values[p.name] = tuple(names)
@@ -618,6 +638,8 @@ def _convert(stmt: Statement, sig: Signature, p: Param, tok: Token) -> Any:
         return v
     if p.kind == "text":
         return unescape_text(v)
+    if p.kind == "identifier":
+        return v
     if p.kind == "regex":
         reason = check_regex(v)
         if reason:
