@@ -53,16 +53,19 @@ GRID = [(10, 10), (10, 100), (10, 500), (50, 10), (50, 50), (50, 200), (50, 500)
 QUICK_GRID = [(10, 10), (50, 10), (50, 200), (200, 10)]
 
 
-def _session(jar: str | None = None, url: str | None = None):
+def _session(jar: str | None = None, url: str | None = None, app: str = "fll-bench-capture"):
+    """One local[2] session on 127.0.0.1; with ``jar`` and ``url`` the listener's jar
+    is on its class path from the start (tpcds.py uses it too)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
-    if jar and url:  # on the class path from the start; registered only in part 3
+    if jar and url:  # on the class path from the start; registered only when measured
         builder = builder.config("spark.jars", jar).config("spark.fll.url", url)
-    spark = (builder.master("local[2]").appName("fll-bench-capture")
+    spark = (builder.master("local[2]").appName(app)
              .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
              .config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark

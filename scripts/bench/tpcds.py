@@ -40,6 +40,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
 from capture import _bus_drained, _Cpu, _recorded, _serve  # noqa: E402
+from capture import _session as capture_session  # noqa: E402
 
 from fll import open_store  # noqa: E402
 from fll.spark import capture  # noqa: E402
@@ -50,19 +51,7 @@ LARGEST = ["q64", "q14a", "q23a", "q23b"]
 
 
 def _session(jar: str | None = None, url: str | None = None):
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder
-    if jar and url:  # on the class path from the start; registered only in part 2
-        builder = builder.config("spark.jars", jar).config("spark.fll.url", url)
-    spark = (builder.master("local[2]").appName("fll-bench-tpcds")
-             .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return capture_session(jar, url, app="fll-bench-tpcds")
 
 
 def _analysis(spark, repeat: int) -> None:
