@@ -419,3 +419,13 @@ def test_a_misspelled_command_or_option_is_found(tmp_path: Path):
         ("fll diff X --bfore S..E", True),
     ], verdicts
     assert "--diretcion" in problems_of(shown[1])[0]
+
+
+def test_every_benchmark_script_has_its_section_with_its_command():
+    page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    sections = re.split(r"^## ", page, flags=re.M)
+    for script in sorted((ROOT / "scripts" / "bench").glob("*.py")):
+        mine = [s for s in sections if s.startswith(f"`{script.name}`")]
+        assert len(mine) == 1, f"docs/benchmarks.md: no one section '## `{script.name}`: …'"
+        assert f"scripts/bench/{script.name}" in mine[0].split("```")[1], \
+            f"the section of {script.name} shows no command running it"
