@@ -279,8 +279,11 @@ def check_script(argv: list[str], root: Path = ROOT) -> list[str]:
         rest = argv[1:]
         if rest[:1] == ["-m"]:
             module = rest[1]
-            if importlib.util.find_spec(module) is None:
+            spec = importlib.util.find_spec(module)
+            if spec is None or spec.origin is None:
                 return [f"no module {module}"]
+            if "argparse" not in Path(spec.origin).read_text(encoding="utf-8"):
+                return [f"python -m {module}: no argparse parser to check its arguments with"]
             try:
                 _argparse_parses(lambda: runpy.run_module(module, run_name="__main__",
                                                           alter_sys=True), [module, *rest[2:]])
