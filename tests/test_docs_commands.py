@@ -34,6 +34,7 @@ CODE_SPAN = re.compile(r"`([^`\n]+)`")
 SHELL_LANGS = {"", "bash", "sh", "shell", "console", "text"}
 SEPARATORS = {"|", "||", "&", "&&", ";", "(", ")", "$", ">", ">>", "<", "2>", "<<"}
 ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+PLACEHOLDER = re.compile(r"\b[A-Z]{3,}\b")  # PATH, DIR, URL: a value to fill in
 PYTHONS = {"python", "python3", ".venv/bin/python", "/work/main/.venv/bin/python"}
 
 
@@ -112,7 +113,8 @@ def _is_synopsis(line: str) -> bool:
 
 
 def commands_in(page: Path) -> list[Shown]:
-    """Every command a page shows in a shell code block or a `fll …` code span."""
+    """Every command a page shows in a shell code block, or in a `fll …` or
+    `scripts/…` code span."""
     text = page.read_text(encoding="utf-8")
     name = str(page.relative_to(ROOT)) if page.is_relative_to(ROOT) else page.name
     found: list[Shown] = []
@@ -139,6 +141,13 @@ def commands_in(page: Path) -> list[Shown]:
             except ValueError:
                 argv = words.split()
             found.append(Shown(name, prose.count("\n", 0, m.start()) + 1, tuple(argv), True))
+        elif re.match(r"(\S*python3? )?scripts/\S+\.(py|sh)\b", span):
+            try:
+                argv = shlex.split(span)
+            except ValueError:
+                continue
+            found.append(Shown(name, prose.count("\n", 0, m.start()) + 1, tuple(argv),
+                               _is_synopsis(span)))
     return found
 
 
@@ -301,6 +310,10 @@ def check_script(argv: list[str], root: Path = ROOT) -> list[str]:
     if path.suffix != ".py":
         return []
     source = path.read_text(encoding="utf-8")
+    if any(PLACEHOLDER.search(a) for a in args):  # `--web PATH/TO/web`: check names only
+        return [f"{script}: no option {a}" for a in args
+                if a.startswith("--") and not re.search(
+                    rf"""["'/]{re.escape(a.split("=")[0])}["'/]""", source)]
     if "argparse" in source:
         try:
             _argparse_parses(lambda: runpy.run_path(str(path), run_name="__main__"),
@@ -399,7 +412,8 @@ def test_a_misspelled_command_or_option_is_found(tmp_path: Path):
         "bash scripts/nope.sh\n"                                # no such file
         "```\n\n"
         "```\nfll serve [--port N] [--tokne T]\n```\n"          # synopsis, misspelled
-        "and `fll tag add\\|remove REF TAG`, `fll tag shwo TAG`, `fll diff X --bfore S..E`\n",
+        "and `fll tag add\\|remove REF TAG`, `fll tag shwo TAG`, `fll diff X --bfore S..E`,\n"
+        "`scripts/marquez_web_ui.py --web PATH/TO/web`, `scripts/marquez_web_ui.py --wbe PATH`\n",
         encoding="utf-8")
     shown = commands_in(page)
     verdicts = [(" ".join(c.argv), bool(problems_of(c))) for c in shown]
@@ -420,6 +434,8 @@ def test_a_misspelled_command_or_option_is_found(tmp_path: Path):
         ("fll tag add remove REF TAG", False),
         ("fll tag shwo TAG", True),
         ("fll diff X --bfore S..E", True),
+        ("scripts/marquez_web_ui.py --web PATH/TO/web", False),
+        ("scripts/marquez_web_ui.py --wbe PATH", True),
     ], verdicts
     assert "--diretcion" in problems_of(shown[1])[0]
 
