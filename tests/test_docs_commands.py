@@ -199,8 +199,12 @@ def check_fll_names(args: list[str]) -> list[str]:
     allowed = _option_names(fll_main)
     words = [a for a in args if a]
     i = 0
-    while i < len(words) and words[i].startswith("--"):  # root options first: --store URL
-        i += 1 if "=" in words[i] or words[i] in ("--verbose", "--create") else 2
+    while i < len(words) and words[i].startswith("-"):  # root options first: --store URL
+        opt = words[i].split("=", 1)[0]
+        if opt not in allowed:
+            return [f"'fll' has no option {opt}"]
+        flag = next(p for p in fll_main.get_params(ctx) if opt in (*p.opts, *p.secondary_opts))
+        i += 1 if "=" in words[i] or getattr(flag, "is_flag", False) else 2
     while isinstance(cmd, click.Group) and i < len(words) and not words[i].startswith("-"):
         sub = cmd.get_command(ctx, words[i])
         if sub is None:
@@ -413,7 +417,8 @@ def test_a_misspelled_command_or_option_is_found(tmp_path: Path):
         "```\n\n"
         "```\nfll serve [--port N] [--tokne T]\n```\n"          # synopsis, misspelled
         "and `fll tag add\\|remove REF TAG`, `fll tag shwo TAG`, `fll diff X --bfore S..E`,\n"
-        "`scripts/marquez_web_ui.py --web PATH/TO/web`, `scripts/marquez_web_ui.py --wbe PATH`\n",
+        "`scripts/marquez_web_ui.py --web PATH/TO/web`, `scripts/marquez_web_ui.py --wbe PATH`,\n"
+        "`fll --store URL lineage X [--ops]`, `fll --stroe URL lineage X`\n",
         encoding="utf-8")
     shown = commands_in(page)
     verdicts = [(" ".join(c.argv), bool(problems_of(c))) for c in shown]
@@ -436,6 +441,8 @@ def test_a_misspelled_command_or_option_is_found(tmp_path: Path):
         ("fll diff X --bfore S..E", True),
         ("scripts/marquez_web_ui.py --web PATH/TO/web", False),
         ("scripts/marquez_web_ui.py --wbe PATH", True),
+        ("fll --store URL lineage X --ops", False),
+        ("fll --stroe URL lineage X", True),
     ], verdicts
     assert "--diretcion" in problems_of(shown[1])[0]
 
