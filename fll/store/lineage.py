@@ -55,6 +55,7 @@ import time
 import uuid
 import zlib
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from typing import AbstractSet as Set, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import msgpack
@@ -65,7 +66,7 @@ from ..codec import (PLACEHOLDER_NS, Summaries, canonical_doc, decode_canonical,
                      summaries_to_bytes)
 from ..errors import FllError, InvalidLineageError, StoreError
 from ..model import DROPPED, EndPoint, EndPointField, FieldLineageInfo, Operation
-from .base import Span, Table
+from .base import Span, SpanGroup, SpanRead, Table
 from .cache import DEFAULT_CACHE_MB, CacheBudget, SizedLRU
 
 _T = struct.Struct(">q")
@@ -198,6 +199,8 @@ SHAPED = "y"
 #: are in the ``q|`` row of that digest (format 6: a schema is stored once, not
 #: once per run that reports it)
 SCHEMA_REF = "h"
+#: schema reads in flight at once for `LineageStore.schemas` on a remote store
+_SCHEMA_READERS = 16
 #: sets a store keeps as it recorded them (`LineageStore.operation_set`)
 _WRITTEN_KEPT = 32
 _WRITTEN_BYTES = 64 * 1024  # the largest of them, as canonical bytes
@@ -332,6 +335,28 @@ class _Cached:
                 self._info = None
                 raise _corrupt(*self._where)
         return self._info
+
+
+class _IndexPlan(NamedTuple):
+    """One dataset's index read for `LineageStore.checksums`: its range, the
+    ``(spans, names, values)`` of `Table.read_spans`, its directory row's key
+    and the top buckets the directory may list (``rk.cover4``)."""
+
+    dataset: tuple[str, str]
+    start: int
+    end: int
+    direction: str
+    group: SpanGroup
+    directory: bytes
+    top: tuple[int, int] | None
+
+
+class Level(NamedTuple):
+    """`LineageStore.read_level`'s answer, by ``(namespace, name)``."""
+
+    resolved: dict[tuple[str, str], tuple[str, str]]  # as resolve_dataset answers
+    aliases: dict[tuple[str, str], list[tuple[str, str]]]  # as aliases answers
+    checksums: dict[tuple[str, str], list[str]]  # as checksums answers
 
 
 class _Pending(NamedTuple):
@@ -1106,6 +1131,20 @@ class LineageStore:
                 raise _corrupt(self.url, key) from None
         return None
 
+    def schemas(self, datasets: Iterable[tuple[str, str]], start_ms: int, end_ms: int
+                ) -> dict[tuple[str, str], dict[str, str | None] | None]:
+        """`schema` of several datasets. Each is the first row of its own key
+        range, which no backend reads for many ranges in one call, so a store
+        across a network asks them at once (up to `_SCHEMA_READERS` in flight:
+        the latency of one round trip for a hop's datasets, not one each); an
+        embedded one asks them in turn."""
+        ds = list(dict.fromkeys(datasets))
+        if self.first_runs or len(ds) < 2:
+            return {d: self.schema(d[0], d[1], start_ms, end_ms) for d in ds}
+        with ThreadPoolExecutor(min(_SCHEMA_READERS, len(ds))) as pool:
+            found = pool.map(lambda d: self.schema(d[0], d[1], start_ms, end_ms), ds)
+            return dict(zip(ds, found, strict=True))
+
     def schema_history(self, namespace: str, name: str, start_ms: int, end_ms: int
                        ) -> list[tuple[int, str, list[tuple[str, str | None]]]]:
         """Every schema reported for the dataset in ``[start_ms, end_ms)``: (time,
@@ -1201,6 +1240,49 @@ class LineageStore:
         rows = self.table.get_many([rk.alias(*a) for a in candidates])
         want = msgpack.packb([namespace, name], use_bin_type=True)
         return sorted(a for a in candidates if rows.get(rk.alias(*a), {}).get("t") == want)
+
+    def read_level(self, datasets: Iterable[tuple[str, str]], start: int, end: int,
+                   direction: str = "incoming") -> "Level":
+        """What a walk needs of every dataset of one hop, in the round trips of
+        one read (`Table.read_span_groups`): the dataset each name stands for
+        (`resolve_dataset`), the aliases naming it (`aliases`), and its
+        operation sets in the range (`checksums`). The aliases are read as one
+        span over the hop's datasets (the aliased-by rows between the first and
+        the last: only aliases have them); a second read confirms any found.
+        A dataset that turns out to be an alias is answered under its own
+        name here; the walk reads its target as it reads any other dataset."""
+        ds = list(dict.fromkeys(datasets))
+        if not ds:
+            return Level({}, {}, {})
+        alias_keys = [rk.alias(ns, n) for ns, n in ds]
+        heads = sorted(rk.dataset_prefix(rk.ALIASED_BY, ns, n) for ns, n in ds)
+        plans = [self._index_plan(ns, n, start, end, direction) for ns, n in ds]
+        reads = self.table.read_span_groups(
+            [([Span(k, k + b"\x00", (k,)) for k in alias_keys], (), ()),
+             ([Span(heads[0], rk.prefix_end(heads[-1]))], (), ())] + [p.group for p in plans])
+        resolved = {}
+        for d, key in zip(ds, alias_keys, strict=True):
+            row = reads[0].rows.get(key)
+            # b"": a turned pair being deleted, as `resolve_dataset` reads it
+            resolved[d] = _target(self.url, key, row["t"]) if row and row.get("t") else d
+        wanted = set(ds)
+        candidates: dict[tuple[str, str], list[tuple[str, str]]] = {d: [] for d in ds}
+        for key in reads[1].rows:
+            k = _decode_key(self.url, key)
+            target = (k.namespace, k.name)
+            if k.alias is not None and target in wanted:
+                candidates[target].append(k.alias)
+        named = {}
+        if any(candidates.values()):
+            rows = self.table.get_many(sorted({rk.alias(*a) for c in candidates.values()
+                                               for a in c}))
+            for d, found in candidates.items():
+                want = msgpack.packb(list(d), use_bin_type=True)
+                named[d] = sorted(a for a in found if rows.get(rk.alias(*a), {}).get("t") == want)
+        else:
+            named = {d: [] for d in ds}
+        sets = dict(zip(ds, self._index_answers(plans, *reads[2:]), strict=True))
+        return Level(resolved, named, sets)
 
     def all_aliases(self) -> dict[tuple[str, str], list[tuple[str, str]]]:
         """Every alias in the store, by the dataset it stands for (one scan of the
@@ -1316,8 +1398,24 @@ class LineageStore:
         bucket rows of whole aligned buckets, the runs' own millisecond rows at
         the edges; a second only when the range spans more than 64 top
         buckets. Cost follows the sets in the range, never the history."""
+        plan = self._index_plan(endpoint.namespace, endpoint.name, start, end, direction)
+        return self._index_answers([plan], self.table.read_spans(*plan.group))[0]
+
+    def checksums_many(self, datasets: Iterable[tuple[str, str]], start: int, end: int,
+                       direction: str = "incoming") -> dict[tuple[str, str], list[str]]:
+        """`checksums` of several datasets (``(namespace, name)``) in the round
+        trips of one: every dataset's index rows in one `Table.read_span_groups`
+        (a second only for ranges over more than 64 top buckets)."""
+        plans = [self._index_plan(ns, name, start, end, direction)
+                 for ns, name in dict.fromkeys(datasets)]
+        reads = self.table.read_span_groups([p.group for p in plans]) if plans else []
+        return {p.dataset: found for p, found in zip(plans, self._index_answers(plans, *reads),
+                                                         strict=True)}
+
+    def _index_plan(self, ns: str, name: str, start: int, end: int,
+                    direction: str) -> "_IndexPlan":
+        """What `checksums` reads for one dataset: the spans of its range's cover."""
         bucket_kind, run_kind = _BUCKET_KINDS[direction], _RUN_KINDS[direction]
-        ns, name = endpoint.namespace, endpoint.name
         cover, top = rk.cover4(start, end)
         # the keys as rk.run_row / rk.bucket4 build them, a prefix per level made once
         heads = [rk.dataset_prefix(run_kind, ns, name)] + \
@@ -1338,31 +1436,46 @@ class LineageStore:
         index = rk.directory(bucket_kind, ns, name)
         if top:  # more top buckets than are worth enumerating: the directory lists them
             edges.append(Span(index, index + b"\x00", (index,)))
-        read = self.table.read_spans(edges, buckets, interior)
-        found = set(read.names)
-        try:
-            found.update(rk.checksum_of(v[1:]) for v in read.values if len(v) > 1)
-        except (ValueError, UnicodeDecodeError):
-            raise _corrupt(self.url, interior[0].lo) from None
-        listed = read.rows.pop(index, None)
-        if top and listed:
+        return _IndexPlan((ns, name), start, end, direction, (edges, buckets, interior),
+                          index, top)
+
+    def _index_answers(self, plans: list["_IndexPlan"], *reads: SpanRead) -> list[list[str]]:
+        """Each plan's sorted checksums from its read (`read_spans` answers, one
+        per plan), reading the top buckets a directory row names, for every
+        plan that needs them, in one more call."""
+        found: list[set[str]] = []
+        tops: list[list[bytes]] = []
+        for plan, read in zip(plans, reads, strict=True):
+            (ns, name), start, end = plan.dataset, plan.start, plan.end
+            got = set(read.names)
             try:
-                firsts = sorted(int(c) for c in listed)
-            except ValueError:
-                raise _corrupt(self.url, index) from None
-            tops = [rk.bucket4(bucket_kind, ns, name, rk.TOP, t) for t in firsts
-                    if top[0] <= t < top[1]]
-            if tops:
-                found.update(self.table.read_spans(
-                    (), [Span(k, k + b"\x00", (k,)) for k in tops]).names)
-        if self.include_failed:
-            found.update(r.checksum for r in self._failed_runs(direction, endpoint, start, end))
-        for key, cols in read.rows.items():
-            try:  # run rows, filtered by each run's exact time
-                found.update(c for _, c, t in row_sets(key, cols) if start <= t < end)
+                got.update(rk.checksum_of(v[1:]) for v in read.values if len(v) > 1)
             except (ValueError, UnicodeDecodeError):
-                raise _corrupt(self.url, key) from None
-        return sorted(found)
+                raise _corrupt(self.url, plan.group[2][0].lo) from None
+            listed = read.rows.pop(plan.directory, None)
+            wanted: list[bytes] = []
+            if plan.top and listed:
+                try:
+                    firsts = sorted(int(c) for c in listed)
+                except ValueError:
+                    raise _corrupt(self.url, plan.directory) from None
+                wanted = [rk.bucket4(_BUCKET_KINDS[plan.direction], ns, name, rk.TOP, t)
+                          for t in firsts if plan.top[0] <= t < plan.top[1]]
+            if self.include_failed:
+                got.update(r.checksum for r in self._failed_runs(
+                    plan.direction, EndPoint(ns, name), start, end))
+            for key, cols in read.rows.items():
+                try:  # run rows, filtered by each run's exact time
+                    got.update(c for _, c, t in row_sets(key, cols) if start <= t < end)
+                except (ValueError, UnicodeDecodeError):
+                    raise _corrupt(self.url, key) from None
+            found.append(got)
+            tops.append(wanted)
+        if any(tops):
+            groups = [((), [Span(k, k + b"\x00", (k,)) for k in keys], ()) for keys in tops]
+            for got, read in zip(found, self.table.read_span_groups(groups), strict=True):
+                got.update(read.names)
+        return [sorted(got) for got in found]
 
     def _failed_runs(self, direction: str, endpoint: EndPoint, start: int, end: int
                      ) -> Iterator[RunInfo]:
