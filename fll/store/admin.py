@@ -34,11 +34,10 @@ from ..errors import BadRequest, FllError, StoreError
 from ..model import EndPoint
 from . import runs as run_model
 from .base import Table
-from .lineage import (FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, SHAPED, WIDE_PREFIXES,
-                      LineageStore, data_parts, data_row, decode_data, has_lineage_rows,
-                      unstamped_format, run_failed,
-                      join_shape, row_sets, run_cells, SCHEMA_REF, set_used_since, shape_ref,
-                      unused_buckets)
+from .datarows import SHAPED, data_parts, data_row, decode_data, join_shape, shape_ref
+from .layout import (FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, SCHEMA_REF, WIDE_PREFIXES,
+                     row_sets, run_cells, run_failed, set_used_since, unused_buckets)
+from .lineage import LineageStore, has_lineage_rows, unstamped_format
 from .tags import decode_assignment, decode_def
 
 Progress = Callable[[int], None]
@@ -554,7 +553,7 @@ def maintenance(table: Table, what: str, *, lease_ms: int = 3_600_000) -> Iterat
     if callable(getattr(table, "atomic", None)):
         yield
         return
-    from .lineage import LEASE, WRITER_PREFIX, _now_ms
+    from .writer import LEASE, WRITER_PREFIX, _now_ms
 
     key = rk.meta(LEASE)
     now = _now_ms()

@@ -15,7 +15,7 @@ from fll import EndPoint, EndPointField, InvalidLineageError, StoreError
 from fll import rowkeys as rk
 from fll.store import LineageStore
 from fll.store.base import read_span_groups_by_rows, read_spans_by_rows
-from fll.store.lineage import row_sets, run_cells
+from fll.store.layout import row_sets, run_cells
 from tests.lineage_examples import chain
 
 from .conftest import BACKENDS
