@@ -3,7 +3,8 @@ reported (``s|`` rows naming ``q|`` bodies, stored once per distinct schema)
 and aliases (``a|``, with their reverse rows)."""
 from __future__ import annotations
 
-from typing import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterable, Sequence
 
 import msgpack
 import xxhash
@@ -16,6 +17,8 @@ from .state import StoreState
 
 #: schemas a store keeps decoded by digest
 _SCHEMAS_KEPT = 1024
+#: schema reads in flight at once for `Datasets.schemas` on a remote store
+_SCHEMA_READERS = 16
 
 
 class Datasets(StoreState):
@@ -80,6 +83,20 @@ class Datasets(StoreState):
             except Exception:
                 raise _corrupt(self.url, key) from None
         return None
+
+    def schemas(self, datasets: Iterable[tuple[str, str]], start_ms: int, end_ms: int
+                ) -> dict[tuple[str, str], dict[str, str | None] | None]:
+        """`schema` of several datasets. Each is the first row of its own key
+        range, which no backend reads for many ranges in one call, so a store
+        across a network asks them at once (up to `_SCHEMA_READERS` in flight:
+        the latency of one round trip for a hop's datasets, not one each); an
+        embedded one asks them in turn."""
+        ds = list(dict.fromkeys(datasets))
+        if self.first_runs or len(ds) < 2:
+            return {d: self.schema(d[0], d[1], start_ms, end_ms) for d in ds}
+        with ThreadPoolExecutor(min(_SCHEMA_READERS, len(ds))) as pool:
+            found = pool.map(lambda d: self.schema(d[0], d[1], start_ms, end_ms), ds)
+            return dict(zip(ds, found, strict=True))
 
     def schema_history(self, namespace: str, name: str, start_ms: int, end_ms: int
                        ) -> list[tuple[int, str, list[tuple[str, str | None]]]]:

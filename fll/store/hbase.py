@@ -34,7 +34,8 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import StoreError
-from .base import (Row, Span, SpanRead, in_ranges, read_spans_by_rows, redact,
+from .base import (Row, Span, SpanGroup, SpanRead, in_ranges, read_span_groups_by_rows,
+                   read_spans_by_rows, redact,
                    register_backend, scan_bounds)
 from .hbase_conn import _COL, FAMILY, HBaseConnection
 
@@ -246,6 +247,10 @@ class HBaseTable(HBaseConnection):
         """One ``getRows`` of every key the spans give, a scanner per span
         without keys (see `scan_ranges`: each costs three calls here)."""
         return read_spans_by_rows(self, spans, names, values, by_keys=True)
+
+    def read_span_groups(self, groups: Sequence[SpanGroup]) -> list[SpanRead]:
+        """One ``getRows`` of every key the groups give, a scanner per keyless span."""
+        return read_span_groups_by_rows(self, groups, by_keys=True)
 
     def scan_ranges(self, ranges: list[tuple[bytes, bytes]]
                     ) -> list[tuple[bytes, dict[str, bytes]]]:

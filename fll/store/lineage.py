@@ -46,7 +46,8 @@ level by its 64 children one level down (`unused_buckets`).
 The parts: `fll.store.layout` (keys, cells, cover spans, unused buckets),
 `fll.store.datarows` (the ``d|`` and ``p|`` rows), `fll.store.writer` and
 `fll.store.indexing` (recording), `fll.store.reader` (questions),
-`fll.store.datasets` (schemas and aliases); this module composes them into
+`fll.store.levels` (a walk's hop read at once), `fll.store.datasets`
+(schemas and aliases); this module composes them into
 `LineageStore` and holds the format version.
 """
 from __future__ import annotations
@@ -66,7 +67,7 @@ from .cache import DEFAULT_CACHE_MB, CacheBudget, SizedLRU
 from .datarows import _Cached
 from .datasets import Datasets
 from .layout import WIDE_PREFIXES, _corrupt
-from .reader import Reader
+from .levels import Levels
 from .writer import WRITER_TTL_MS, Writer
 
 #: the row layout this module writes and reads (see docs/storage.md, "How runs are stored")
@@ -110,7 +111,7 @@ class OlderFormat(StoreError):
         self.found = found
 
 
-class LineageStore(Writer, Reader, Datasets):
+class LineageStore(Writer, Levels, Datasets):
     """Field lineage over any `Table` backend. Safe to share between threads.
 
     Runs whose run model says FAIL or ABORT (`fll.store.runs`) are indexed in

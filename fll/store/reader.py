@@ -12,7 +12,7 @@ from .. import rowkeys as rk
 from ..codec import Summaries
 from ..errors import FllError, StoreError
 from ..model import DROPPED, EndPoint, EndPointField, FieldLineageInfo, Operation
-from .base import Span
+from .base import Span, SpanGroup, SpanRead
 from .datarows import SHAPED, _Cached, data_parts, shape_ref
 from .layout import (_BUCKET_KINDS, _FAILED_KINDS, _FIRST_KINDS, _RUN_KINDS, _T, _corrupt,
                      _cover_spans, _decode_key, _first_run_spans, row_sets)
@@ -33,6 +33,20 @@ class OperationGroup(NamedTuple):
     checksum: str
     operations: list[Operation]
     runs: list[RunInfo]  # newest first
+
+
+class _IndexPlan(NamedTuple):
+    """One dataset's index read for `LineageStore.checksums`: its range, the
+    ``(spans, names, values)`` of `Table.read_spans`, its directory row's key
+    and the top buckets the directory may list (``rk.cover4``)."""
+
+    dataset: tuple[str, str]
+    start: int
+    end: int
+    direction: str
+    group: SpanGroup
+    directory: bytes
+    top: tuple[int, int] | None
 
 
 class Reader(StoreState):
@@ -137,8 +151,24 @@ class Reader(StoreState):
         bucket rows of whole aligned buckets, the runs' own millisecond rows at
         the edges; a second only when the range spans more than 64 top
         buckets. Cost follows the sets in the range, never the history."""
+        plan = self._index_plan(endpoint.namespace, endpoint.name, start, end, direction)
+        return self._index_answers([plan], self.table.read_spans(*plan.group))[0]
+
+    def checksums_many(self, datasets: Iterable[tuple[str, str]], start: int, end: int,
+                       direction: str = "incoming") -> dict[tuple[str, str], list[str]]:
+        """`checksums` of several datasets (``(namespace, name)``) in the round
+        trips of one: every dataset's index rows in one `Table.read_span_groups`
+        (a second only for ranges over more than 64 top buckets)."""
+        plans = [self._index_plan(ns, name, start, end, direction)
+                 for ns, name in dict.fromkeys(datasets)]
+        reads = self.table.read_span_groups([p.group for p in plans]) if plans else []
+        return {p.dataset: found for p, found in zip(plans, self._index_answers(plans, *reads),
+                                                         strict=True)}
+
+    def _index_plan(self, ns: str, name: str, start: int, end: int,
+                    direction: str) -> "_IndexPlan":
+        """What `checksums` reads for one dataset: the spans of its range's cover."""
         bucket_kind, run_kind = _BUCKET_KINDS[direction], _RUN_KINDS[direction]
-        ns, name = endpoint.namespace, endpoint.name
         cover, top = rk.cover4(start, end)
         # the keys as rk.run_row / rk.bucket4 build them, a prefix per level made once
         heads = [rk.dataset_prefix(run_kind, ns, name)] + \
@@ -159,31 +189,46 @@ class Reader(StoreState):
         index = rk.directory(bucket_kind, ns, name)
         if top:  # more top buckets than are worth enumerating: the directory lists them
             edges.append(Span(index, index + b"\x00", (index,)))
-        read = self.table.read_spans(edges, buckets, interior)
-        found = set(read.names)
-        try:
-            found.update(rk.checksum_of(v[1:]) for v in read.values if len(v) > 1)
-        except (ValueError, UnicodeDecodeError):
-            raise _corrupt(self.url, interior[0].lo) from None
-        listed = read.rows.pop(index, None)
-        if top and listed:
+        return _IndexPlan((ns, name), start, end, direction, (edges, buckets, interior),
+                          index, top)
+
+    def _index_answers(self, plans: list["_IndexPlan"], *reads: SpanRead) -> list[list[str]]:
+        """Each plan's sorted checksums from its read (`read_spans` answers, one
+        per plan), reading the top buckets a directory row names, for every
+        plan that needs them, in one more call."""
+        found: list[set[str]] = []
+        tops: list[list[bytes]] = []
+        for plan, read in zip(plans, reads, strict=True):
+            (ns, name), start, end = plan.dataset, plan.start, plan.end
+            got = set(read.names)
             try:
-                firsts = sorted(int(c) for c in listed)
-            except ValueError:
-                raise _corrupt(self.url, index) from None
-            tops = [rk.bucket4(bucket_kind, ns, name, rk.TOP, t) for t in firsts
-                    if top[0] <= t < top[1]]
-            if tops:
-                found.update(self.table.read_spans(
-                    (), [Span(k, k + b"\x00", (k,)) for k in tops]).names)
-        if self.include_failed:
-            found.update(r.checksum for r in self._failed_runs(direction, endpoint, start, end))
-        for key, cols in read.rows.items():
-            try:  # run rows, filtered by each run's exact time
-                found.update(c for _, c, t in row_sets(key, cols) if start <= t < end)
+                got.update(rk.checksum_of(v[1:]) for v in read.values if len(v) > 1)
             except (ValueError, UnicodeDecodeError):
-                raise _corrupt(self.url, key) from None
-        return sorted(found)
+                raise _corrupt(self.url, plan.group[2][0].lo) from None
+            listed = read.rows.pop(plan.directory, None)
+            wanted: list[bytes] = []
+            if plan.top and listed:
+                try:
+                    firsts = sorted(int(c) for c in listed)
+                except ValueError:
+                    raise _corrupt(self.url, plan.directory) from None
+                wanted = [rk.bucket4(_BUCKET_KINDS[plan.direction], ns, name, rk.TOP, t)
+                          for t in firsts if plan.top[0] <= t < plan.top[1]]
+            if self.include_failed:
+                got.update(r.checksum for r in self._failed_runs(
+                    plan.direction, EndPoint(ns, name), start, end))
+            for key, cols in read.rows.items():
+                try:  # run rows, filtered by each run's exact time
+                    got.update(c for _, c, t in row_sets(key, cols) if start <= t < end)
+                except (ValueError, UnicodeDecodeError):
+                    raise _corrupt(self.url, key) from None
+            found.append(got)
+            tops.append(wanted)
+        if any(tops):
+            groups = [((), [Span(k, k + b"\x00", (k,)) for k in keys], ()) for keys in tops]
+            for got, read in zip(found, self.table.read_span_groups(groups), strict=True):
+                got.update(read.names)
+        return [sorted(got) for got in found]
 
     def _failed_runs(self, direction: str, endpoint: EndPoint, start: int, end: int
                      ) -> Iterator[RunInfo]:
