@@ -28,18 +28,18 @@ from typing import Any, Callable, Iterator
 import msgpack
 import xxhash
 
-from .. import rowkeys as rk
-from ..codec import Summaries, decode_canonical
-from ..errors import BadRequest, FllError, StoreError
-from ..model import EndPoint
-from . import runs as run_model
-from .base import Table
-from .lineage import (FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, SHAPED, WIDE_PREFIXES,
+from ... import rowkeys as rk
+from ...codec import Summaries, decode_canonical
+from ...errors import BadRequest, FllError, StoreError
+from ...model import EndPoint
+from .. import runs as run_model
+from ..base import Table
+from ..lineage import (FIRST_OF_RUN, RUN_OF_BUCKET, RUN_OF_FIRST, SHAPED, WIDE_PREFIXES,
                       LineageStore, data_parts, data_row, decode_data, has_lineage_rows,
                       unstamped_format, run_failed,
                       join_shape, row_sets, run_cells, SCHEMA_REF, set_used_since, shape_ref,
                       unused_buckets)
-from .tags import decode_assignment, decode_def
+from ..tags import decode_assignment, decode_def
 
 Progress = Callable[[int], None]
 _T = struct.Struct(">q")
@@ -554,7 +554,7 @@ def maintenance(table: Table, what: str, *, lease_ms: int = 3_600_000) -> Iterat
     if callable(getattr(table, "atomic", None)):
         yield
         return
-    from .lineage import LEASE, WRITER_PREFIX, _now_ms
+    from ..lineage import LEASE, WRITER_PREFIX, _now_ms
 
     key = rk.meta(LEASE)
     now = _now_ms()
@@ -613,7 +613,7 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
     writer holds meanwhile) and leaves alone what a writer completed since;
     ``report.fixed`` counts what it changed.
     """
-    from .lineage import FORMAT, OlderFormat
+    from ..lineage import FORMAT, OlderFormat
 
     report = FsckReport()
     found = store_format(table)
@@ -1748,7 +1748,7 @@ def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
     readers keep answering: until the stamp, a store of an older format is
     answered from its run index, which holds both shapes. Writers of an older
     fll must be stopped first. A newer format than this fll knows is refused."""
-    from .lineage import FORMAT
+    from ..lineage import FORMAT
 
     found = store_format(table)
     report = UpgradeReport(table.url, found, FORMAT, dry_run)
@@ -1883,7 +1883,7 @@ def _upgrade_data_rows(table: Table, dry_run: bool, batch_size: int,
     Idempotent (a row is content-addressed: the same operations give the same
     row), so an interrupted upgrade simply runs it again. A row that does not
     decode is left as it is: fsck reports it. Returns the rows rewritten."""
-    from ..codec import SUMMARY_VERSION
+    from ...codec import SUMMARY_VERSION
 
     done = 0
     batch: dict[bytes, dict[str, bytes]] = {}
