@@ -4,7 +4,6 @@ from __future__ import annotations
 from ..base import Table
 
 
-
 def init(table: Table) -> str:
     """Create the table where the backend needs it; returns what was done."""
     for name in ("create_table", "create", "ensure_table"):

@@ -21,7 +21,6 @@ from ...errors import BadRequest
 from ..lineage import SCHEMA_REF, SHAPED, data_parts, shape_ref
 
 
-
 Progress = Callable[[int], None]
 _T = struct.Struct(">q")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
