@@ -20,7 +20,7 @@ from ..store.lineage import LineageStore
 
 
 def field_step(store: LineageStore, names: Names, direction: str
-          ) -> Callable[[EndPointField, int, int], set[EndPointField]]:
+               ) -> Callable[[EndPointField, int, int], set[EndPointField]]:
     """One hop of a walk, reading the field under every name of its dataset and
     answering each field under one name."""
     ask = store.incoming if direction == "incoming" else store.outgoing
