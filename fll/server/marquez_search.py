@@ -14,7 +14,8 @@ from fastapi import APIRouter, Query, Request
 
 from ..errors import BadRequest
 from ..openlineage import PRODUCER, export_run_id
-from ..store.lineage import LineageStore, RunInfo
+from ..store.lineage import LineageStore
+from ..store.reader import RunInfo
 from ..store.runs import events_of, merged_facets, run_models
 from ..timerange import now_ms
 from . import shared
