@@ -1,8 +1,8 @@
-"""The README's Spark write coverage matrix, generated from the tests' ``covers`` markers.
+"""The Spark write coverage matrix of docs/spark.md, generated from the tests' ``covers`` markers.
 
     .venv/bin/python scripts/coverage_matrix.py           # print the table
-    .venv/bin/python scripts/coverage_matrix.py --write   # put it in README.md
-    .venv/bin/python scripts/coverage_matrix.py --check   # exit 1 if README.md differs
+    .venv/bin/python scripts/coverage_matrix.py --write   # put it in docs/spark.md
+    .venv/bin/python scripts/coverage_matrix.py --check   # exit 1 if docs/spark.md differs
 
 A test that proves fll records a write says so with
 ``@pytest.mark.covers(command, how, route)``: ``command`` the analyzed plan's
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from fll.spark.plan import WRITE_COMMANDS  # noqa: E402
 
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "spark.md"
 JAVA = ROOT / "fll" / "spark" / "jvm" / "LineageListener.java"
 START = ("<!-- coverage-matrix: generated from the tests' covers markers by "
          "scripts/coverage_matrix.py --write; do not edit by hand -->")
@@ -126,9 +126,9 @@ def section(covers: list[Cover]) -> str:
     return f"{START}\n{table(covers)}\n{END}"
 
 
-def readme_with(text: str, covers: list[Cover]) -> str:
+def page_with(text: str, covers: list[Cover]) -> str:
     if START not in text or END not in text:
-        raise SystemExit(f"{README.name} has no coverage matrix markers ({START!r} … {END!r})")
+        raise SystemExit(f"{PAGE.name} has no coverage matrix markers ({START!r} … {END!r})")
     head, rest = text.split(START, 1)
     _old, tail = rest.split(END, 1)
     return head + section(covers) + tail
@@ -137,13 +137,13 @@ def readme_with(text: str, covers: list[Cover]) -> str:
 def main(argv: list[str]) -> int:
     covers = collect()
     if "--write" in argv:
-        README.write_text(readme_with(README.read_text(encoding="utf-8"), covers),
+        PAGE.write_text(page_with(PAGE.read_text(encoding="utf-8"), covers),
                           encoding="utf-8")
         return 0
     if "--check" in argv:
-        text = README.read_text(encoding="utf-8")
-        if readme_with(text, covers) != text:
-            print("README.md's coverage matrix is out of date: run "
+        text = PAGE.read_text(encoding="utf-8")
+        if page_with(text, covers) != text:
+            print("docs/spark.md's coverage matrix is out of date: run "
                   "scripts/coverage_matrix.py --write", file=sys.stderr)
             return 1
         return 0

@@ -1,4 +1,4 @@
-"""README's Spark write coverage matrix is the one the tests' ``covers`` markers make."""
+"""docs/spark.md's Spark write coverage matrix is the one the tests' ``covers`` markers make."""
 from __future__ import annotations
 
 import importlib.util
@@ -17,7 +17,7 @@ def _matrix():
     return module
 
 
-def test_the_readme_coverage_matrix_is_up_to_date():
+def test_the_coverage_matrix_in_the_docs_is_up_to_date():
     m = _matrix()
     assert m.main(["--check"]) == 0, "run scripts/coverage_matrix.py --write"
 
