@@ -1,8 +1,8 @@
 """The lineage explorer: the static web page served at ``/`` and ``/static/...``.
 
-The page (fll/server/static: index.html, explorer.js, explorer.css) is plain
-HTML, CSS and JavaScript shipped inside the package: no build step, no CDN,
-so it works offline. It only reads the REST API of the same server.
+The page (fll/server/static: index.html, explorer.css, explorer.js and the
+ES modules it imports from explorer/) is plain HTML, CSS and JavaScript
+shipped inside the package: no build step, no CDN, so it works offline. It only reads the REST API of the same server.
 
 `mount_explorer(app)` adds the two routes to a FastAPI app. This module must
 never serve anything outside the package's static folder, never cache

@@ -28,7 +28,8 @@ from ..store.tags import Tags
 from ..timerange import now_ms, parse_time
 from .paths import segment
 from .responses import JSONResponse
-from .views import known_fields, parse_node_id
+from .column_graph import parse_node_id
+from .views import known_fields
 
 _TIME_HELP = "epoch seconds, or now / now-7d / now-1d+4h; start inclusive (default 0)"
 _END_HELP = "epoch seconds, or now / now-7d; end exclusive (default now)"

@@ -17,6 +17,7 @@ from ..openlineage import _iso
 from ..store import runs as rm
 from ..store.lineage import LineageStore
 from ..timerange import now_ms, parse_time
+from . import shared
 from .paths import segment
 from .responses import JSONResponse
 
@@ -24,10 +25,6 @@ router = APIRouter(tags=["marquez"])
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 10_000
-
-
-def _store(request: Request) -> LineageStore:
-    return request.app.state.store
 
 
 def _page(limit: int, offset: int) -> tuple[int, int]:
@@ -162,7 +159,7 @@ def list_all_jobs(request: Request, limit: int = Query(DEFAULT_LIMIT),
                   lastRunStates: str | None = Query(None, description=_STATES_HELP)  # noqa: N803
                   ) -> JSONResponse:
     """Every job that sent a RunEvent, by namespace and name."""
-    return JSONResponse(_jobs(_store(request), None, limit, offset, lastRunStates))
+    return JSONResponse(_jobs(shared.store(request), None, limit, offset, lastRunStates))
 
 
 @router.get("/api/v1/namespaces/{ns}/jobs")
@@ -171,13 +168,13 @@ def list_jobs(request: Request, ns: str, limit: int = Query(DEFAULT_LIMIT),
               lastRunStates: str | None = Query(None, description=_STATES_HELP)  # noqa: N803
               ) -> JSONResponse:
     """The jobs of one namespace (one key range)."""
-    return JSONResponse(_jobs(_store(request), segment(ns), limit, offset, lastRunStates))
+    return JSONResponse(_jobs(shared.store(request), segment(ns), limit, offset, lastRunStates))
 
 
 @router.get("/api/v1/namespaces/{ns}/jobs/{job}")
 def get_job(request: Request, ns: str, job: str) -> JSONResponse:
     namespace, name = segment(ns), segment(job)
-    found = job_json(_store(request), namespace, name)
+    found = job_json(shared.store(request), namespace, name)
     if found is None:
         raise NotFound(f"job {namespace}:{name} is unknown (no RunEvent named it)")
     return JSONResponse(found)
@@ -188,7 +185,7 @@ def list_job_runs(request: Request, ns: str, job: str, limit: int = Query(DEFAUL
                   offset: int = Query(0)) -> JSONResponse:
     """The runs of a job, newest first (by start), each with its state."""
     limit, offset = _page(limit, offset)
-    return JSONResponse(job_runs_json(_store(request), segment(ns), segment(job), limit,
+    return JSONResponse(job_runs_json(shared.store(request), segment(ns), segment(job), limit,
                                       offset))
 
 
@@ -208,7 +205,7 @@ def job_runs_json(store: LineageStore, namespace: str, name: str, limit: int,
 @router.get("/api/v1/jobs/runs/{run_id}")
 def get_run(request: Request, run_id: str) -> JSONResponse:
     rid = segment(run_id)
-    found = _runs_json(_store(request), [rid])
+    found = _runs_json(shared.store(request), [rid])
     if not found:
         raise NotFound(f"run {rid} is unknown (no RunEvent named it)")
     return JSONResponse(found[0])
@@ -222,7 +219,7 @@ def get_run_facets(request: Request, run_id: str,
     rid = segment(run_id)
     if type not in ("run", "job"):
         raise BadRequest(f"type must be run or job, got {type!r}", "type")
-    store = _store(request)
+    store = shared.store(request)
     m = rm.run_model(store, rid)
     if m is None:
         raise NotFound(f"run {rid} is unknown (no RunEvent named it)")
@@ -244,6 +241,6 @@ def lineage_events(request: Request, before: str | None = Query(None),
     now = now_ms()
     hi = _time(before, "before", now + 1)
     lo = _time(after, "after", 0)
-    events, total = rm.events(_store(request), lo, hi, limit, offset,
+    events, total = rm.events(shared.store(request), lo, hi, limit, offset,
                               descending=sortDirection == "desc")
     return JSONResponse({"events": events, "totalCount": total})

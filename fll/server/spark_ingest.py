@@ -15,49 +15,48 @@ from __future__ import annotations
 
 import json
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 
 from ..errors import BadRequest, InvalidLineageError
 from ..spark.events import record_event
-from ..store.lineage import LineageStore
+from . import shared
 from .errors import ApiError
 from .responses import JSONResponse
 
-__all__ = ["ROUTE", "register"]
+__all__ = ["ROUTE", "router"]
 
 ROUTE = "/api/v1/spark/events"
 
+router = APIRouter()
 
-def register(app: FastAPI, store: LineageStore, max_body: int) -> None:
-    """Add the route to ``app`` (called once from `fll.server.app.create_app`)."""
-    from .app import _read_body
 
-    @app.post(ROUTE, status_code=201, tags=["spark"],
-              openapi_extra={"requestBody": {"required": True, "content": {
-                  "application/json": {"schema": {
-                      "type": "object",
-                      "description": "a write reported by fll.spark.LineageListener"}}}}})
-    async def spark_event(request: Request) -> JSONResponse:
-        """Record one Spark write reported by the JVM listener.
+@router.post(ROUTE, status_code=201, tags=["spark"],
+             openapi_extra={"requestBody": {"required": True, "content": {
+                 "application/json": {"schema": {
+                     "type": "object",
+                     "description": "a write reported by fll.spark.LineageListener"}}}}})
+async def spark_event(request: Request) -> JSONResponse:
+    """Record one Spark write reported by the JVM listener.
 
-        201: recorded. 200: this run was already recorded. 202: the write reads
-        no dataset. 409: the run id is recorded with other operations. 422: the
-        event cannot be analysed (the reason names the JSON path).
-        """
-        raw = await _read_body(request.headers.get("content-length"), request.stream(), max_body)
-        try:
-            event = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ApiError(400, f"the body is not JSON: {e}") from None
-        except RecursionError:
-            raise ApiError(400, "the body nests JSON arrays/objects too deeply") from None
-        try:
-            status, answer = await run_in_threadpool(record_event, store, event)
-        except BadRequest as e:
-            raise ApiError(422, f"invalid Spark write event: {e}") from None
-        except InvalidLineageError as e:
-            raise ApiError(422, f"the Spark write gives no valid lineage: {e}") from None
-        if status == 409:
-            raise ApiError(409, answer["error"])
-        return JSONResponse(answer, status_code=status)
+    201: recorded. 200: this run was already recorded. 202: the write reads
+    no dataset. 409: the run id is recorded with other operations. 422: the
+    event cannot be analysed (the reason names the JSON path).
+    """
+    raw = await shared.read_body(request.headers.get("content-length"), request.stream(),
+                                 shared.max_body(request))
+    try:
+        event = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ApiError(400, f"the body is not JSON: {e}") from None
+    except RecursionError:
+        raise ApiError(400, "the body nests JSON arrays/objects too deeply") from None
+    try:
+        status, answer = await run_in_threadpool(record_event, shared.store(request), event)
+    except BadRequest as e:
+        raise ApiError(422, f"invalid Spark write event: {e}") from None
+    except InvalidLineageError as e:
+        raise ApiError(422, f"the Spark write gives no valid lineage: {e}") from None
+    if status == 409:
+        raise ApiError(409, answer["error"])
+    return JSONResponse(answer, status_code=status)

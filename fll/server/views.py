@@ -2,7 +2,8 @@
 
 Pure functions of (store, decoded parameters) → plain dicts and lists, so
 they can be tested and reused without HTTP. Shapes follow
-design/rest-api.md exactly (CDAP v3 key names, Marquez's column-lineage graph).
+design/rest-api.md exactly (CDAP v3 key names; Marquez's column-lineage graph
+is `fll.server.column_graph`'s).
 Times in answers are epoch seconds, as CDAP gives them; the store speaks ms.
 
 Multi-level walks (`level`, `depth`) keep a visited set, so a cycle across runs
@@ -16,16 +17,16 @@ what a caller can get wrong.
 """
 from __future__ import annotations
 
-import uuid
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from ..errors import BadRequest, NotFound
 from ..model import (EndPoint, EndPointField, Operation, ReadOperation, Transformation,
                      TransformOperation)
-from ..render import EdgeTags, Names, edge_kind, prefetch, read_hop
+from ..render import EdgeTags, Names, edge_kind
 from ..rowkeys import MAX_TIME
 from ..store.lineage import LineageStore
 from ..store.runs import run_states
+from .field_inputs import MergedTags, field_step
 
 ALL_TIME = (0, MAX_TIME)
 
@@ -162,13 +163,13 @@ def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
     ef = resolve_field(store, ef)
     dirs = _directions(direction)
     names = Names(store)
-    steps = {d: _step(store, names, d) for d in dirs}
+    steps = {d: field_step(store, names, d) for d in dirs}
     first = {d: steps[d](ef, start, end) for d in dirs}
     if not any(first.values()):
         # a field with lineage in the range is known; only without any does the
         # 404 check need every set the dataset ever had
         require_field(store, ef)
-    tagger = _Tags(store, start, end, names)
+    tagger = MergedTags(store, start, end, names)
     answer: dict[str, Any] = {"incoming": None, "outgoing": None}
     for d in dirs:
         step = steps[d]
@@ -199,21 +200,6 @@ def field_summary(store: LineageStore, ef: EndPointField, start: int, end: int,
                 group["transformations"] = tagged
         answer[d] = groups
     return answer
-
-
-def _step(store: LineageStore, names: Names, direction: str
-          ) -> Callable[[EndPointField, int, int], set[EndPointField]]:
-    """One hop of a walk, reading the field under every name of its dataset and
-    answering each field under one name."""
-    ask = store.incoming if direction == "incoming" else store.outgoing
-
-    def step(f: EndPointField, start: int, end: int) -> set[EndPointField]:
-        found: set[EndPointField] = set()
-        for ep in names.equivalents(f.endpoint):
-            found.update(names.field(g) for g in ask(EndPointField(ep, f.field), start, end))
-        found.discard(f)
-        return found
-    return step
 
 
 def field_operations(store: LineageStore, ef: EndPointField, start: int, end: int,
@@ -401,300 +387,6 @@ def dataset_properties(store: LineageStore, ep: EndPoint, start: int, end: int) 
     states = run_states(store, [p["programRun"] for p in found])
     return [{"programRun": p["programRun"], "properties": p["properties"],
              "state": states.get(p["programRun"], "COMPLETE")} for p in found]
-
-
-# -- Marquez-compatible column lineage ------------------------------------------------
-
-def set_inputs(store: LineageStore, checksum: str, ef: EndPointField
-               ) -> dict[EndPointField, list[Transformation]]:
-    """``ef``'s source fields and their tags in one operation set, from its
-    stored summaries (composed at record time: nothing is rebuilt per read;
-    kept with the decoded set, so bounded by the store's set cache). Shared:
-    never change it."""
-    return store.summaries([checksum])[checksum].incoming_tags(ef)
-
-
-def merged_inputs(store: LineageStore, ef: EndPointField, start: int, end: int,
-                  drop_indirect: bool = False) -> dict[EndPointField, list[Transformation]]:
-    """``ef``'s source fields (as recorded, under the names the sets give them)
-    with their tags merged over the range's operation sets, in set order; with
-    ``drop_indirect`` an input only INDIRECT in a set is left out of that set.
-    Kept per list of sets when the store is a request's `ReadView` (the list is
-    the key, so a write that adds a set is a new key): a whole-history question
-    over a dataset with a hundred sets merges them once, not per request.
-    The answer is shared: never change it."""
-    sets = tuple(store.checksums(ef.endpoint, start, end, "incoming"))
-    if len(sets) == 1 and not drop_indirect:
-        return set_inputs(store, sets[0], ef)  # one set: its own answer, not a copy
-
-    def compute() -> dict[EndPointField, list[Transformation]]:
-        merged: dict[EndPointField, list[Transformation]] = {}
-        for c in sets:
-            for src, tags in set_inputs(store, c, ef).items():
-                if drop_indirect and edge_kind(tags) == "INDIRECT":
-                    continue
-                cur = merged.setdefault(src, [])
-                cur.extend(t for t in tags if t not in cur)
-        return merged
-    merges = getattr(store, "merges", None)
-    if merges is None:
-        return compute()
-    key = ("inputs", ef.endpoint.namespace, ef.endpoint.name, ef.field, drop_indirect, sets)
-    return merges.get(key, compute)
-
-
-def named_inputs(store: LineageStore, names: Names, f: EndPointField, start: int, end: int,
-                 drop_indirect: bool = False) -> dict[EndPointField, list[Transformation]]:
-    """``f``'s inputs over every name of its dataset, each source under one name,
-    tags merged in the order the sets give them (a fresh dict)."""
-    merged: dict[EndPointField, list[Transformation]] = {}
-    kept = getattr(store, "merges", None) is not None
-    for ep in names.equivalents(f.endpoint):
-        here = EndPointField(ep, f.field)
-        raw = merged_inputs(store, here, start, end, drop_indirect) if kept else None
-        if raw is None or any(names.field(src) != src for src in raw):
-            # set by set (without a request's ReadView, or when two sources are one
-            # dataset under two names: their tags must interleave set by set)
-            for c in store.checksums(ep, start, end, "incoming"):
-                for src, tags in set_inputs(store, c, here).items():
-                    if drop_indirect and edge_kind(tags) == "INDIRECT":
-                        continue
-                    cur = merged.setdefault(names.field(src), [])
-                    cur.extend(t for t in tags if t not in cur)
-            continue
-        for src, tags in raw.items():
-            cur = merged.setdefault(names.field(src), [])
-            cur.extend(t for t in tags if t not in cur)
-    return merged
-
-
-class _Tags(EdgeTags):
-    """`EdgeTags` whose per-destination merge comes from `named_inputs` (kept
-    per list of sets across requests) when the store is a request's view."""
-
-    def into(self, dest: EndPointField) -> dict[EndPointField, list[Transformation]]:
-        if getattr(self.store, "merges", None) is None:
-            return super().into(dest)
-        hit = self._into.get(dest)
-        if hit is None:
-            hit = self._into[dest] = named_inputs(self.store, self.names, dest,
-                                                  self.start_ms, self.end_ms)
-        return hit
-
-
-def _colon_splits(rest: str, parts: int) -> list[list[str]]:
-    """Every way to cut ``rest`` at colons into ``parts`` non-empty pieces, the
-    shortest first piece first (namespaces such as ``postgres://host:5432`` hold
-    colons, so no single split is right)."""
-    colons = [i for i, c in enumerate(rest) if c == ":"]
-    if parts == 2:
-        return [[rest[:i], rest[i + 1:]] for i in colons if 0 < i < len(rest) - 1]
-    return [[rest[:a], rest[a + 1:b], rest[b + 1:]]
-            for a in colons for b in colons if 0 < a < b - 1 and b < len(rest) - 1]
-
-
-def unversioned(node_id: str) -> list[str]:
-    """``node_id``, and without its ``#<uuid>`` when it ends in one (Marquez's
-    version node ids, e.g. ``dataset:ns:name#<version>``): tried in that
-    order, so a name that holds ``#`` still resolves. fll answers a version
-    node as the node itself."""
-    head, sep, tail = node_id.rpartition("#")
-    if sep and head:
-        try:
-            uuid.UUID(tail)
-        except ValueError:
-            return [node_id]
-        return [node_id, head]
-    return [node_id]
-
-
-def parse_node_id(store: LineageStore, node_id: str) -> tuple[EndPoint, str | None]:
-    """``datasetField:<ns>:<dataset>:<field>`` or ``dataset:<ns>:<name>``, either
-    perhaps with ``#<version>`` (`unversioned`).
-
-    Every split at colons is tried and the one naming a known dataset wins.
-    """
-    candidates = unversioned(node_id or "")
-    for candidate in candidates[:-1]:
-        try:
-            return _parse_node_id(store, candidate)
-        except NotFound:
-            continue
-    return _parse_node_id(store, candidates[-1])
-
-
-def _parse_node_id(store: LineageStore, node_id: str) -> tuple[EndPoint, str | None]:
-    kind, sep, rest = (node_id or "").partition(":")
-    if not sep or kind not in ("dataset", "datasetField"):
-        raise BadRequest(f"nodeId must look like datasetField:<namespace>:<dataset>:<field>, "
-                         f"dataset:<namespace>:<name> or job:<namespace>:<name>, "
-                         f"got {node_id!r}", "nodeId")
-    candidates: list[tuple[EndPoint, str | None]] = [
-        (EndPoint(p[0], p[1]), p[2] if kind == "datasetField" else None)
-        for p in _colon_splits(rest, 3 if kind == "datasetField" else 2)]
-    if not candidates:
-        raise BadRequest(f"nodeId {node_id!r} does not name a namespace, dataset"
-                         + (" and field" if kind == "datasetField" else ""), "nodeId")
-    names = Names(store)
-    known = []
-    for ep, fld in candidates:  # a name that is an alias stands for its dataset
-        target = names.canonical(ep)
-        if dataset_known(store, target):
-            known.append((target, fld))
-        elif dataset_known(store, ep):
-            known.append((ep, fld))
-    if not known:
-        raise NotFound(f"nodeId {node_id!r} names no known dataset")
-    if kind == "datasetField":
-        with_field = [c for c in known if c[1] is not None
-                      and c[1] in known_fields(store, c[0], *ALL_TIME)]
-        if not with_field:
-            raise NotFound(f"nodeId {node_id!r} names no known field")
-        return with_field[0]
-    return known[0]
-
-
-def job_outputs(store: LineageStore, node_id: str, start: int, end: int) -> list[EndPointField]:
-    """``job:<namespace>:<name>``: the fields the job's latest run in
-    ``[start, end)`` wrote (Marquez: the column lineage of the job's outputs)."""
-    wanted: set[str] = set()
-    for candidate in unversioned(node_id):
-        rest = candidate.partition(":")[2]
-        wanted |= {f"{a}/{b}" for a, b in _colon_splits(rest, 2)}
-        # a program without a "/" (a track() job) is exported as job namespace "fll"
-        wanted |= {b for a, b in _colon_splits(rest, 2) if a == "fll"}
-    if not wanted:
-        raise BadRequest(f"nodeId {node_id!r} does not name a job namespace and name",
-                         "nodeId")
-    latest: tuple[int, str, str] | None = None
-    for ep in store.datasets():
-        for run in store.runs(ep, start, end, "incoming"):
-            if run.program in wanted and (latest is None
-                                          or (run.start_ms, run.run_id) > latest[:2]):
-                latest = (run.start_ms, run.run_id, run.checksum)
-    if latest is None:
-        raise NotFound(f"nodeId {node_id!r}: no run of this job in the range")
-    info = store.operation_set(latest[2])
-    return sorted(EndPointField(ep, f) for ep, fields in info.destination_fields().items()
-                  for f in fields)
-
-
-def _field_node_id(f: EndPointField) -> str:
-    return f"datasetField:{f.endpoint.namespace}:{f.endpoint.name}:{f.field}"
-
-
-def _order(f: EndPointField) -> tuple[str, str, str]:
-    """EndPointField's own order as plain strings: sorting tens of thousands of
-    fields by the dataclass comparison took most of a wide answer's time."""
-    return (f.endpoint.namespace, f.endpoint.name, f.field)
-
-
-def column_lineage(store: LineageStore, node_id: str, depth: int,
-                   with_downstream: bool, start: int, end: int,
-                   show_indirect: bool = True) -> dict:
-    """Marquez's column-lineage graph. As Marquez writes it, every edge listed
-    on a node has that node as ``origin``: an inEdge's ``destination`` is the
-    upstream field, an outEdge's the downstream one (its web UI walks
-    ``inEdges[].destination``). Linear in the fields reached: each (operation
-    set, dataset) is composed once for all its fields. A dataset is read under
-    every name it has (aliases) and answered under one. With ``show_indirect``
-    False an input only INDIRECT (filter, join, group-by, sort…) is neither an
-    edge nor an input field, and is not walked past; untagged inputs are kept."""
-    if node_id.startswith("job:"):
-        roots = job_outputs(store, node_id, start, end)
-    else:
-        ep, field_name = parse_node_id(store, node_id)
-        roots = ([EndPointField(ep, field_name)] if field_name is not None
-                 else [EndPointField(ep, f) for f in sorted(
-                     {f for e in Names(store).equivalents(ep)
-                      for f in known_fields(store, e, start, end)})])
-
-    names = Names(store)
-    roots = [names.field(f) for f in roots]
-    inputs_memo: dict[EndPointField, dict[EndPointField, list[Transformation]]] = {}
-
-    def inputs_of(f: EndPointField) -> dict[EndPointField, list[Transformation]]:
-        if f not in inputs_memo:
-            inputs_memo[f] = named_inputs(store, names, f, start, end,
-                                          drop_indirect=not show_indirect)
-        return inputs_memo[f]
-
-    outgoing = _step(store, names, "outgoing")
-
-    def downstream(f: EndPointField) -> Iterable[EndPointField]:
-        found = outgoing(f, start, end)
-        if show_indirect:
-            return sorted(found, key=_order)
-        return sorted((g for g in found if f in inputs_of(g)), key=_order)
-
-    nodes: set[EndPointField] = set(roots)
-    edges: set[tuple[EndPointField, EndPointField]] = set()  # (upstream, downstream)
-    walks: list[tuple[str, Callable[[EndPointField], Iterable[EndPointField]]]] = [
-        ("up", lambda f: inputs_of(f).keys())]
-    if with_downstream:
-        walks.append(("down", downstream))
-    for way, step in walks:
-        seen = set(roots)
-        frontier = list(roots)
-        for _ in range(depth):
-            read_hop(store, names, frontier, start, end,
-                      "incoming" if way == "up" else "outgoing", also_incoming=not show_indirect)
-            nxt = []
-            for f in frontier:
-                for g in step(f):
-                    edges.add((g, f) if way == "up" else (f, g))
-                    nodes.add(g)
-                    if g not in seen:
-                        seen.add(g)
-                        nxt.append(g)
-            frontier = nxt
-            if not frontier:
-                break
-    # every node's inputs are listed: the datasets only the downstream walk reached
-    prefetch(store, {f.endpoint for f in nodes}, start, end, "incoming")
-    ins: dict[EndPointField, list[dict]] = {}
-    outs: dict[EndPointField, list[dict]] = {}
-    for up, down in sorted(edges, key=lambda e: (_order(e[0]), _order(e[1]))):
-        ins.setdefault(down, []).append({"origin": _field_node_id(down),
-                                         "destination": _field_node_id(up)})
-        outs.setdefault(up, []).append({"origin": _field_node_id(up),
-                                        "destination": _field_node_id(down)})
-    types: dict[EndPoint, dict[str, str | None]] = {}
-    prefetch_schemas = getattr(store, "prefetch_schemas", None)
-    if prefetch_schemas is not None:
-        prefetch_schemas({(f.endpoint.namespace, f.endpoint.name) for f in nodes}, *ALL_TIME)
-    graph = []
-    for f in sorted(nodes, key=_order):
-        if f.endpoint not in types:
-            types[f.endpoint] = store.schema(f.endpoint.namespace, f.endpoint.name,
-                                             *ALL_TIME) or {}
-        graph.append({
-            "id": _field_node_id(f), "type": "DATASET_FIELD",
-            "data": {"namespace": f.endpoint.namespace, "dataset": f.endpoint.name,
-                     "field": f.field,
-                     # Marquez answers "" for an unknown type; its Java client needs a string
-                     "fieldType": types[f.endpoint].get(f.field) or "",
-                     "inputFields": [{"namespace": s.endpoint.namespace,
-                                      "dataset": s.endpoint.name, "field": s.field,
-                                      "transformations": [_tag_json(t) for t in tags]}
-                                     for s, tags in sorted(inputs_of(f).items(),
-                                                           key=lambda kv: _order(kv[0]))]},
-            "inEdges": ins.get(f, []), "outEdges": outs.get(f, [])})
-    return {"graph": graph}
-
-
-_TAG_JSON: dict[Transformation, dict] = {}
-
-
-def _tag_json(t: Transformation) -> dict:
-    """A tag as JSON, made once per distinct tag (there are few): shared by every
-    answer, so never changed."""
-    found = _TAG_JSON.get(t)
-    if found is None:
-        if len(_TAG_JSON) > 4096:
-            _TAG_JSON.clear()
-        found = _TAG_JSON[t] = t.to_dict()
-    return found
 
 
 def datasets(store: LineageStore) -> dict:

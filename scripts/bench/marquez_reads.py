@@ -1,4 +1,4 @@
-"""Marquez's read API (fll/server/marquez.py) against the size of the store.
+"""Marquez's read API (fll/server/marquez*.py) against the size of the store.
 
     .venv/bin/python scripts/bench/marquez_reads.py [--datasets 500,2000,8000] [--repeat 5]
 

@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from fll import (EndPoint, EndPointField, FieldLineageInfo, InputField,  # noqa: E402
                  ReadOperation, Transformation, TransformOperation, WriteOperation,
                  open_store)
-from fll.server.views import merged_inputs  # noqa: E402
+from fll.server.field_inputs import merged_inputs  # noqa: E402
 
 SRC = EndPoint("bench", "wide_src")
 T0 = 1_600_000_000_000

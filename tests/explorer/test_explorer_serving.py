@@ -26,7 +26,7 @@ def test_the_page_is_served_at_the_root_without_caching(client):
     assert r.headers["content-type"].startswith("text/html")
     assert r.headers["cache-control"] == "no-cache"
     assert "default-src 'self'" in r.headers["content-security-policy"]
-    assert 'src="static/explorer.js"' in r.text
+    assert '<script type="module" src="static/explorer.js">' in r.text
 
 
 @pytest.mark.parametrize("name, kind", [("explorer.js", "javascript"), ("explorer.css", "text/css")])
@@ -35,6 +35,33 @@ def test_the_static_files_are_served_from_the_package(client, name, kind):
     assert r.status_code == 200
     assert kind in r.headers["content-type"]
     assert r.content == (STATIC_DIR / name).read_bytes()
+
+
+def test_the_page_s_modules_are_all_served_and_import_one_way(client):
+    """explorer.js imports its modules (ES modules, no build step): every one it
+    reaches is served as JavaScript, and no module imports back along the way."""
+    imports: dict[str, list[str]] = {}
+    todo = ["explorer.js"]
+    while todo:
+        name = todo.pop()
+        if name in imports:
+            continue
+        r = client.get(f"/static/{name}")
+        assert r.status_code == 200, name
+        assert "javascript" in r.headers["content-type"], name
+        base = name.rpartition("/")[0]
+        found = re.findall(r'^import [^;]*? from "\./([\w/.-]+)";', r.text, re.M)
+        imports[name] = [f"{base}/{f}" if base else f for f in found]
+        todo.extend(imports[name])
+    assert len(imports) >= 5 and "explorer/page.js" in imports
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in imports[start]:
+            if nxt == goal or (nxt not in seen and not seen.add(nxt)
+                               and reaches(nxt, goal, seen)):
+                return True
+        return False
+    assert not [m for m in imports if reaches(m, m, set())]
 
 
 def test_nothing_outside_the_static_folder_is_served(client):

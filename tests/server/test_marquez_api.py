@@ -1,5 +1,5 @@
-"""Marquez's read API (`fll.server.marquez`) over the seeded store: the HR run
-and the A → (chain/ab) → B → (chain/bc) → C chain, plus a second run of
+"""Marquez's read API (`fll.server.marquez`, `marquez_lineage`, `marquez_search`)
+over the seeded store: the HR run and the A → (chain/ab) → B → (chain/bc) → C chain, plus a second run of
 chain/ab and a dataset under a URI namespace known only by its schema."""
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from fll import EndPoint, FieldLineageInfo, WriteOperation
 from fll.errors import BadRequest
 from fll.openlineage import export_run_id
 from fll.server import create_app
-from fll.server import marquez as mq
+from fll.server import marquez_model as mq
+from fll.server import marquez_search as ms
 
 from .fixtures import AB_RUN, ab_info
 
@@ -228,32 +229,32 @@ NOW = int(datetime(2026, 3, 29, 12, 30, tzinfo=timezone.utc).timestamp() * 1000)
 
 
 def test_stats_intervals_follow_marquez():
-    day = mq.intervals("DAY", None, NOW)
+    day = ms.intervals("DAY", None, NOW)
     assert len(day) == 24 and day[-1][0] == NOW - 30 * 60_000
     assert all(e - s == 3_600_000 for s, e in day)
-    week = mq.intervals("WEEK", "Europe/Berlin", NOW)
+    week = ms.intervals("WEEK", "Europe/Berlin", NOW)
     assert len(week) == 7
     # 29 March 2026 is the clock change in Berlin: a day of 23 hours
     assert week[-1][1] - week[-1][0] == 23 * 3_600_000
     assert datetime.fromtimestamp(week[-1][0] / 1000, tz=timezone.utc).hour == 23  # 00:00 CET
     with pytest.raises(BadRequest, match="period"):
-        mq.intervals("MONTH", None, NOW)
+        ms.intervals("MONTH", None, NOW)
     for zone in ("Mars/Olympus", "a" * 5000, "/etc/passwd"):
         with pytest.raises(BadRequest, match="timezone"):
-            mq.intervals("WEEK", zone, NOW)
+            ms.intervals("WEEK", zone, NOW)
 
 
 def test_stats_count_runs_and_what_existed(seeded):
     # runs at 2,000 s and 3,000 s: put the clock just after, so DAY's buckets hold them
     now = 3_000_000 + 1_800_000
-    events = mq.stats(seeded, "lineage-events", "DAY", None, now)
+    events = ms.stats(seeded, "lineage-events", "DAY", None, now)
     assert sum(b["start"] for b in events) == 2 and {b["complete"] for b in events} == {0}
-    jobs = mq.stats(seeded, "jobs", "DAY", None, now)
+    jobs = ms.stats(seeded, "jobs", "DAY", None, now)
     assert jobs[-1]["count"] == 2  # chain/ab, chain/bc (the HR run is in 2017)
     assert jobs[-1]["startInterval"] == mq.iso(3_600_000)
-    assert mq.stats(seeded, "datasets", "DAY", None, now)[-1]["count"] == 3
-    assert mq.stats(seeded, "sources", "DAY", None, now)[-1]["count"] == 1
-    later = mq.stats(seeded, "datasets", "WEEK", "UTC", 1_600_000_000_000)
+    assert ms.stats(seeded, "datasets", "DAY", None, now)[-1]["count"] == 3
+    assert ms.stats(seeded, "sources", "DAY", None, now)[-1]["count"] == 1
+    later = ms.stats(seeded, "datasets", "WEEK", "UTC", 1_600_000_000_000)
     assert {b["count"] for b in later} == {6}
 
 

@@ -9,7 +9,7 @@ import pytest
 from fll import openlineage
 from fll.model import EndPoint, EndPointField
 from fll.rowkeys import MAX_TIME
-from fll.server import views
+from fll.server import column_graph, field_inputs, views
 from fll.store import LineageStore, open_store
 from fll.store.reads import ReadView, SetMerges
 
@@ -43,12 +43,12 @@ def test_cold_questions_read_stored_tags_and_rebuild_no_operation_set(cold, monk
     cold.clear_caches()
     _forbid_rebuilding(monkeypatch)
     view = ReadView(cold, SetMerges())
-    got = views.merged_inputs(view, z, 0, MAX_TIME)
+    got = field_inputs.merged_inputs(view, z, 0, MAX_TIME)
     assert {k: sorted(v, key=lambda t: t.to_dict()["subtype"]) for k, v in got.items()} == \
         {k: sorted(v, key=lambda t: t.to_dict()["subtype"]) for k, v in want.items()}
     summary = views.field_summary(view, z, 0, MAX_TIME, "both", 3, True)
     assert summary["incoming"]
-    graph = views.column_lineage(ReadView(cold, SetMerges()), "datasetField:chain:C:z", 3, True,
+    graph = column_graph.column_lineage(ReadView(cold, SetMerges()), "datasetField:chain:C:z", 3, True,
                                  0, MAX_TIME)
     assert any(n["data"]["inputFields"] for n in graph["graph"])
     # and the same questions without a request's view (the CLI's path)

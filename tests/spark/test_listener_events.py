@@ -85,6 +85,18 @@ def test_the_route_records_once_needs_the_token_and_answers_422_for_bad_events(s
     assert run is not None and run.start_ms == EVENT["start_ms"] and run.program == "probe"
 
 
+def test_the_route_refuses_a_body_over_the_app_s_limit_and_records_nothing(store):
+    body = json.dumps(EVENT).encode()
+    assert len(body) > 1024
+    with TestClient(create_app(store, max_body=1024)) as c:
+        r = c.post(ROUTE, content=body, headers={"Content-Type": "application/json"})
+        assert r.status_code == 413
+        assert r.json() == {"error": "request body is larger than 1024 bytes", "status": 413}
+    assert store.run(EVENT["run_id"]) is None
+    with TestClient(create_app(store, max_body=len(body))) as c:  # the limit is inclusive
+        assert c.post(ROUTE, content=body).status_code == 201
+
+
 def test_a_write_of_inline_rows_is_taken_but_records_nothing(store):
     ev = copy.deepcopy(EVENT)
     ev["run_id"] = "inline"

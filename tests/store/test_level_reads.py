@@ -12,7 +12,7 @@ import pytest
 
 from fll import EndPoint
 from fll.rowkeys import MAX_TIME
-from fll.server.views import column_lineage
+from fll.server.column_graph import column_lineage
 from fll.store import LineageStore
 from fll.store.reads import ReadView, SetMerges
 from tests.lineage_examples import chain

@@ -1,0 +1,235 @@
+"""``POST /api/v1/lineage``: record an OpenLineage event (spec 2-0-2).
+
+`OpenLineageIngest` checks an event and builds its lineage (`fll.openlineage`),
+then hands its write to the app's batched writer (`fll.server.ingest.GroupCommit`).
+The app factory makes one per app and keeps it on ``app.state.ingest``; the
+route below and `fll.server.ingest.IngestRoute` (the same route in front of
+the framework) both answer through its `answer`.
+
+This module must never record half an event (everything is validated
+before the first write), never keep a DatasetEvent's or JobEvent's column
+lineage, and never answer a valid event with a 4xx.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, AsyncIterator, Callable
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+
+from .. import openlineage as ol
+from ..errors import BadRequest, InvalidLineageError
+from ..openlineage import check_shape, event_run_id, event_time_ms, run_event_to_lineage
+from ..store import runs as run_model
+from ..store.lineage import LineageStore
+from . import shared
+from .errors import ApiError
+from .guard import check_fields
+from .ingest import GroupCommit, parse_json
+from .responses import JSONResponse
+from .shared import decoded, read_body
+
+log = logging.getLogger("fll.server")
+
+# column-lineage fields up to which an ingest runs on the event loop (a few ms)
+INLINE_FIELDS = 2_000
+
+# why a DatasetEvent's or JobEvent's columnLineage facet is not kept
+_STATIC_LINEAGE = ("the job's declared (static) column lineage, outside any run: fll keeps "
+                   "column lineage per run, so it was not recorded; send it with the job's "
+                   "RunEvents (START or COMPLETE) to have it kept")
+
+router = APIRouter()
+
+
+@router.post("/api/v1/lineage", status_code=201, tags=["openlineage"],
+             openapi_extra={"requestBody": {"required": True, "content": {
+                 "application/json": {"schema": {
+                     "type": "object",
+                     "description": "OpenLineage RunEvent, DatasetEvent or JobEvent (spec 2-0-2)"}}}}})
+async def ingest(request: Request) -> JSONResponse:
+    """Record an OpenLineage event (spec 2-0-2: RunEvent, DatasetEvent or JobEvent).
+
+    A run's lineage is the union of the column lineage of all its events
+    (START part of it, COMPLETE all of it); schemas and symlinks of the
+    datasets named are kept beside it.
+    201: something was recorded (a new run, new lineage for a known run, a schema).
+    200: everything the event says is already recorded.
+    202: nothing to record (no column lineage, schema or symlinks facet);
+    a RunEvent's time still fixes the run's start if it is the first seen.
+    A DatasetEvent's or JobEvent's columnLineage (declared, static lineage)
+    is not kept: the answer lists each under ``notKept`` with the reason.
+    422: not a valid event; the reason names the JSON path (a RunEvent, as
+    its ``schemaURL`` or ``eventType`` says, without ``run``: ``$.run``).
+    409: the run was recorded through the store API with other operations.
+    """
+    ingest: OpenLineageIngest = shared.state(request, "ingest")
+    return await ingest.answer(request.headers.get("content-length"),
+                               request.headers.get("content-encoding", ""), request.stream())
+
+
+class OpenLineageIngest:
+    """The ingest route's work for one app: ``lineage`` is its store, ``writer``
+    its batched writer; bodies over ``max_body`` bytes and events with over
+    ``max_fields`` column-lineage fields are refused (413)."""
+
+    def __init__(self, lineage: LineageStore, writer: GroupCommit, max_body: int,
+                 max_fields: int):
+        self.lineage = lineage
+        self.writer = writer
+        self.max_body = max_body
+        self.max_fields = max_fields
+        # serialises the events of one run in this process (the union is read-merge-write)
+        self.run_locks = [threading.Lock() for _ in range(64)]
+
+    async def answer(self, declared: str | None, encoding: str,
+                     stream: AsyncIterator[bytes]) -> JSONResponse:
+        """The ingest route's answer (also given in front of the framework by
+        `fll.server.ingest.IngestRoute`, inside the token check and the slots)."""
+        raw = decoded(await read_body(declared, stream, self.max_body), encoding, self.max_body)
+        event = parse_json(raw)
+        fields = check_fields(event, self.max_fields)  # before any lineage object is built
+        try:
+            # a usual event is checked and built on the event loop, as the hot
+            # reads are answered: in a worker thread it waited for the GIL after
+            # every step while the loop answered reads. Its write then joins the
+            # next batch of this process's writes (fll.server.ingest), so the
+            # workers' write lock is held for commits only, never for parsing.
+            # A wide event (seconds of work) goes to a thread: reads go on beside it.
+            if fields > INLINE_FIELDS:
+                write = await run_in_threadpool(self.prepare, event)
+                return await self.writer.alone(write)
+            return await self.writer.submit(self.prepare(event))
+        except BadRequest as e:
+            # well-formed JSON that is not a valid RunEvent: the reason names the JSON path
+            raise ApiError(422, f"invalid OpenLineage event: {e}") from None
+
+    def prepare(self, event: Any) -> Callable[[], JSONResponse]:
+        """Check ``event`` and build its lineage; its write, to run in a batch.
+        Everything is validated here, before the first write: nothing half-recorded."""
+        if not isinstance(event, dict):
+            raise BadRequest("$ must be a JSON object (an OpenLineage event)", "$")
+        kind = ol.event_kind(event)
+        if kind != "run":
+            return self._static_event(event, kind)
+        check_shape(event)
+        facts = ol.dataset_facts(event, kind)
+        parsed = run_event_to_lineage(event) if _has_column_lineage(event) else None
+        if parsed is None:
+            run_id, at = event_run_id(event), event_time_ms(event)
+            symlinks = any(f.symlinks for f in facts)
+            model = run_model.event_facts(event, run_id, at)
+
+            def claim() -> JSONResponse:
+                # the first event the STORE saw fixes the start, whichever server got
+                # it (recording lineage does the same claim itself)
+                start_ms = self.lineage.claim_run_start(run_id, at)
+                run_model.record_event(self.lineage, model, start_ms)
+                schemas = self._keep_facts(facts, run_id, start_ms)
+                # a schema or symlink kept is something recorded: 201, as the
+                # route says (a START often carries only its datasets' schemas)
+                kept = schemas > 0 or symlinks
+                reason = "no output carries a columnLineage facet"
+                if kept:
+                    reason += "; the datasets' schemas and symlinks were recorded"
+                return JSONResponse({"recorded": kept, "runId": run_id, "schemas": schemas,
+                                     "reason": reason}, status_code=201 if kept else 202)
+            return claim
+        info, run_id, start_ms, program = parsed
+        model = run_model.event_facts(event, run_id, ol.exported_end_ms(event, run_id)
+                                      or event_time_ms(event))
+
+        failing = model.state in ("FAIL", "ABORT")
+
+        def record() -> JSONResponse:
+            with self.run_locks[hash(run_id) % len(self.run_locks)]:
+                if failing:  # first, so the lineage lands in the failed-run rows at once
+                    run_model.record_event(self.lineage, model,
+                                           self.lineage.claim_run_start(run_id, start_ms))
+                body, status, start = self._record_run(event, info, run_id, start_ms, program)
+                if not failing:  # after its lineage (a FAIL elsewhere moves it then)
+                    run_model.record_event(self.lineage, model, start)
+            # schemas go under the run's stored start, after its lineage (a resend
+            # repairs a crash in between: both writes are idempotent)
+            body["schemas"] = self._keep_facts(facts, run_id, start)
+            return JSONResponse(body, status_code=status)
+        return record
+
+    def _record_run(self, event: Any, info: Any, run_id: str, start_ms: int,
+                    program: str) -> tuple[dict, int, int]:
+        # a run's lineage is the union of its events (fll.openlineage): merge
+        # with what is stored, and re-check after writing, since another server
+        # may have merged another event of the run at the same moment
+        changed = False
+        for _ in range(8):
+            prior = self.lineage.run(run_id)
+            if prior is None:
+                target = info
+            elif prior.checksum == info.checksum:
+                target = info
+            else:
+                merged = ol.union(self.lineage.operation_set(prior.checksum), event)
+                if merged is None or (info.checksum != ol.normal_checksum(info)):
+                    raise ApiError(409, f"run {run_id!r} is already recorded with other "
+                                        f"operations (operation set {prior.checksum}) that "
+                                        f"OpenLineage events cannot extend; nothing was changed")
+                target = merged
+            if prior is not None and prior.checksum == target.checksum:
+                return (_receipt(run_id, target.checksum, prior.start_ms, prior.program,
+                                 changed), 201 if changed else 200, prior.start_ms)
+            try:
+                changed = self.lineage.record(target, run_id, start_ms, program,
+                                              supersede=prior is not None) or changed
+            except InvalidLineageError:
+                if self.lineage.run(run_id) is None:
+                    raise
+                # another writer recorded the run first: merge with that instead
+        raise ApiError(503, f"run {run_id!r} kept changing under concurrent events; retry")
+
+    def _keep_facts(self, facts: list, run_id: str, start_ms: int) -> int:
+        """Store the schemas and symlinks of the datasets an event names."""
+        return ol.record_facts(self.lineage, facts, run_id, start_ms)[0]
+
+    def _static_event(self, event: dict, kind: str) -> Callable[[], JSONResponse]:
+        """A DatasetEvent or JobEvent: no run, so no run lineage; their dataset
+        schemas and symlinks are kept (201), anything else is acknowledged (202).
+        Column lineage they carry (a job's declared, static lineage) is not
+        kept, since fll keeps column lineage per run: the answer names every
+        such facet under ``notKept`` (a valid event is never a 4xx: 422 is
+        for malformed events)."""
+        ol.check_static_event(event, kind)
+        at = event_time_ms(event)
+        facts = ol.dataset_facts(event, kind)
+        owner = ol.schema_owner(event, kind) or ol.static_owner(event, kind)
+        not_kept = ol.static_column_lineage(event, kind)
+        if not_kept:
+            log.info("a %s event's column lineage was not recorded (%s): fll keeps column "
+                     "lineage per run", kind, ", ".join(not_kept))
+
+        def keep() -> JSONResponse:
+            schemas = self._keep_facts(facts, owner, at)
+            recorded = schemas > 0 or any(f.symlinks for f in facts)
+            body: dict[str, Any] = {"recorded": recorded, "event": kind, "schemas": schemas}
+            if not_kept:
+                body["notKept"] = [{"path": path, "reason": _STATIC_LINEAGE} for path in not_kept]
+            if not recorded:
+                body["reason"] = (f"a {kind} event without schema or symlinks facets carries "
+                                  f"nothing fll keeps" if not not_kept else
+                                  f"a {kind} event's column lineage is not recorded (see "
+                                  f"notKept) and it has no schema or symlinks facets")
+            return JSONResponse(body, status_code=201 if recorded else 202)
+        return keep
+
+
+def _has_column_lineage(event: Any) -> bool:
+    outputs = event.get("outputs") if isinstance(event, dict) else None
+    return isinstance(outputs, list) and any(
+        isinstance(o, dict) and isinstance(o.get("facets"), dict)
+        and o["facets"].get("columnLineage") is not None for o in outputs)
+
+
+def _receipt(run_id: str, checksum: str, start_ms: int, program: str | None, new: bool) -> dict:
+    return {"recorded": new, "runId": run_id, "checksum": checksum,
+            "startTimeInSeconds": start_ms // 1000, "program": program}
