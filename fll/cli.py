@@ -840,7 +840,7 @@ def start_ms_or(start: str | None, default: int) -> int:
 
 def _run_from_record(item: Any, where: str, run_id: str | None, start: str | None,
                      program: str | None):
-    from .model import FieldLineageInfo
+    from .opset import FieldLineageInfo
     from .timerange import parse_time
 
     if not isinstance(item, dict):

@@ -27,8 +27,9 @@ import sys
 import time
 from typing import NamedTuple
 
-from .model import (EndPoint, FieldLineageInfo, InputField, Operation, ReadOperation,
-                    Transformation, TransformOperation, WriteOperation)
+from .model import (EndPoint, InputField, Operation, ReadOperation, Transformation,
+                    TransformOperation, WriteOperation)
+from .opset import FieldLineageInfo
 from .store.lineage import LineageStore
 
 NS = "MyNamespace"

@@ -57,8 +57,9 @@ from . import __version__
 from .codec import operation_to_dict, operations_from_list
 from .graph import compose_tags
 from .errors import BadRequest, FllError, InvalidLineageError
-from .model import (EndPoint, EndPointField, FieldLineageInfo, InputField, Operation,
-                    ReadOperation, Transformation, TransformOperation, WriteOperation)
+from .model import (EndPoint, EndPointField, InputField, Operation, ReadOperation, Transformation,
+                    TransformOperation, WriteOperation)
+from .opset import FieldLineageInfo
 
 __all__ = ["dataset_input_transformations", "run_event_to_lineage", "union", "normal_form", "normal_checksum", "event_kind", "dataset_facts",
            "DatasetFacts", "check_static_event", "static_column_lineage", "export_run_id",

@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 from fll import (EndPoint, EndPointField, FieldLineageInfo, InputField, InvalidLineageError,
                  ReadOperation, Transformation, TransformOperation, WriteOperation)
-from fll.codec import (CANONICAL_VERSION, canonical_bytes, decode_canonical, info_from_dict,
-                       summaries_of)
+from fll.codec import CANONICAL_VERSION, canonical_bytes
+from fll.opset import decode_canonical, info_from_dict
+from fll.summaries import summaries_of
 from fll.model import DROPPED
 from tests.lineage_examples import cdap_example
 

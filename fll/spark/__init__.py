@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..errors import BadRequest
-from ..model import EndPoint, FieldLineageInfo
+from ..model import EndPoint
+from ..opset import FieldLineageInfo
 from . import plan as _plan
 from .facet import build_facet, facet_to_operations
 from .lineage import PlanLineage, walk

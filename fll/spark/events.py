@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import BadRequest, FllError, InvalidLineageError
-from ..model import EndPoint, FieldLineageInfo
+from ..model import EndPoint
+from ..opset import FieldLineageInfo
 from .lineage import nothing_read
 from .plan import RELATION_LEAVES, PlanNode, _first_output_id, dataset_name, parse_plan, \
     write_query

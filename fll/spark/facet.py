@@ -14,8 +14,9 @@ from typing import Any, Iterable, Mapping
 
 from ..errors import BadRequest, InvalidLineageError
 from ..openlineage import PRODUCER
-from ..model import (EndPoint, FieldLineageInfo, InputField, ReadOperation, Transformation,
-                     TransformOperation, WriteOperation)
+from ..model import (EndPoint, InputField, ReadOperation, Transformation, TransformOperation,
+                     WriteOperation)
+from ..opset import FieldLineageInfo
 from .lineage import UNKNOWN, PlanLineage, Source, Tag, unknown_reasons
 
 __all__ = ["PRODUCER", "SCHEMA_URL", "build_facet", "facet_to_operations"]

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from ..errors import BadRequest, FllError, InvalidLineageError
-from ..model import EndPoint, FieldLineageInfo
+from ..model import EndPoint
+from ..opset import FieldLineageInfo
 from .facet import build_facet
 from .lineage import Column, PlanLineage, nothing_read
 from .plan import dataset_name

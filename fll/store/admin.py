@@ -29,7 +29,8 @@ import msgpack
 import xxhash
 
 from .. import rowkeys as rk
-from ..codec import Summaries, decode_canonical
+from ..opset import decode_canonical
+from ..summaries import Summaries
 from ..errors import BadRequest, FllError, StoreError
 from ..model import EndPoint
 from . import runs as run_model
@@ -1883,7 +1884,7 @@ def _upgrade_data_rows(table: Table, dry_run: bool, batch_size: int,
     Idempotent (a row is content-addressed: the same operations give the same
     row), so an interrupted upgrade simply runs it again. A row that does not
     decode is left as it is: fsck reports it. Returns the rows rewritten."""
-    from ..codec import SUMMARY_VERSION
+    from ..summaries import SUMMARY_VERSION
 
     done = 0
     batch: dict[bytes, dict[str, bytes]] = {}

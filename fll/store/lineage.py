@@ -61,10 +61,11 @@ import msgpack
 import xxhash
 
 from .. import rowkeys as rk
-from ..codec import (PLACEHOLDER_NS, Summaries, canonical_doc, decode_canonical,
-                     summaries_to_bytes)
+from ..codec import canonical_doc
+from ..summaries import PLACEHOLDER_NS, Summaries, summaries_to_bytes
 from ..errors import FllError, InvalidLineageError, StoreError
-from ..model import DROPPED, EndPoint, EndPointField, FieldLineageInfo, Operation
+from ..model import DROPPED, EndPoint, EndPointField, Operation
+from ..opset import FieldLineageInfo, decode_canonical
 from .base import Span, Table
 from .cache import DEFAULT_CACHE_MB, CacheBudget, SizedLRU
 
