@@ -17,7 +17,7 @@ from ..openlineage import PRODUCER
 from ..model import (EndPoint, InputField, ReadOperation, Transformation, TransformOperation,
                      WriteOperation)
 from ..opset import FieldLineageInfo
-from .lineage import UNKNOWN, PlanLineage, Source, Tag, unknown_reasons
+from .lineage_model import UNKNOWN, PlanLineage, Source, Tag, unknown_reasons
 
 __all__ = ["PRODUCER", "SCHEMA_URL", "build_facet", "facet_to_operations"]
 
