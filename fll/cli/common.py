@@ -287,8 +287,8 @@ def format_option(*choices: str, default: str | None = None) -> Callable:
 
 
 def named_dataset(state: State, text: str | None, namespace: str | None = None,
-             dataset: str | None = None, parameter: str = "NS:NAME",
-             include_failed: bool = False):
+                  dataset: str | None = None, parameter: str = "NS:NAME",
+                  include_failed: bool = False):
     """The store and the dataset named compactly or by --namespace/--dataset
     (fll.names); ``include_failed``: a store that answers from failed runs too
     (`LineageStore.including_failed`), so a dataset only they wrote is known."""

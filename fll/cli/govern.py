@@ -145,8 +145,8 @@ def list_tags(state: State, fmt: str) -> None:
     placed = tags.assignments()
     if fmt == "json":
         echo_json({"tags": [{**t.to_dict(),
-                               "taggedAt": [a.to_dict() for a in placed if a.tag == t.name]}
-                              for t in defs]})
+                              "taggedAt": [a.to_dict() for a in placed if a.tag == t.name]}
+                             for t in defs]})
         return
     for t in defs:
         click.echo(_def_line(t))

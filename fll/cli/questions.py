@@ -31,7 +31,7 @@ def datasets(state: State, namespace: str | None, prefix: str | None, fmt: str) 
     aliases = {d: [f"{a}:{b}" for a, b in every.get((d.namespace, d.name), ())] for d in found}
     if fmt == "json":
         echo_json([{"namespace": d.namespace, "name": d.name, "aliases": aliases[d]}
-                    for d in found])
+                   for d in found])
         return
     for d in found:
         also = f"  (also {', '.join(aliases[d])})" if aliases[d] else ""
@@ -74,8 +74,8 @@ def runs(state: State, dataset: str | None, namespace: str | None, ds_name: str 
     states = run_states(store, [r.run_id for r in found])
     if fmt == "json":
         echo_json([{"run_id": r.run_id, "start_ms": r.start_ms, "start": iso_ms(r.start_ms),
-                     "program": r.program, "checksum": r.checksum,
-                     "state": states.get(r.run_id, "COMPLETE")} for r in found])
+                    "program": r.program, "checksum": r.checksum,
+                    "state": states.get(r.run_id, "COMPLETE")} for r in found])
         return
     for r in found:
         click.echo(f"{iso_ms(r.start_ms)}  {r.run_id}  {states.get(r.run_id, 'COMPLETE'):<8}  "
