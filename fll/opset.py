@@ -16,7 +16,7 @@ from .errors import InvalidLineageError
 from .graph import LineageGroups, OperationGraph
 from .model import EndPoint, EndPointField, Operation, ReadOperation, WriteOperation
 
-__all__ = ["FieldLineageInfo", "info_to_dict", "info_from_dict", "decode_canonical"]
+__all__ = ["FieldLineageInfo", "decode_canonical"]
 
 
 class FieldLineageInfo:
@@ -142,16 +142,6 @@ class FieldLineageInfo:
     def from_canonical(cls, raw: bytes) -> "FieldLineageInfo":
         """Inverse of `canonical_bytes`; a corrupt or unknown-version row is an error."""
         return cls(decode_operations(raw))
-
-
-def info_to_dict(info: FieldLineageInfo) -> dict:
-    """`FieldLineageInfo.to_dict`."""
-    return info.to_dict()
-
-
-def info_from_dict(data: Any) -> FieldLineageInfo:
-    """`FieldLineageInfo.from_dict`."""
-    return FieldLineageInfo.from_dict(data)
 
 
 def decode_canonical(raw: bytes) -> FieldLineageInfo:
