@@ -11,9 +11,8 @@ explicit options (``--namespace``, ``--dataset``, ``--field``) that always
 work; none is "not found", naming the first-colon reading.
 
 It also names a storage location the way OpenLineage does (`dataset_name`,
-`location_name`), so
-every producer (a pipeline's file source or sink, `track()`, a Spark event)
-gives one dataset one name.
+`location_name`), so every producer (a pipeline's file source or sink,
+`track()`, a Spark plan or listener event) gives one dataset one name.
 
 This module must never write to a store and never guess between two known
 datasets.
@@ -46,6 +45,7 @@ def dataset_name(location: str) -> tuple[str, str]:
     if path != "/" and len(path) > 1:
         path = path.rstrip("/")
     return f"{scheme}://{parts.netloc}", path
+
 
 _GLOB = set("*?[{")
 
