@@ -55,8 +55,8 @@ import orjson
 
 from . import __version__
 from .codec import operation_to_dict, operations_from_list
-from .graph import compose_tags
 from .errors import BadRequest, FllError, InvalidLineageError
+from .graph import compose_tags
 from .model import (EndPoint, EndPointField, InputField, Operation, ReadOperation, Transformation,
                     TransformOperation, WriteOperation)
 from .opset import FieldLineageInfo

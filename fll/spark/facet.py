@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..errors import BadRequest, InvalidLineageError
-from ..openlineage import PRODUCER
 from ..model import (EndPoint, InputField, ReadOperation, Transformation, TransformOperation,
                      WriteOperation)
+from ..openlineage import PRODUCER
 from ..opset import FieldLineageInfo
 from .lineage_model import UNKNOWN, PlanLineage, Source, Tag, unknown_reasons
 

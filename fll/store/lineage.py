@@ -62,10 +62,10 @@ import xxhash
 
 from .. import rowkeys as rk
 from ..codec import canonical_doc
-from ..summaries import PLACEHOLDER_NS, Summaries, summaries_to_bytes
 from ..errors import FllError, InvalidLineageError, StoreError
 from ..model import DROPPED, EndPoint, EndPointField, Operation
 from ..opset import FieldLineageInfo, decode_canonical
+from ..summaries import PLACEHOLDER_NS, Summaries, summaries_to_bytes
 from .base import Span, Table
 from .cache import DEFAULT_CACHE_MB, CacheBudget, SizedLRU
 
