@@ -636,7 +636,7 @@ def _build(lineage: dict[EndPoint, dict[str, dict[EndPointField, tuple[Transform
 # -- transformation tags of one operation set, composed from its operations ----
 #
 # What export and `fll.testing` need from the operations themselves; a reader
-# answers from the tags stored with each set (`fll.codec.Summaries`), composed
+# answers from the tags stored with each set (`fll.summaries.Summaries`), composed
 # by the same rule (`fll.graph.compose_tags`).
 
 def input_transformations(info: FieldLineageInfo, destination: EndPointField
