@@ -4,8 +4,9 @@ Public names only; everything else lives in its module.
 """
 from .errors import (BadRequest, FllError, InvalidLineageError, NotFound, PipelineError,
                      RecipeError, StoreError)
-from .model import (DROPPED, EndPoint, EndPointField, FieldLineageInfo, InputField,
-                    ReadOperation, Transformation, TransformOperation, WriteOperation)
+from .model import (DROPPED, EndPoint, EndPointField, InputField, ReadOperation, Transformation,
+                    TransformOperation, WriteOperation)
+from .opset import FieldLineageInfo
 
 __version__ = "0.1.0"
 

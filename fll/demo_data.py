@@ -27,8 +27,9 @@ import sys
 import time
 from typing import NamedTuple
 
-from .model import (EndPoint, FieldLineageInfo, InputField, Operation, ReadOperation,
-                    Transformation, TransformOperation, WriteOperation)
+from .model import (EndPoint, InputField, Operation, ReadOperation, Transformation,
+                    TransformOperation, WriteOperation)
+from .opset import FieldLineageInfo
 from .store.lineage import LineageStore
 
 NS = "MyNamespace"
@@ -212,13 +213,13 @@ def record_demo(store: LineageStore, now_ms: int | None = None, *,
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .cli import STORE_HELP
+    from .cli.common import STORE_HELP
 
     parser = argparse.ArgumentParser(description="Record the explorer's demo lineage.")
     parser.add_argument("--store", default=None,
                         help=STORE_HELP)
     args = parser.parse_args(argv)
-    from .cli import configured_store_url
+    from .cli.common import configured_store_url
     from .store import open_store, redact
 
     url = configured_store_url(args.store)

@@ -385,7 +385,7 @@ class TagStates:
 
     def __init__(self, tags: Iterable[Transformation] = (),
                  states: Iterable[tuple[frozenset[int], bool]] = ()) -> None:
-        """Empty, or the tables a stored summary kept (`fll.codec.Summaries`)."""
+        """Empty, or the tables a stored summary kept (`fll.summaries.Summaries`)."""
         self.tags: list[Transformation] = list(tags)
         self._tag_ids = {t: i for i, t in enumerate(self.tags)}
         self.states: list[tuple[frozenset[int], bool]] = list(states)

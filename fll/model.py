@@ -2,8 +2,9 @@
 
 Everything that produces lineage (directives, pipeline plugins, Spark plan
 capture, OpenLineage events) builds these objects; everything that reads
-lineage reads what `FieldLineageInfo` computed from them. All value objects
-are immutable and hashable. This module must never touch a store or Spark.
+lineage reads what an operation set (`fll.opset.FieldLineageInfo`) computes
+from them. All value objects are immutable and hashable. This module sits at
+the bottom of the package: it imports nothing of fll but `fll.errors`.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from .errors import InvalidLineageError
 __all__ = [
     "EndPoint", "EndPointField", "InputField", "Transformation",
     "ReadOperation", "TransformOperation", "WriteOperation", "Operation",
-    "FieldLineageInfo", "DROPPED",
+    "DROPPED",
 ]
 
 
@@ -263,127 +264,6 @@ Operation = Union[ReadOperation, TransformOperation, WriteOperation]
 #: The marker an outgoing summary maps a source field to when every path from
 #: it ends in a drop.
 DROPPED = EndPointField(EndPoint("_fll", "_dropped"), "")
-
-
-class FieldLineageInfo:
-    """One run's validated operation set and everything computed from it.
-
-    Construction validates (semantics §1) and raises `InvalidLineageError`
-    naming the operation and field. Summaries are computed lazily, once, in
-    time linear in the size of the operation graph.
-    """
-
-    def __init__(self, operations: Iterable[Operation]):
-        from . import graph  # local: graph imports this module
-
-        ops = list(operations)
-        self._graph = graph.OperationGraph(ops)  # validates
-        self._checksum: str | None = None
-        self._canonical: bytes | None = None
-        self._groups: Any = None
-        self._incoming: dict[EndPointField, frozenset[EndPointField]] | None = None
-        self._outgoing: dict[EndPointField, frozenset[EndPointField]] | None = None
-
-    # -- identity --------------------------------------------------------
-    @property
-    def checksum(self) -> str:
-        if self._checksum is None:
-            import xxhash
-            self._checksum = xxhash.xxh3_128_hexdigest(self.canonical_bytes())
-        return self._checksum
-
-    def canonical_bytes(self) -> bytes:
-        """The canonical encoding the checksum hashes (`fll.codec.canonical_bytes`), once."""
-        if self._canonical is None:
-            from .codec import canonical_bytes
-            self._canonical = canonical_bytes(self._graph.operations)
-        return self._canonical
-
-    def groups(self) -> Any:
-        """The set's summaries as shared groups (`fll.graph.LineageGroups`), once."""
-        if self._groups is None:
-            from .graph import LineageGroups
-            self._groups = LineageGroups(self._graph)
-        return self._groups
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, FieldLineageInfo) and self.checksum == other.checksum
-
-    def __hash__(self) -> int:
-        return hash(self.checksum)
-
-    def __repr__(self) -> str:
-        return f"FieldLineageInfo({len(self.operations)} operations, checksum={self.checksum})"
-
-    # -- structure -------------------------------------------------------
-    @property
-    def operations(self) -> tuple[Operation, ...]:
-        """The operations in topological order (ties broken by name)."""
-        return self._graph.operations
-
-    @property
-    def sources(self) -> frozenset[EndPoint]:
-        return frozenset(op.source for op in self.operations if isinstance(op, ReadOperation))
-
-    @property
-    def destinations(self) -> frozenset[EndPoint]:
-        return frozenset(op.destination for op in self.operations
-                         if isinstance(op, WriteOperation))
-
-    def endpoint(self, namespace: str, name: str) -> EndPoint | None:
-        """The endpoint (with its properties) this set uses for ``namespace:name``."""
-        key = EndPoint(namespace, name)
-        for ep in self.sources | self.destinations:
-            if ep == key:
-                return ep
-        return None
-
-    def destination_fields(self) -> dict[EndPoint, frozenset[str]]:
-        """Per destination endpoint, the fields written to it."""
-        out: dict[EndPoint, set[str]] = {}
-        for op in self.operations:
-            if isinstance(op, WriteOperation):
-                out.setdefault(op.destination, set()).update(i.name for i in op.inputs)
-        return {k: frozenset(v) for k, v in out.items()}
-
-    def source_fields(self) -> dict[EndPoint, frozenset[str]]:
-        """Per source endpoint, the fields read from it."""
-        out: dict[EndPoint, set[str]] = {}
-        for op in self.operations:
-            if isinstance(op, ReadOperation):
-                out.setdefault(op.source, set()).update(op.outputs)
-        return {k: frozenset(v) for k, v in out.items()}
-
-    # -- summaries -------------------------------------------------------
-    def incoming_summary(self) -> dict[EndPointField, frozenset[EndPointField]]:
-        """Destination field → the source fields it derives from."""
-        if self._incoming is None:
-            self._incoming = self._graph.incoming_summary()
-        return dict(self._incoming)
-
-    def outgoing_summary(self) -> dict[EndPointField, frozenset[EndPointField]]:
-        """Source field → destination fields, or {DROPPED} when every path ends in a drop."""
-        if self._outgoing is None:
-            self._outgoing = self._graph.outgoing_summary()
-        return dict(self._outgoing)
-
-    def incoming_operations(self, endpoint_field: EndPointField) -> list[Operation]:
-        """Operations on some path from a source to this destination field, in topological order."""
-        return self._graph.incoming_operations(endpoint_field)
-
-    def outgoing_operations(self, endpoint_field: EndPointField) -> list[Operation]:
-        """The READ of this source field and every operation reachable from its consumption."""
-        return self._graph.outgoing_operations(endpoint_field)
-
-    # -- encoding --------------------------------------------------------
-    def to_dict(self) -> dict:
-        from .codec import info_to_dict
-        return info_to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: Any) -> "FieldLineageInfo":
-        from .codec import info_from_dict
-        return info_from_dict(data)
 
 
 def make_field(namespace: str, name: str, field_name: str) -> EndPointField:

@@ -10,9 +10,9 @@ is the answer; several are ambiguous and the error lists them with the
 explicit options (``--namespace``, ``--dataset``, ``--field``) that always
 work; none is "not found", naming the first-colon reading.
 
-It also names a storage path the way OpenLineage does (`location_name`), so
-every producer (a pipeline's file source or sink, `track()`, a Spark event)
-gives one dataset one name.
+It also names a storage location the way OpenLineage does (`dataset_name`,
+`location_name`), so every producer (a pipeline's file source or sink,
+`track()`, a Spark plan or listener event) gives one dataset one name.
 
 This module must never write to a store and never guess between two known
 datasets.
@@ -20,12 +20,32 @@ datasets.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from .errors import BadRequest, NotFound
 from .model import EndPoint, EndPointField
 from .rowkeys import MAX_TIME
 
-__all__ = ["location_name", "resolve_dataset", "resolve_field", "splits"]
+__all__ = ["dataset_name", "location_name", "resolve_dataset", "resolve_field", "splits"]
+
+
+def dataset_name(location: str) -> tuple[str, str]:
+    """(namespace, name) of a storage location, the way the OpenLineage Spark integration
+    names it: ``file:/a/b`` → ``("file", "/a/b")``; ``hdfs://nn:8020/a`` →
+    ``("hdfs://nn:8020", "/a")``; ``s3a://bucket/k`` → ``("s3://bucket", "k")``."""
+    parts = urlsplit(location)
+    scheme = (parts.scheme or "file").lower()
+    path = parts.path or "/"
+    if scheme == "file" or len(scheme) == 1:  # a bare path, or a Windows drive letter
+        return "file", path if scheme == "file" else location
+    if scheme in ("s3", "s3a", "s3n"):
+        return f"s3://{parts.netloc}", path.lstrip("/")
+    if scheme == "gs":
+        return f"gs://{parts.netloc}", path.lstrip("/")
+    if path != "/" and len(path) > 1:
+        path = path.rstrip("/")
+    return f"{scheme}://{parts.netloc}", path
+
 
 _GLOB = set("*?[{")
 
@@ -39,8 +59,6 @@ def location_name(path: str, base_dir: str | None = None) -> tuple[str, str]:
     the directory it lists (``/in/day=*/x.csv`` → ``/in``), since what it
     matches changes from run to run."""
     import os
-
-    from .spark.plan import dataset_name
 
     if not isinstance(path, str) or not path.strip():
         raise BadRequest(f"a dataset path must be a non-empty string, got {path!r}", "path")

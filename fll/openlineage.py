@@ -55,10 +55,11 @@ import orjson
 
 from . import __version__
 from .codec import operation_to_dict, operations_from_list
-from .graph import compose_tags
 from .errors import BadRequest, FllError, InvalidLineageError
-from .model import (EndPoint, EndPointField, FieldLineageInfo, InputField, Operation,
-                    ReadOperation, Transformation, TransformOperation, WriteOperation)
+from .graph import compose_tags
+from .model import (EndPoint, EndPointField, InputField, Operation, ReadOperation, Transformation,
+                    TransformOperation, WriteOperation)
+from .opset import FieldLineageInfo
 
 __all__ = ["dataset_input_transformations", "run_event_to_lineage", "union", "normal_form", "normal_checksum", "event_kind", "dataset_facts",
            "DatasetFacts", "check_static_event", "static_column_lineage", "export_run_id",
@@ -635,7 +636,7 @@ def _build(lineage: dict[EndPoint, dict[str, dict[EndPointField, tuple[Transform
 # -- transformation tags of one operation set, composed from its operations ----
 #
 # What export and `fll.testing` need from the operations themselves; a reader
-# answers from the tags stored with each set (`fll.codec.Summaries`), composed
+# answers from the tags stored with each set (`fll.summaries.Summaries`), composed
 # by the same rule (`fll.graph.compose_tags`).
 
 def input_transformations(info: FieldLineageInfo, destination: EndPointField

@@ -12,7 +12,7 @@ root (a write command fll handles), ``how`` the way the job issued it, and
 the table says what a test claims, and the test's assertions are what prove it.
 
 Every write command fll handles gets a row: the command lists of the Python
-side (`fll.spark.plan.WRITE_COMMANDS`) and of the listener (``WRITES`` in
+side (`fll.spark.datasets.WRITE_COMMANDS`) and of the listener (``WRITES`` in
 ``LineageListener.java``) must be equal, a marker must name one of them, and
 a command no test covers is listed as such, never left out.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fll.spark.plan import WRITE_COMMANDS  # noqa: E402
+from fll.spark.datasets import WRITE_COMMANDS  # noqa: E402
 
 PAGE = ROOT / "docs" / "spark.md"
 JAVA = ROOT / "fll" / "spark" / "jvm" / "LineageListener.java"

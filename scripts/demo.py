@@ -24,7 +24,7 @@ from fll.errors import FllError  # noqa: E402
 from fll.model import EndPoint, EndPointField  # noqa: E402
 from fll.pipeline.runner import describe_operation, run_pipeline, start_spark  # noqa: E402
 from fll.render import render_dot, walk_lineage  # noqa: E402
-from fll.cli import STORE_HELP, configured_store_url  # noqa: E402
+from fll.cli.common import STORE_HELP, configured_store_url  # noqa: E402
 from fll.store import open_store  # noqa: E402
 
 

@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 from fll import (EndPoint, EndPointField, FieldLineageInfo, InputField, InvalidLineageError,
                  ReadOperation, Transformation, TransformOperation, WriteOperation)
-from fll.codec import (CANONICAL_VERSION, canonical_bytes, decode_canonical, info_from_dict,
-                       summaries_of)
+from fll.codec import CANONICAL_VERSION, canonical_bytes
+from fll.opset import decode_canonical
+from fll.summaries import summaries_of
 from fll.model import DROPPED
 from tests.lineage_examples import cdap_example
 
@@ -57,7 +58,7 @@ def test_a_row_of_another_version_is_refused():
 ])
 def test_malformed_dicts_name_where_they_are_wrong(doc, where):
     with pytest.raises(InvalidLineageError, match=where):
-        info_from_dict(doc)
+        FieldLineageInfo.from_dict(doc)
 
 
 @given(st.binary(max_size=200))
@@ -76,7 +77,7 @@ def test_garbage_rows_raise_only_invalid_lineage_error(raw):
 @settings(max_examples=300, deadline=None)
 def test_random_json_raises_only_invalid_lineage_error(doc):
     try:
-        info_from_dict(doc)
+        FieldLineageInfo.from_dict(doc)
     except InvalidLineageError:
         pass
 

@@ -1,4 +1,4 @@
-"""Stored summaries as shared groups (`fll.graph.LineageGroups`, `fll.codec.Summaries`)
+"""Stored summaries as shared groups (`fll.graph.LineageGroups`, `fll.summaries.Summaries`)
 answer exactly what walking the operations answers, on random operation sets,
 and stay linear in the operations on all-to-all sets."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from fll import (EndPoint, EndPointField, FieldLineageInfo, InputField, ReadOperation,
                  Transformation, TransformOperation, WriteOperation)
-from fll.codec import summaries_of, summaries_to_bytes
+from fll.summaries import summaries_of, summaries_to_bytes
 from fll import graph
 from fll.graph import tag_order
 from fll.model import DROPPED

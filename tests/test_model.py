@@ -267,3 +267,27 @@ def test_a_deep_chain_does_not_hit_the_recursion_limit():
     info = FieldLineageInfo(ops)
     assert info.incoming_summary() == {EndPointField(DST, "a"): {EndPointField(SRC, "a")}}
     assert info.outgoing_summary() == {EndPointField(SRC, "a"): {EndPointField(DST, "a")}}
+
+
+def test_the_model_imports_nothing_of_fll_but_errors():
+    # the model is the bottom layer: graph, codec and the operation set build on it
+    import ast
+    from pathlib import Path
+
+    import fll.model
+
+    tree = ast.parse(Path(fll.model.__file__).read_text(encoding="utf-8"))
+    relative = sorted({"." * n.level + (n.module or "") for n in ast.walk(tree)
+                       if isinstance(n, ast.ImportFrom) and n.level})
+    absolute = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+                if a.name.startswith("fll")]
+    assert relative == [".errors"] and absolute == []
+
+
+def test_the_json_form_round_trips_through_the_public_methods():
+    info = FieldLineageInfo(cdap_example_operations())
+    doc = info.to_dict()
+    assert doc["checksum"] == info.checksum and len(doc["operations"]) == len(info.operations)
+    assert FieldLineageInfo.from_dict(doc) == info
+    with pytest.raises(InvalidLineageError, match="missing 'operations'"):
+        FieldLineageInfo.from_dict({"checksum": info.checksum})

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence, Union, cast
 
 from ..errors import RecipeError
-from ..model import (EndPoint, FieldLineageInfo, InputField, ReadOperation, Transformation,
-                     TransformOperation, WriteOperation)
+from ..model import (EndPoint, InputField, ReadOperation, Transformation, TransformOperation,
+                     WriteOperation)
+from ..opset import FieldLineageInfo
 from . import builtin  # noqa: F401  (registers the built-in directives)
 from .builtin import ERROR_CODE, ERROR_MESSAGE, FAIL_MARKER, FAIL_ROW
 from .context import Guard, StepContext, quote

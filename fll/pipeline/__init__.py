@@ -4,9 +4,10 @@
 recorded operations into one `FieldLineageInfo` and records the run in the
 lineage store. Importing this package must never start Spark.
 """
-from .api import (FieldReadOperation, FieldTransformOperation, FieldWriteOperation, Joiner,
-                  Plugin, Property, PropertyError, Sink, Source, StageContext, StageField,
-                  Transform, plugin_class, register)
+from .api import (FieldReadOperation, FieldTransformOperation, FieldWriteOperation, Joiner, Plugin,
+                  Property, PropertyError, Sink, Source, StageContext, StageField, Transform,
+                  register)
+from .catalog import plugin_class
 from .processor import StageLineage, process
 from .runner import RunResult, run_pipeline
 from .spec import PipelineSpec, SpecError, StageSpec, load_spec, parse_spec

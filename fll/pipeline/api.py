@@ -1,5 +1,6 @@
 """The plugin API of fll pipelines: stage-level field operations, plugin base
-classes per kind, the context a plugin records through, and the plugin registry.
+classes per kind, the context a plugin records through, and the registry plugins add
+themselves to (`register`; `fll.pipeline.catalog` looks names up).
 
 Plugins describe lineage the way CDAP pipeline plugins do: on plain field
 names, local to their stage (``FieldTransformOperation("concat", ..., ["a",
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import (TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, NamedTuple,
                     Sequence, Union)
 
@@ -25,10 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "StageField", "OperationField", "FieldReadOperation", "FieldTransformOperation", "FieldWriteOperation",
     "FieldOperation", "Property", "Plugin", "Source", "Transform", "Joiner", "Sink",
-    "StageContext", "register", "plugin_class", "builtin_plugins", "ENTRY_POINT_GROUP",
+    "StageContext", "register", "registered_plugins", "load_object", "KINDS",
 ]
-
-ENTRY_POINT_GROUP = "fll.plugins"
 
 
 class StageField(NamedTuple):
@@ -308,6 +306,11 @@ def _prop_str(value: Any) -> str:
 _BUILTIN: dict[str, type[Plugin]] = {}
 
 
+def registered_plugins() -> dict[str, type[Plugin]]:
+    """The plugins `register`ed so far, by name (`fll.pipeline.catalog` loads the built-ins)."""
+    return dict(_BUILTIN)
+
+
 def register(cls: type[Plugin]) -> type[Plugin]:
     """Class decorator: make a plugin available under ``cls.plugin_name``."""
     if not cls.plugin_name or cls.kind not in KINDS:
@@ -315,34 +318,6 @@ def register(cls: type[Plugin]) -> type[Plugin]:
                             f"from Source, Transform, Joiner or Sink")
     _BUILTIN[cls.plugin_name] = cls
     return cls
-
-
-def builtin_plugins() -> dict[str, type[Plugin]]:
-    """Registered plugins by name (built-ins plus any `register`ed class)."""
-    from . import plugins  # noqa: F401  (registers the built-ins)
-
-    return dict(_BUILTIN)
-
-
-def plugin_class(name: str) -> type[Plugin]:
-    """The plugin called ``name``: a registered name, an entry point of group
-    ``fll.plugins``, or a dotted path ``package.module:Class`` / ``package.module.Class``."""
-    known = builtin_plugins()
-    if name in known:
-        return known[name]
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name == name:
-            try:
-                cls = ep.load()
-            except Exception as e:  # a broken third-party package must not hide the name
-                raise PipelineError(f"plugin {name!r}: entry point {ep.value!r} failed to "
-                                    f"load: {e}") from e
-            return _checked(cls, name)
-    if "." in name or ":" in name:
-        return _checked(load_object(name, "plugin"), name)
-    raise PipelineError(f"unknown plugin {name!r} (built-in plugins: "
-                        f"{', '.join(sorted(known))}; or an entry point of group "
-                        f"{ENTRY_POINT_GROUP!r}, or a dotted path module:Class)")
 
 
 def load_object(path: str, what: str) -> Any:
@@ -363,10 +338,3 @@ def load_object(path: str, what: str) -> Any:
         except AttributeError:
             raise PipelineError(f"{what} {path!r}: module {module!r} has no {attr!r}") from None
     return obj
-
-
-def _checked(cls: Any, name: str) -> type[Plugin]:
-    if not (isinstance(cls, type) and issubclass(cls, Plugin) and cls.kind in KINDS):
-        raise PipelineError(f"plugin {name!r} is not a Source, Transform, Joiner or Sink "
-                            f"subclass (got {cls!r})")
-    return cls

@@ -1,6 +1,6 @@
 """The ``fll run`` command: run a pipeline spec and record its lineage.
 
-Defines the click command only; the ``fll`` group (fll/cli.py) adds it. It
+Defines the click command only; the ``fll`` group (`fll.cli.root`) loads it when called. It
 must never print a stack trace for an error a user can cause; its exit codes
 are the CLI's (2 for a bad spec or a failing stage, 3 for a store error).
 """
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import click
 
-from ..cli import (STORE_HELP, CliError, announce_new_store, configured_store_url,
-                   exit_code_for, new_store)
+from ..cli.common import (STORE_HELP, CliError, announce_new_store, configured_store_url,
+                          exit_code_for, new_store)
 from ..errors import FllError
 
 

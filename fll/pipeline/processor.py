@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from ..errors import InvalidLineageError
-from ..model import (FieldLineageInfo, InputField, Operation, ReadOperation, TransformOperation,
-                     WriteOperation)
+from ..model import InputField, Operation, ReadOperation, TransformOperation, WriteOperation
+from ..opset import FieldLineageInfo
 from .api import (FieldOperation, FieldReadOperation, FieldRef, FieldTransformOperation,
                   FieldWriteOperation, OperationField, StageField)
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..errors import FllError, PipelineError
-from ..model import EndPoint, EndPointField, FieldLineageInfo, Operation
+from ..model import EndPoint, EndPointField, Operation
+from ..opset import FieldLineageInfo
 from .api import Joiner, Sink, Source, StageContext, Transform
 from .processor import StageLineage, process
 from .spec import PipelineSpec, load_spec, parse_spec

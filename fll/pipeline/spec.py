@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..errors import PipelineError
-from .api import Plugin, PropertyError, plugin_class
+from .api import Plugin, PropertyError
+from .catalog import plugin_class
 
 __all__ = ["SpecError", "StageSpec", "PipelineSpec", "load_spec", "parse_spec", "ERROR_PORT"]
 

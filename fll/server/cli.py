@@ -22,7 +22,7 @@ from typing import Any
 
 import click
 
-from ..cli import STORE_HELP
+from ..cli.common import STORE_HELP
 from ..errors import BadRequest
 from ..store.cache import DEFAULT_CACHE_MB
 from . import guard
@@ -50,7 +50,7 @@ _SETTINGS: dict[str, tuple[type, Any]] = {
 
 def serve_settings(given: dict[str, Any]) -> dict[str, Any]:
     """The options given, else the config file's ``serve:`` values, else the defaults."""
-    from ..cli import load_config
+    from ..cli.common import load_config
 
     section = load_config().get("serve") or {}
     if not isinstance(section, dict):
@@ -169,7 +169,7 @@ def serve(store_url: str | None, create: bool, host: str, port: int, token: str 
     settings["gc_freeze"] = gc_freeze
     settings["checkpoint_every"] = checkpoint_every or None
 
-    from ..cli import EXIT_STORE, CliError, configured_store_url, new_store
+    from ..cli.common import EXIT_STORE, CliError, configured_store_url, new_store
     from ..errors import StoreError
     from ..store import open_store, redact
 
@@ -249,7 +249,7 @@ def _supervise(url: str, sock: socket.socket, token: str | None, settings: dict[
     import signal
     import time
 
-    from ..cli import EXIT_STORE, CliError
+    from ..cli.common import EXIT_STORE, CliError
 
     fork = multiprocessing.get_context("fork")
     slots = fork.BoundedSemaphore(settings["max_ingests"])

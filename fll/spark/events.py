@@ -30,10 +30,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import BadRequest, FllError, InvalidLineageError
-from ..model import EndPoint, FieldLineageInfo
-from .lineage import nothing_read
-from .plan import RELATION_LEAVES, PlanNode, _first_output_id, dataset_name, parse_plan, \
-    write_query
+from ..model import EndPoint
+from ..names import dataset_name
+from ..opset import FieldLineageInfo
+from .datasets import RELATION_LEAVES, first_output_id, write_query
+from .lineage_model import nothing_read
+from .plan import PlanNode, parse_plan
+from .plan_capture import Capture, lineage_and_facet, to_operations
 
 __all__ = ["FORMAT", "SparkWriteEvent", "parse_event", "analyse_event", "record_event",
            "record_spool", "select_spool", "spool_servers"]
@@ -53,7 +56,7 @@ class SparkWriteEvent:
     command: str
     destination: tuple[str, str]
     #: None when the write reads no dataset (inline rows, ``range``, an RDD): nothing to
-    #: record (`fll.spark.lineage.nothing_read` says why)
+    #: record (`fll.spark.lineage_model.nothing_read` says why)
     info: FieldLineageInfo | None
     capture: Any  # fll.spark.Capture
 
@@ -130,7 +133,7 @@ def _leaf_map(event: Mapping[str, Any], nodes: list[PlanNode],
     for node in nodes:
         if node.cls not in RELATION_LEAVES:
             continue
-        first = _first_output_id(node)
+        first = first_output_id(node)
         datasets = by_id.get(first) if first is not None else by_number.get(node.number)
         if datasets is None:
             if read is not None and id(node) not in read:
@@ -143,8 +146,6 @@ def _leaf_map(event: Mapping[str, Any], nodes: list[PlanNode],
 
 def analyse_event(event: Any) -> SparkWriteEvent:
     """The run a listener event describes, analysed by the rules `track()` uses."""
-    from . import Capture, _lineage, to_operations
-
     ev = parse_event(event)
     start = time.perf_counter()
     try:
@@ -156,7 +157,7 @@ def analyse_event(event: Any) -> SparkWriteEvent:
         raise BadRequest(f"$.plan: {root.cls} is not a write command fll analyses", "$.plan")
     leaves = _leaf_map(ev, nodes, query)
     try:
-        result, facet = _lineage(root, leaves)
+        result, facet = lineage_and_facet(root, leaves)
     except _MALFORMED as exc:  # a hand-made plan the walk cannot follow: a client error
         raise BadRequest(f"$.plan cannot be walked: {type(exc).__name__}: {exc}",
                          "$.plan") from None

@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..errors import BadRequest, InvalidLineageError
+from ..model import (EndPoint, InputField, ReadOperation, Transformation, TransformOperation,
+                     WriteOperation)
 from ..openlineage import PRODUCER
-from ..model import (EndPoint, FieldLineageInfo, InputField, ReadOperation, Transformation,
-                     TransformOperation, WriteOperation)
-from .lineage import UNKNOWN, PlanLineage, Source, Tag, unknown_reasons
+from ..opset import FieldLineageInfo
+from .lineage_model import UNKNOWN, PlanLineage, Source, Tag, unknown_reasons
 
 __all__ = ["PRODUCER", "SCHEMA_URL", "build_facet", "facet_to_operations"]
 

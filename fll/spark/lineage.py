@@ -8,9 +8,9 @@ DIRECT/AGGREGATION, CASE/IF predicates and COALESCE/NVL/NULLIF arguments
 INDIRECT/CONDITIONAL, window keys INDIRECT/WINDOW; hashes and counts mask.
 Filters, join conditions, grouping keys, DISTINCT and ORDER BY affect the
 whole dataset and are collected apart (``dataset``). Tags compose along a
-path with `compose`. What the walk cannot see (an RDD leaf, a node it does
-not know) is never left as an empty lineage: it flows as an `UNKNOWN` source
-that names the reason.
+path with `fll.spark.lineage_model.compose`. What the walk cannot see (an
+RDD leaf, a node it does not know) is never left as an empty lineage: it
+flows as an `UNKNOWN` source that names the reason.
 
 This module must never call Spark, and must stay linear in plan size: each
 node is visited once and each expression once per use.
@@ -18,53 +18,15 @@ node is visited once and each expression once per use.
 from __future__ import annotations
 
 from collections import ChainMap
-from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Iterable, Mapping
 
-from .plan import RELATION_LEAVES, Expr, PlanNode, write_query
+from .datasets import RELATION_LEAVES, write_query
+from .lineage_model import (AGGREGATION, CONDITIONAL, IDENTITY, MASKED_TRANSFORMATION,
+                            TRANSFORMATION, UNKNOWN, WINDOW, Column, Lineage, PlanLineage, Source,
+                            Tag, compose, indirect, unknown_reasons)
+from .plan import Expr, PlanNode
 
-__all__ = ["Tag", "Source", "Lineage", "compose", "walk", "PlanLineage",
-           "IDENTITY", "TRANSFORMATION", "AGGREGATION", "UNKNOWN", "unknown_reasons",
-           "nothing_read"]
-
-#: (type, subtype, masking)
-Tag = tuple[str, str, bool]
-#: (namespace, name, field) of a source column
-Source = tuple[str, str, str]
-#: source column → the tags of every path from it
-Lineage = Mapping[Source, frozenset[Tag]]
-
-IDENTITY: Tag = ("DIRECT", "IDENTITY", False)
-TRANSFORMATION: Tag = ("DIRECT", "TRANSFORMATION", False)
-AGGREGATION: Tag = ("DIRECT", "AGGREGATION", False)
-MASKED_TRANSFORMATION: Tag = ("DIRECT", "TRANSFORMATION", True)
-
-
-def indirect(subtype: str) -> Tag:
-    return ("INDIRECT", subtype, False)
-
-
-CONDITIONAL = indirect("CONDITIONAL")
-WINDOW = indirect("WINDOW")
-_DIRECT_RANK = {"IDENTITY": 0, "TRANSFORMATION": 1, "AGGREGATION": 2}
-
-
-@lru_cache(maxsize=None)
-def compose(outer: Tag, inner: Tag) -> Tag:
-    """The tag of a path made of ``inner`` (nearer the source) then ``outer``.
-
-    INDIRECT beats DIRECT (between two INDIRECT the outer one says how the
-    value finally acts on the output); among DIRECT, AGGREGATION beats
-    TRANSFORMATION beats IDENTITY; masking is sticky.
-    """
-    masking = outer[2] or inner[2]
-    if outer[0] == "INDIRECT":
-        return ("INDIRECT", outer[1], masking)
-    if inner[0] == "INDIRECT":
-        return ("INDIRECT", inner[1], masking)
-    sub = outer[1] if _DIRECT_RANK[outer[1]] >= _DIRECT_RANK[inner[1]] else inner[1]
-    return ("DIRECT", sub, masking)
+__all__ = ["walk"]
 
 
 def _under(ctx: frozenset[Tag], *local: Tag) -> frozenset[Tag]:
@@ -99,28 +61,6 @@ _GROUPING_ID = "spark_grouping_id"
 #: and the position it adds when a grouping set is repeated
 _GROUPING_POS = "_gen_grouping_pos"
 
-#: namespace of the stand-in source that marks a field's lineage as unknown (an RDD, a
-#: plan node fll does not understand); its ``name`` is the reason. It composes and
-#: propagates like any source, so exactly the fields it reaches carry the reason, and
-#: `fll.spark.facet.build_facet` turns it into the field's ``reason``, never an input.
-UNKNOWN = "_unknown"
-
-
-def unknown_reasons(lineage: Mapping[Source, object]) -> list[str]:
-    """The reasons, sorted, why part of a field's lineage is unknown."""
-    return sorted(src[1] for src in lineage if src[0] == UNKNOWN)
-
-
-#: why a write that reads no dataset records nothing, when nothing in it is unknown
-READS_NO_DATASET = "the data written reads no dataset (inline rows, range)"
-
-
-def nothing_read(result: "PlanLineage") -> str:
-    """Why a plan that reads no dataset has nothing to record: its unknown parts
-    (``unknown: built from an RDD (LogicalRDD)``), else `READS_NO_DATASET`."""
-    return "; ".join(result.unknown) if result.unknown else READS_NO_DATASET
-
-
 def _leaf_reason(node: PlanNode) -> str:
     if node.cls in ("LogicalRDD", "ExternalRDD"):
         if node.fields.get("fromCheckpoint"):
@@ -129,26 +69,6 @@ def _leaf_reason(node: PlanNode) -> str:
         # createDataFrame(list): the plan does not say where an RDD's rows come from
         return f"unknown: built from an RDD ({node.cls})"
     return f"unknown: plan node {node.cls} is not understood"
-
-
-@dataclass
-class Column:
-    """One output attribute of a plan node."""
-
-    expr_id: int | None
-    name: str
-    lineage: Lineage
-
-
-@dataclass
-class PlanLineage:
-    """What the walk found: per output column its lineage, plus whole-dataset dependencies."""
-
-    columns: list[Column]
-    dataset: dict[Source, frozenset[Tag]]
-    #: why part of the lineage is unknown (sorted reasons, each naming the plan node):
-    #: a field's own reasons are the `UNKNOWN` sources in its lineage
-    unknown: list[str] = field(default_factory=list)
 
 
 def _merge(into: dict[Source, set[Tag]], lineage: Lineage) -> None:
@@ -658,7 +578,7 @@ def walk(root: PlanNode, leaves: Mapping[int, list[tuple[str, str]]]) -> PlanLin
     """Lineage of every output column of ``root`` plus the whole-dataset dependencies.
 
     ``leaves`` maps a relation leaf's node number to the datasets it reads
-    (`fll.spark.plan.resolve_leaves`). Rows the query makes itself (``VALUES``,
+    (`fll.spark.datasets.resolve_leaves`). Rows the query makes itself (``VALUES``,
     ``range``) contribute no source columns; any other leaf absent from it (an
     RDD) and any node the walk does not know make their columns' lineage unknown,
     with a reason (`UNKNOWN`, ``PlanLineage.unknown``).

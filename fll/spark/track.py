@@ -33,10 +33,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from ..errors import BadRequest, FllError, InvalidLineageError
-from ..model import EndPoint, FieldLineageInfo
+from ..model import EndPoint
+from ..names import dataset_name
+from ..opset import FieldLineageInfo
 from .facet import build_facet
-from .lineage import Column, PlanLineage, nothing_read
-from .plan import dataset_name
+from .lineage_model import Column, PlanLineage, nothing_read
+from .plan_capture import capture, to_operations
 
 __all__ = ["track", "Tracker", "TrackedRun", "WRITER_METHODS", "WRITER_V2_METHODS"]
 
@@ -231,7 +233,6 @@ class _Pending:
 
 def _before_writer(tracker: Tracker, writer: Any, method: str, args: tuple,
                    kwargs: dict) -> _Pending | None:
-    from . import capture
 
     try:
         cap = capture(writer._df)
@@ -258,7 +259,6 @@ def _before_writer(tracker: Tracker, writer: Any, method: str, args: tuple,
 
 def _before_writer_v2(tracker: Tracker, writer: Any, method: str, args: tuple = (),
                       kwargs: dict | None = None) -> _Pending | None:
-    from . import capture
 
     what = f"DataFrameWriterV2.{method}"
     table = getattr(writer, _V2_TABLE, None)
@@ -277,7 +277,6 @@ def _before_writer_v2(tracker: Tracker, writer: Any, method: str, args: tuple = 
 
 
 def _before_sql(tracker: Tracker, sql: str, args: tuple, kwargs: dict) -> _Pending | None:
-    from . import capture
 
     if args or kwargs:
         # parameters and {df} references are bound by PySpark at run time; the
@@ -300,7 +299,6 @@ def _before_sql(tracker: Tracker, sql: str, args: tuple, kwargs: dict) -> _Pendi
 
 
 def _after(tracker: Tracker, pending: _Pending, start_ms: int) -> None:
-    from . import to_operations
 
     try:
         cap, destination = pending.capture, pending.destination
@@ -373,7 +371,6 @@ def _v2_table(spark: Any, name: str) -> tuple[str, str]:
     table exists then): what reading it reads, so its location (a session catalog
     table, a V2 table with a ``location`` property) or the V2 table's name, the way
     the listener names the destination of the same write."""
-    from . import capture
 
     inputs = capture(spark.table(name)).inputs
     if len(inputs) != 1:

@@ -4,7 +4,7 @@
 asked (decoded operation sets with the answers expanded from them, shapes,
 answers merged over a list of sets); `SizedLRU` is the least-recently-used
 map each of them is, bounded by the bytes its entries hold, as the entries
-themselves estimate them (`fll.codec.Summaries.footprint`: measured against
+themselves estimate them (`fll.summaries.Summaries.footprint`: measured against
 tracemalloc within 30%, always above). An entry that grows after it was
 stored (a decoded set answering more fields) is counted again each time it is
 used, so the total can pass the budget by what entries grew since their last

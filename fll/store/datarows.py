@@ -10,9 +10,10 @@ from typing import Sequence
 import msgpack
 
 from .. import rowkeys as rk
-from ..codec import PLACEHOLDER_NS, Summaries, canonical_doc, decode_canonical, summaries_to_bytes
+from ..codec import canonical_doc
 from ..errors import FllError
-from ..model import FieldLineageInfo
+from ..opset import FieldLineageInfo, decode_canonical
+from ..summaries import PLACEHOLDER_NS, Summaries, summaries_to_bytes
 from .base import Table
 from .layout import _corrupt
 
@@ -96,7 +97,7 @@ def decode_data(row: dict[str, bytes], table: Table | None = None) -> FieldLinea
 # with each endpoint replaced by a placeholder ``#:<i>``, and the summaries of
 # that placeholder set, encoded as a full ``d|`` row is (`data_row`): every set
 # of the shape shares it, and its summaries are the set's once the endpoints
-# are put back (`fll.codec.Summaries`), so no read computes one. A set whose
+# are put back (`fll.summaries.Summaries`), so no read computes one. A set whose
 # endpoints cannot stand apart (one dataset with two sets of properties, a
 # namespace ``#``), or whose rebuilt operations would not be byte for byte its
 # canonical ones, keeps a full row.

@@ -7,7 +7,7 @@ from typing import Iterable
 
 from .. import rowkeys as rk
 from ..errors import FllError
-from ..model import FieldLineageInfo
+from ..opset import FieldLineageInfo
 from .base import Table
 from .datarows import decode_data
 from .layout import (_BUCKET1_MS, _BUCKET_OF_RUN, _RUN_ROW_MS, _T, FIRST_OF_RUN, failed_rows,

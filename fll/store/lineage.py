@@ -61,7 +61,7 @@ from collections import OrderedDict
 
 from .. import rowkeys as rk
 from ..errors import StoreError
-from ..model import FieldLineageInfo
+from ..opset import FieldLineageInfo
 from .base import Table
 from .cache import DEFAULT_CACHE_MB, CacheBudget, SizedLRU
 from .datarows import _Cached

@@ -9,9 +9,10 @@ import struct
 from typing import Iterable, Iterator, NamedTuple
 
 from .. import rowkeys as rk
-from ..codec import Summaries
 from ..errors import FllError, StoreError
-from ..model import DROPPED, EndPoint, EndPointField, FieldLineageInfo, Operation
+from ..model import DROPPED, EndPoint, EndPointField, Operation
+from ..opset import FieldLineageInfo
+from ..summaries import Summaries
 from .base import Span, SpanGroup, SpanRead
 from .datarows import SHAPED, _Cached, data_parts, shape_ref
 from .layout import (_BUCKET_KINDS, _FAILED_KINDS, _FIRST_KINDS, _RUN_KINDS, _T, _corrupt,

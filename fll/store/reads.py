@@ -23,9 +23,9 @@ import functools
 import threading
 from typing import Any, Callable, Hashable, Iterable
 
-from ..codec import Summaries, summaries_of
-from .cache import DEFAULT_CACHE_MB, CacheBudget, SizedLRU, sizeof_merged
 from ..model import DROPPED, EndPoint, EndPointField
+from ..summaries import Summaries, summaries_of
+from .cache import DEFAULT_CACHE_MB, CacheBudget, SizedLRU, sizeof_merged
 
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from ..model import FieldLineageInfo
+from ..opset import FieldLineageInfo
 from .base import Table
 from .cache import CacheBudget, SizedLRU
 from .datarows import _Cached

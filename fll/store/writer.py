@@ -10,9 +10,9 @@ from typing import Iterable, NamedTuple
 import xxhash
 
 from .. import rowkeys as rk
-from ..codec import PLACEHOLDER_NS, summaries_to_bytes
 from ..errors import InvalidLineageError, StoreError
-from ..model import FieldLineageInfo
+from ..opset import FieldLineageInfo
+from ..summaries import PLACEHOLDER_NS, summaries_to_bytes
 from .base import Table
 from .datarows import SHAPED, _deflated, _pack_endpoints, data_row, split_shape
 from .indexing import IndexCells

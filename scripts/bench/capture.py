@@ -273,7 +273,7 @@ class _Cpu:
 
 def _recorded(store, path: str, deadline: float) -> bool:
     from fll import EndPoint
-    from fll.spark.plan import dataset_name
+    from fll.names import dataset_name
 
     while time.time() < deadline:
         if store.runs(EndPoint(*dataset_name(path)), 0, 2**62, "incoming"):

@@ -204,7 +204,9 @@ def repeated_set(workdir: str, checkpoints: list[int]
 
 def data_rows() -> list[tuple[str, int, int, float]]:
     """(set, format-2 bytes, format-3 bytes, ms to compute summaries on first read)."""
-    from fll.codec import canonical_bytes, decode_canonical, summaries_of, summaries_to_bytes
+    from fll.codec import canonical_bytes
+    from fll.summaries import summaries_of, summaries_to_bytes
+    from fll.opset import decode_canonical
     from fll.store.datarows import data_row
     from fll.store.sqlite_layout import pack
 

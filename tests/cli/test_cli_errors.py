@@ -8,8 +8,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
-import fll.cli as cli
+import fll.cli.root as root
 from fll.cli import main
+from fll.cli.common import load_config
 
 # (arguments after --store, exit code, text the one error line must contain)
 ERROR_CASES = [
@@ -124,8 +125,8 @@ def test_the_shipped_config_file_names_the_default_store():
     from pathlib import Path
 
     from fll.store import DEFAULT_URL
-    shipped = Path(cli.__file__).parent.parent / "conf" / "fll.yaml"
-    assert cli.load_config(shipped)["store"] == DEFAULT_URL
+    shipped = Path(root.__file__).parents[2] / "conf" / "fll.yaml"
+    assert load_config(shipped)["store"] == DEFAULT_URL
 
 
 # -- lazily loaded commands ----------------------------------------------------------
@@ -153,10 +154,10 @@ def fake_lazy(monkeypatch):
         click.echo(f"store={store_url}")
     module.fake = fake
     monkeypatch.setitem(sys.modules, "fll._fake_cli", module)
-    monkeypatch.setitem(cli._LAZY, "fake", ("fll._fake_cli", "fake", "A fake command."))
-    monkeypatch.setitem(cli._LAZY, "broken", ("fll._no_such_module", "x", "Broken command."))
-    real = cli._module_present
-    monkeypatch.setattr(cli, "_module_present",
+    monkeypatch.setitem(root._LAZY, "fake", ("fll._fake_cli", "fake", "A fake command."))
+    monkeypatch.setitem(root._LAZY, "broken", ("fll._no_such_module", "x", "Broken command."))
+    real = root._module_present
+    monkeypatch.setattr(root, "_module_present",
                         lambda m: m in ("fll._fake_cli", "fll._no_such_module") or real(m))
 
 

@@ -181,7 +181,7 @@ def test_a_pipeline_whose_local_input_is_missing_is_refused_before_spark(run_cli
 
 @pytest.mark.parametrize("command", [[], ["serve"], ["run"]])
 def test_every_help_states_the_same_store_resolution_order(run_cli, command):
-    from fll.cli import STORE_HELP
+    from fll.cli.common import STORE_HELP
 
     out = " ".join(run_cli(*command, "--help").output.split())
     assert " ".join(STORE_HELP.split()) in out

@@ -16,8 +16,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from fll import EndPoint, open_store
-from fll.model import (EndPointField, FieldLineageInfo, InputField, ReadOperation,
-                       Transformation, TransformOperation, WriteOperation)
+from fll.model import (EndPointField, InputField, ReadOperation, Transformation,
+                       TransformOperation, WriteOperation)
+from fll.opset import FieldLineageInfo
 from fll.server import create_app
 
 T0 = 1_700_000_000_000

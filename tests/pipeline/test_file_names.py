@@ -10,7 +10,7 @@ from fll.errors import BadRequest, InvalidLineageError
 from fll.names import location_name
 from fll.pipeline.runner import legacy_info, run_pipeline
 from fll.pipeline.spec import parse_spec
-from fll.spark.plan import dataset_name
+from fll.names import dataset_name
 
 
 @pytest.mark.parametrize("path,base,expected", [

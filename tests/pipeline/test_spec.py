@@ -134,7 +134,7 @@ def test_an_invalid_spec_is_rejected_before_spark_starts(monkeypatch, tmp_path):
 
 
 def test_a_third_party_plugin_loads_by_dotted_path():
-    from fll.pipeline.api import plugin_class
+    from fll.pipeline.catalog import plugin_class
     from fll.pipeline.plugins.transforms import Projection
 
     assert plugin_class("fll.pipeline.plugins.transforms:Projection") is Projection

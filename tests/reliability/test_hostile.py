@@ -22,7 +22,9 @@ from hypothesis import strategies as st
 
 from fll import EndPoint, EndPointField, FieldLineageInfo
 from fll import rowkeys as rk
-from fll.codec import canonical_bytes, decode_canonical, summaries_to_bytes
+from fll.codec import canonical_bytes
+from fll.opset import decode_canonical
+from fll.summaries import summaries_to_bytes
 from fll.directives import Recipe
 from fll.directives.parser import MAX_RECIPE_LINES
 from fll.errors import FllError, RecipeError

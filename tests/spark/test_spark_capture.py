@@ -7,9 +7,9 @@ import pytest
 
 from fll import EndPoint, EndPointField, FllError
 from fll.errors import BadRequest
+from fll.names import dataset_name
 from fll.spark import capture, column_lineage, to_operations
-from fll.spark.lineage import AGGREGATION, IDENTITY, TRANSFORMATION, compose
-from fll.spark.plan import dataset_name
+from fll.spark.lineage_model import AGGREGATION, IDENTITY, TRANSFORMATION, compose
 
 from .conftest import compact
 

@@ -6,8 +6,8 @@ import gc
 import tracemalloc
 
 from fll import EndPoint, EndPointField, open_store
-from fll.model import (FieldLineageInfo, InputField, ReadOperation, Transformation,
-                       TransformOperation, WriteOperation)
+from fll.model import InputField, ReadOperation, Transformation, TransformOperation, WriteOperation
+from fll.opset import FieldLineageInfo
 from fll.rowkeys import MAX_TIME
 from fll.store.cache import CacheBudget, SizedLRU
 from fll.store.reads import ReadView, SetMerges

@@ -17,7 +17,9 @@ import pytest
 from fll import EndPoint, EndPointField, StoreError, open_store
 from fll import rowkeys as rk
 from fll.store import LineageStore, admin
-from fll.codec import canonical_bytes, decode_canonical, summaries_to_bytes
+from fll.codec import canonical_bytes
+from fll.summaries import summaries_to_bytes
+from fll.opset import decode_canonical
 from fll.store.datarows import _ZDICTS, SHAPED, data_parts, decode_data
 from fll.store.layout import SCHEMA_REF, row_sets, run_cells
 from fll.store.lineage import FORMAT, OlderFormat

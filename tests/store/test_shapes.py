@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from fll import (EndPoint, EndPointField, FieldLineageInfo, InputField, ReadOperation,
                  TransformOperation, WriteOperation, open_store)
 from fll import rowkeys as rk
-from fll.codec import Summaries, canonical_bytes, summaries_of
+from fll.codec import canonical_bytes
+from fll.summaries import Summaries, summaries_of
 from fll.store import LineageStore, admin
 from fll.store.datarows import SHAPED, join_shape, shape_ref, split_shape
 from tests.lineage_examples import chain
@@ -64,7 +65,8 @@ def test_a_shape_and_its_endpoints_give_back_the_set_and_its_summaries(info):
     assert split is not None
     shape, eps = split
     assert join_shape(shape, eps) == ops
-    from fll.codec import decode_canonical, summaries_to_bytes
+    from fll.opset import decode_canonical
+    from fll.summaries import summaries_to_bytes
     shaped = decode_canonical(shape)
     assert {e.namespace for e in shaped.sources | shaped.destinations} == {"#"}
     got = Summaries(summaries_to_bytes(shaped), [EndPoint(e["namespace"], e["name"])

@@ -9,14 +9,14 @@ import msgpack
 import xxhash
 
 from ... import rowkeys as rk
-from ...codec import decode_canonical
 from ...errors import FllError, StoreError
+from ...opset import decode_canonical
 from ..base import Table
 from ..datarows import SHAPED, data_parts, data_row
 from ..layout import SCHEMA_REF, WIDE_PREFIXES, run_cells
 from ..lineage import has_lineage_rows, unstamped_format
+from .lease import _delete, atomically
 from .rows import _BUCKETS, Progress, printable_key
-from .lease import atomically, _delete
 
 
 @dataclass
@@ -232,12 +232,12 @@ def _older_data_parts(row: dict[str, bytes]) -> tuple[bytes, bytes]:
 def _upgrade_data_rows(table: Table, dry_run: bool, batch_size: int,
                        progress: Progress | None) -> int:
     """Rewrite every whole ``d|`` row and every ``p|`` shape whose summaries are
-    not this format's (format 6: `fll.codec.summaries_to_bytes`) from its
+    not this format's (format 6: `fll.summaries.summaries_to_bytes`) from its
     operations; a ``d|`` row in shape form names its shape and needs nothing.
     Idempotent (a row is content-addressed: the same operations give the same
     row), so an interrupted upgrade simply runs it again. A row that does not
     decode is left as it is: fsck reports it. Returns the rows rewritten."""
-    from ...codec import SUMMARY_VERSION
+    from ...summaries import SUMMARY_VERSION
 
     done = 0
     batch: dict[bytes, dict[str, bytes]] = {}

@@ -19,16 +19,17 @@ import msgpack
 import xxhash
 
 from ... import rowkeys as rk
-from ...codec import Summaries, decode_canonical
 from ...errors import FllError
 from ...model import EndPoint
+from ...opset import decode_canonical
+from ...summaries import Summaries
 from .. import runs as run_model
 from ..base import Table
 from ..datarows import SHAPED, data_parts, decode_data, join_shape, shape_ref
 from ..layout import RUN_OF_FIRST, SCHEMA_REF, set_used_since
+from .fsck_report import FsckReport
 from .rows import _BATCH, _BUCKETS, _BY_SET, _RUN_ROWS, Cell
 from .unused import _bucket_kept_since, _set_endpoints, _shapes_used
-from .fsck_report import FsckReport
 
 
 #: seconds a check on a backend without transactions waits before re-reading

@@ -1,7 +1,7 @@
 """``fll tag`` and ``fll diff``: classification tags that follow column lineage,
 and how a field's lineage changed between two time ranges (`fll.govern`).
 
-Loaded lazily by the ``fll`` group (`fll.cli._LAZY`); the global options
+Loaded lazily by the ``fll`` group (`fll.cli.root`); the global options
 (``--store``, ``--verbose``) and every error's one line and exit code are the
 group's.
 """
@@ -16,8 +16,8 @@ from typing import Iterator
 
 import click
 
-from .cli import FllGroup, State, _echo_json, _range, end_option, format_option, pass_state, \
-    start_option
+from .common import (FllGroup, State, echo_json, end_option, format_option, pass_state,
+                     start_option, time_range)
 
 
 @contextlib.contextmanager
@@ -54,7 +54,7 @@ def tag() -> None:
 
 
 def _target(state: State, ref: str, on_dataset: bool):
-    from .names import resolve_dataset, resolve_field
+    from ..names import resolve_dataset, resolve_field
 
     store = state.store()
     if on_dataset:
@@ -74,7 +74,7 @@ def _target(state: State, ref: str, on_dataset: bool):
 def add(state: State, ref: str, tag_name: str, on_dataset: bool, by: str | None) -> None:
     """Put TAG on a field (or a dataset); the tag is defined if new. Kept with
     who and when; tagging twice keeps the first."""
-    from .store.tags import Tags, tag_name as norm
+    from ..store.tags import Tags, tag_name as norm
 
     store, ns, name, fld = _target(state, ref, on_dataset)
     new = Tags(store.table).add(ns, name, fld, tag_name, _who(by))
@@ -89,8 +89,8 @@ def add(state: State, ref: str, tag_name: str, on_dataset: bool, by: str | None)
 @pass_state
 def remove(state: State, ref: str, tag_name: str, on_dataset: bool) -> None:
     """Take TAG off a field (or a dataset); exit 1 (not found) if it was not there."""
-    from .errors import NotFound
-    from .store.tags import Tags, tag_name as norm
+    from ..errors import NotFound
+    from ..store.tags import Tags, tag_name as norm
 
     store, ns, name, fld = _target(state, ref, on_dataset)
     where = f"{ns}:{name}" + (f":{fld}" if fld else "")
@@ -113,8 +113,8 @@ def remove(state: State, ref: str, tag_name: str, on_dataset: bool) -> None:
 def define(state: State, tag_name: str, description: str | None, passes: tuple[str, ...],
            stop_all: bool, by: str | None, fmt: str) -> None:
     """Create a tag or change its description or propagation policy."""
-    from .errors import BadRequest
-    from .store.tags import Tags
+    from ..errors import BadRequest
+    from ..store.tags import Tags
 
     if stop_all and passes:
         raise BadRequest("--stop-all and --pass contradict each other", "--stop-all")
@@ -122,7 +122,7 @@ def define(state: State, tag_name: str, description: str | None, passes: tuple[s
     found = Tags(state.store(create=True).table).define(tag_name, description, policy,
                                                         _who(by))
     if fmt == "json":
-        _echo_json(found.to_dict())
+        echo_json(found.to_dict())
         return
     click.echo(_def_line(found))
 
@@ -138,15 +138,15 @@ def _def_line(t) -> str:
 @pass_state
 def list_tags(state: State, fmt: str) -> None:
     """Every tag, its policy, and where it is put."""
-    from .store.tags import Tags
+    from ..store.tags import Tags
 
     tags = Tags(state.store().table)
     defs = tags.all()
     placed = tags.assignments()
     if fmt == "json":
-        _echo_json({"tags": [{**t.to_dict(),
-                               "taggedAt": [a.to_dict() for a in placed if a.tag == t.name]}
-                              for t in defs]})
+        echo_json({"tags": [{**t.to_dict(),
+                              "taggedAt": [a.to_dict() for a in placed if a.tag == t.name]}
+                             for t in defs]})
         return
     for t in defs:
         click.echo(_def_line(t))
@@ -171,11 +171,11 @@ def show(state: State, tag_name: str, start: str | None, end: str | None, max_ho
 
     json: one array, an object per field: field, direct, origins, path,
     stopped (and, when stopped, stoppedAt and transformations)."""
-    from . import govern
-    from .store.reads import ReadView, SetMerges
+    from .. import govern
+    from ..store.reads import ReadView, SetMerges
 
     store = ReadView(state.store(), SetMerges())
-    lo, hi = _range(start, end)
+    lo, hi = time_range(start, end)
     with _gc_paused():
         reach = govern.propagate(store, tag_name, lo, hi, max_hops=max_hops)
         rows = reach.fields_json()
@@ -214,10 +214,10 @@ def diff(state: State, ref: str, before: str, after: str, depth: int, fmt: str) 
 
     json: {"added": [edge…], "removed": [edge…], "changed": [{"edge", "before",
     "after"}]}, an edge being {"source", "destination", "transformations"}."""
-    from . import govern
-    from .errors import BadRequest, NotFound
-    from .names import resolve_dataset, resolve_field
-    from .store.reads import ReadView, SetMerges
+    from .. import govern
+    from ..errors import BadRequest, NotFound
+    from ..names import resolve_dataset, resolve_field
+    from ..store.reads import ReadView, SetMerges
 
     store = ReadView(state.store(), SetMerges())
     b = govern.parse_span(before, "--before")
@@ -235,6 +235,6 @@ def diff(state: State, ref: str, before: str, after: str, depth: int, fmt: str) 
     with _gc_paused():
         answer = govern.diff(store, roots, b, a, depth)
     if fmt == "json":
-        _echo_json(answer)
+        echo_json(answer)
     else:
         click.echo(govern.diff_text(answer), nl=False)

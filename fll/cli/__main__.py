@@ -1,0 +1,4 @@
+"""``python -m fll.cli``: the ``fll`` command."""
+from .root import main
+
+main()
