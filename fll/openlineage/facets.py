@@ -93,7 +93,52 @@ def _properties(dataset: dict, path: str) -> dict[str, str]:
 
 def _merge_tags(a: tuple[Transformation, ...], b: tuple[Transformation, ...]
                 ) -> tuple[Transformation, ...]:
+    if not a and len(b) < 2:
+        return b  # the usual first sight of an edge: nothing to merge
     return tuple(dict.fromkeys(a + b))
+
+
+def _plain_ref(d: Any, endpoints: dict[tuple[str, str], EndPoint],
+               tags_seen: dict[tuple, Transformation]
+               ) -> tuple[EndPointField, tuple[Transformation, ...] | None] | None:
+    """`_input_ref` of a reference whose every value has the type the spec
+    says, with the endpoints and tags the event's earlier references made;
+    None for any other reference, which `_input_ref` reads (and names what is
+    wrong in). A wide facet repeats a few datasets and tags thousands of times."""
+    if type(d) is not dict:
+        return None
+    ns, name, field = d.get("namespace"), d.get("name"), d.get("field")
+    if type(ns) is not str or type(name) is not str or type(field) is not str \
+            or not ns or not name or not field:
+        return None
+    ep = endpoints.get((ns, name))
+    if ep is None:
+        ep = endpoints[(ns, name)] = EndPoint(ns, name, {})
+    given = d.get("transformations")
+    if given is None:
+        return EndPointField(ep, field), None
+    if type(given) is not list:
+        return None
+    tags = []
+    for t in given:
+        if type(t) is not dict:
+            return None
+        key = (t.get("type"), t.get("subtype"), t.get("description"), t.get("masking"))
+        # exact types only: a key of 1 must not find the tag of True
+        if type(key[0]) is not str or not (key[1] is None or type(key[1]) is str) \
+                or not (key[2] is None or type(key[2]) is str) \
+                or not (key[3] is None or type(key[3]) is bool):
+            return None
+        tag = tags_seen.get(key)
+        if tag is None:
+            try:
+                tag = Transformation(type=key[0], subtype=key[1] or "",
+                                     description=key[2] or "", masking=key[3] or False)
+            except InvalidLineageError:
+                return None
+            tags_seen[key] = tag
+        tags.append(tag)
+    return EndPointField(ep, field), tuple(tags)
 
 
 _Lineage = dict[EndPoint, dict[str, dict[EndPointField, tuple[Transformation, ...]]]]
@@ -111,6 +156,8 @@ def _event_lineage(ev: dict) -> tuple[_Lineage, dict[EndPoint, dict[str, str]]]:
             props.setdefault(ep, {}).update(_properties(d, p))
 
     lineage: _Lineage = {}
+    endpoints: dict[tuple[str, str], EndPoint] = {}  # what `_plain_ref` made so far
+    tags_seen: dict[tuple, Transformation] = {}
     for i, ds in enumerate(_list_or_none(ev.get("outputs"), "$.outputs")):
         p = f"$.outputs[{i}]"
         d = _obj(ds, p)
@@ -139,7 +186,9 @@ def _event_lineage(ev: dict) -> tuple[_Lineage, dict[EndPoint, dict[str, str]]]:
                     legacy = (_LEGACY_TYPES[legacy_type.upper()],)
             inputs = per_field.setdefault(out_name, {})
             for k, ref in enumerate(_arr(spec.get("inputFields"), f"{sp}.inputFields")):
-                src, tags = _input_ref(ref, f"{sp}.inputFields[{k}]")
+                plain = _plain_ref(ref, endpoints, tags_seen)
+                src, tags = plain if plain is not None else \
+                    _input_ref(ref, f"{sp}.inputFields[{k}]")
                 inputs[src] = _merge_tags(inputs.get(src, ()),
                                           tags if tags is not None else legacy)
             for src, tags in wide.items():

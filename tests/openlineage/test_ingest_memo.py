@@ -86,3 +86,54 @@ def test_a_union_that_adds_nothing_answers_the_prior_set_s_own_checksum():
     smaller = _event("r1", "START", 5)
     assert ol.union(info, smaller).checksum == info.checksum
     assert ol.union(info, smaller).checksum == info.checksum  # remembered: the same
+
+
+def _one_ref_event(ref) -> dict:
+    return {"eventType": "COMPLETE", "eventTime": "2024-05-01T10:00:00Z", "producer": "urn:t",
+            "run": {"runId": "r"}, "job": {"namespace": "j", "name": "j"},
+            "outputs": [{"namespace": "pg", "name": "out", "facets": {"columnLineage": {
+                "fields": {"a": {"inputFields": [
+                    {"namespace": "pg", "name": "src", "field": "x",
+                     "transformations": [{"type": "DIRECT", "subtype": "IDENTITY"}]},
+                    ref]}}}}}]}
+
+
+_REFS = [
+    {"namespace": "pg", "name": "src", "field": "y"},  # no tags
+    {"namespace": "pg", "name": "src", "field": "y", "transformations": []},
+    {"namespace": "pg", "name": "src", "field": "y",
+     "transformations": [{"type": "DIRECT", "subtype": None, "description": None,
+                          "masking": None}]},
+    {"namespace": "pg", "name": "src", "field": "y",
+     "transformations": [{"type": "INDIRECT", "subtype": "FILTER", "masking": True},
+                         {"type": "DIRECT", "subtype": "IDENTITY"}]},
+    {"namespace": "pg", "name": "src", "field": "y",
+     "transformations": [{"type": "DIRECT", "subtype": "IDENTITY", "masking": 1}]},
+    {"namespace": "pg", "name": "src", "field": "y",
+     "transformations": [{"type": "DIRECT", "subtype": "NOPE"}]},
+    {"namespace": "pg", "name": "src", "field": "y", "transformations": {"type": "DIRECT"}},
+    {"namespace": "pg", "name": "src", "field": "y", "transformations": ["DIRECT"]},
+    {"namespace": "pg", "name": "src", "field": ""},
+    {"namespace": 7, "name": "src", "field": "y"},
+    {"namespace": "pg", "name": "", "field": "y"},
+    {"namespace": "pg", "name": "src", "field": "y",
+     "transformations": [{"type": "DIRECT", "subtype": ["IDENTITY"]}]},
+    "pg.src.y",
+]
+
+
+def _outcome(event: dict):
+    try:
+        return "ok", repr(facets._event_lineage(event))
+    except Exception as e:  # noqa: BLE001 - the error is what is compared
+        return type(e).__name__, str(e)
+
+
+def test_plain_references_read_alike_by_the_fast_reader_and_the_checked_one(monkeypatch):
+    fast = [_outcome(_one_ref_event(copy.deepcopy(r))) for r in _REFS]
+    monkeypatch.setattr(facets, "_plain_ref", lambda *a: None)  # every reference checked
+    slow = [_outcome(_one_ref_event(copy.deepcopy(r))) for r in _REFS]
+    assert fast == slow
+    kinds = [k for k, _ in fast]
+    assert kinds.count("ok") == 4 and "BadRequest" in kinds  # both paths taken
+    assert any("inputFields[1].transformations[0].masking" in m for _, m in fast)
