@@ -29,7 +29,7 @@ def _forbid_rebuilding(monkeypatch) -> None:
     def refuse(*a, **k):
         raise AssertionError("a question rebuilt an operation set or composed tags")
     monkeypatch.setattr(LineageStore, "operation_set", refuse)
-    monkeypatch.setattr(openlineage, "_input_transformations", refuse)
+    monkeypatch.setattr(openlineage.facets, "_input_transformations", refuse)
 
 
 def test_cold_questions_read_stored_tags_and_rebuild_no_operation_set(cold, monkeypatch):

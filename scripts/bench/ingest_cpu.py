@@ -1,0 +1,133 @@
+"""The server's CPU per OpenLineage event on the warehouse benchmark's events,
+in-process: what `warehouse.py` measures from outside (its server's CPU over
+the ingest), without HTTP, sockets or another process, so it holds on a busy
+machine and can be profiled.
+
+    PYTHONPATH=. .venv/bin/python scripts/bench/ingest_cpu.py [--datasets 300]
+        [--runs N] [--connections 8] [--profile FILE]
+
+The app (`fll.server.create_app` over an SQLite store in a temp dir) is
+called as uvicorn would call it, with ``--connections`` concurrent clients
+each sending a run's START then its COMPLETE (`warehouse.Warehouse`, same
+seed, the first ``--runs`` runs in time order). What survives is frozen every
+50 events, as `fll serve`'s collector does. Prints the events, the CPU per
+event (this process: the client's share is the events' templating, a few
+microseconds), the answers' statuses and a digest of every stored row, which
+two checkouts given the same arguments must print alike (same rows).
+``--profile FILE``: cProfile (CPU time) of the ingest, written to FILE, the
+top functions printed.
+"""
+from __future__ import annotations
+
+import asyncio
+import cProfile
+import gc
+import hashlib
+import os
+import pstats
+import sqlite3
+import sys
+import tempfile
+import time
+
+import click
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from warehouse import Warehouse  # noqa: E402
+
+from fll import open_store  # noqa: E402
+from fll.server import create_app  # noqa: E402
+
+
+def _scope(body: bytes) -> dict:
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+            "method": "POST", "scheme": "http", "path": "/api/v1/lineage",
+            "raw_path": b"/api/v1/lineage", "query_string": b"", "root_path": "",
+            "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80),
+            "headers": [(b"host", b"x"), (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode())]}
+
+
+def rows_digest(path: str) -> str:
+    """SHA-256 of every row and cell of the store file, in key order."""
+    h = hashlib.sha256()
+    con = sqlite3.connect(path)
+    try:
+        for sql in ("SELECT row, val FROM rows ORDER BY 1",
+                    "SELECT row, col, val FROM wide ORDER BY 1, 2"):
+            for r in con.execute(sql):
+                h.update(repr(r).encode())
+    finally:
+        con.close()
+    return h.hexdigest()[:16]
+
+
+@click.command()
+@click.option("--datasets", default=300, show_default=True, type=click.IntRange(30))
+@click.option("--runs", default=0, type=click.IntRange(0),
+              help="The first N runs only (0: all of them).")
+@click.option("--connections", default=8, show_default=True, type=click.IntRange(1, 64))
+@click.option("--profile", "profile_path", default=None, metavar="FILE")
+def main(datasets: int, runs: int, connections: int, profile_path: str | None) -> None:
+    wh = Warehouse(datasets, 5, 3, 7, "half")
+    chosen = wh.runs[:runs] if runs else wh.runs
+    bodies = [(wh.event(r, "START"), wh.event(r, "COMPLETE")) for r in chosen]
+    directory = tempfile.mkdtemp(prefix="fll-ingest-cpu-")
+    path = os.path.join(directory, "fll.db")
+    store = open_store(f"sqlite:///{path}", cache_size=32_768)
+    app = create_app(store, checkpoint_every=None)
+    statuses: dict[int, int] = {}
+    sent = [0]
+
+    async def post(body: bytes) -> None:
+        messages: list[dict] = []
+
+        async def receive() -> dict:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: dict) -> None:
+            messages.append(message)
+
+        await app(_scope(body), receive, send)
+        status = messages[0]["status"]
+        statuses[status] = statuses.get(status, 0) + 1
+        sent[0] += 1
+        if sent[0] % 50 == 0:
+            gc.freeze()  # what fll serve's collector does every 0.1 s
+
+    async def ingest() -> None:
+        queue = iter(bodies)
+
+        async def client() -> None:
+            for start, complete in queue:
+                await post(start)
+                await post(complete)
+                await asyncio.sleep(0)  # another client's turn, as sockets give it
+        await asyncio.gather(*[client() for _ in range(connections)])
+
+    profiler = cProfile.Profile(time.process_time) if profile_path else None
+    cpu0, t0 = time.process_time(), time.monotonic()
+    if profiler is not None:
+        profiler.enable()
+    asyncio.run(ingest())
+    if profiler is not None:
+        profiler.disable()
+    cpu, took = time.process_time() - cpu0, time.monotonic() - t0
+    store.close()
+    n = sent[0]
+    click.echo(f"{n:,} events in {took:.1f} s; CPU {cpu:.2f} s: {cpu / n * 1000:.3f} ms per "
+               f"event; answers {dict(sorted(statuses.items()))}; rows digest "
+               f"{rows_digest(path)}; load average "
+               f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    if profiler is not None and profile_path:
+        profiler.dump_stats(profile_path)
+        pstats.Stats(profile_path).sort_stats("cumulative").print_stats(25)
+    for name in os.listdir(directory):
+        os.remove(os.path.join(directory, name))
+    os.rmdir(directory)
+
+
+if __name__ == "__main__":
+    main()
