@@ -42,7 +42,7 @@ class SetEdges:
     checksum across requests (a set never changes under it). Shared between
     threads: two threads building one map build equal ones."""
 
-    __slots__ = ("_s", "_fields", "_maps", "_shared", "endpoints")
+    __slots__ = ("_s", "_fields", "_maps", "_shared", "endpoints", "_written")
 
     def __init__(self, summaries: Any):
         self._s = summaries
@@ -50,6 +50,14 @@ class SetEdges:
         self._maps: tuple[dict[Key, Edges | None], dict[Key, Edges | None]] = ({}, {})
         self._shared: dict[Tags_, Tags_] = {}
         self.endpoints = frozenset((k[0], k[1]) for k in self._fields)
+        self._written: frozenset[tuple[str, str]] | None = None
+
+    def written(self) -> frozenset[tuple[str, str]]:
+        """The datasets this set writes (the destinations of every edge)."""
+        if self._written is None:
+            self._written = frozenset((f.endpoint.namespace, f.endpoint.name)
+                                      for f in self._s.destination_fields)
+        return self._written
 
     def get(self, k: Key, downstream: bool) -> Edges | None:
         """``k``'s destinations (downstream) or sources in this set, or None."""
@@ -95,6 +103,7 @@ class RangeLineage:
         self._canon: dict[tuple[str, str], tuple[str, str]] = {}
         self._equiv: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}
         self._own: dict[str, SetEdges] = {}
+        self._plans: dict[tuple[str, str], tuple[Any, ...]] = {}
 
     def canonical(self, ds: tuple[str, str]) -> tuple[str, str]:
         hit = self._canon.get(ds)
@@ -203,6 +212,34 @@ class RangeLineage:
         return out
 
 
+    def downstream_plan(self, ds: tuple[str, str]) -> tuple[Any, ...]:
+        """Where the destinations of ``ds``'s fields come from, for a walk that asks
+        many of them: each an object whose ``get(field, True)`` is a map as
+        `edges` answers, the field's map being their concatenation (the maps
+        of one field are disjoint) in `edges`'s order. ``()``: no field of
+        ``ds`` has a destination. The sets themselves when the dataset has one
+        name, no set names an aliased dataset and no two sets (nor ``ds``)
+        share a written dataset, so no map need be merged or renamed; else
+        `edges` itself, merging per field."""
+        hit = self._plans.get(ds)
+        if hit is None:
+            names = self._equivalents(ds)
+            sets = self._sets_of(ds, True)
+            if len(names) == 1 and not any(r for _, r in sets):
+                seen = {ds}
+                plain = True
+                for edges, _ in sets:
+                    wrote = edges.written()
+                    if not seen.isdisjoint(wrote):
+                        plain = False
+                        break
+                    seen.update(wrote)
+                if plain:
+                    hit = self._plans[ds] = tuple(e for e, _ in sets)
+                    return hit
+            hit = self._plans[ds] = (_Downstream(self),)
+        return hit
+
     def _merge(self, k: Key, parts: list[Edges], renamed: bool) -> Edges:
         """Several sets' maps of one field as one, tags merged, under one name each."""
         out: Edges = {}
@@ -225,3 +262,15 @@ class RangeLineage:
         return out
 
 
+
+
+class _Downstream:
+    """A range's merged destination maps, as one part of a `RangeLineage.downstream_plan`."""
+
+    __slots__ = ("_lineage",)
+
+    def __init__(self, lineage: RangeLineage):
+        self._lineage = lineage
+
+    def get(self, k: Key, downstream: bool) -> Edges:
+        return self._lineage.edges(k, downstream)

@@ -136,12 +136,14 @@ def propagate(store: Any, tag: str, start: int, end: int, *, max_hops: int = MAX
     order = reach.order
     order.extend(origins)
     passes = tdef.passes
-    carried_by: dict[Key, list[Key]] = {}
+    # who carried the tag to whom: only needed to tell several origins apart
+    carried_by: dict[Key, list[Key]] | None = {} if len(origins) > 1 else None
     stopped: dict[Key, tuple[Key, list[Transformation]]] = {}
     # the verdict per distinct tag tuple, by identity (tuples are shared per set);
     # the tuple is kept beside its verdict so an id is never reused meanwhile
     verdicts: dict[int, tuple[Tags_, bool, list[Transformation]]] = {}
-    edges = lineage.edges
+    plans: dict[tuple[str, str], tuple[Any, ...]] = {}
+    plan_of = lineage.downstream_plan
     frontier = list(origins)
     hop = 0
     while frontier:
@@ -149,27 +151,39 @@ def propagate(store: Any, tag: str, start: int, end: int, *, max_hops: int = MAX
             reach.truncated = True
             break
         hop += 1
-        nxt = []
+        nxt: list[Key] = []
         for f in frontier:
-            outs = []
-            for g, tags in edges(f, True).items():
-                v = verdicts.get(id(tags))
-                if v is None or v[0] is not tags:
-                    v = verdicts[id(tags)] = (tags, *carries(tags, passes))
-                if v[1]:
-                    outs.append(g)
-                    if g not in parent:
-                        parent[g] = f
-                        hops[g] = hop
-                        nxt.append(g)
-                        order.append(g)
-                elif v[2] and g not in stopped:
-                    stopped[g] = (f, v[2])
-            if outs:
+            ds = (f[0], f[1])
+            plan = plans.get(ds)
+            if plan is None:
+                plan = plans[ds] = plan_of(ds)
+            outs: list[Key] | None = None if carried_by is None else []
+            for part in plan:
+                got = part.get(f, True)
+                if not got:
+                    continue
+                for g, tags in got.items():
+                    v = verdicts.get(id(tags))
+                    if v is None or v[0] is not tags:
+                        v = verdicts[id(tags)] = (tags, *carries(tags, passes))
+                    if v[1]:
+                        if outs is not None:
+                            outs.append(g)
+                        if g not in parent:
+                            parent[g] = f
+                            nxt.append(g)
+                    elif v[2] and g not in stopped:
+                        stopped[g] = (f, v[2])
+            if outs and carried_by is not None:
                 carried_by[f] = outs
+        hops.update(dict.fromkeys(nxt, hop))
+        order.extend(nxt)
         frontier = nxt
     reach.stopped = {g: v for g, v in stopped.items() if g not in parent}
-    reach.from_origins = _origins(origins, carried_by)
+    if carried_by is None:  # one origin: every carried field has it
+        reach.from_origins = dict.fromkeys(parent, frozenset(origins))
+    else:
+        reach.from_origins = _origins(origins, carried_by)
     return reach
 
 
@@ -178,8 +192,6 @@ def _origins(origins: list[Key], carried_by: dict[Key, list[Key]]
     """Per carried field, every origin with a carrying path to it: sets pushed
     along the carrying edges until nothing grows (a field reached by one origin
     costs one visit; cycles end when their sets stop growing)."""
-    if len(origins) == 1:  # every carried field has the one origin
-        return dict.fromkeys(_closure(origins[0], carried_by), frozenset(origins))
     shared: dict[frozenset, frozenset] = {}
     got: dict[Key, frozenset[Key]] = {}
     for o in origins:
@@ -198,17 +210,6 @@ def _origins(origins: list[Key], carried_by: dict[Key, list[Key]]
                 got[g] = shared.setdefault(union, union)
                 stack.append(g)
     return got
-
-
-def _closure(origin: Key, carried_by: dict[Key, list[Key]]) -> set[Key]:
-    seen = {origin}
-    stack = [origin]
-    while stack:
-        for g in carried_by.get(stack.pop(), ()):
-            if g not in seen:
-                seen.add(g)
-                stack.append(g)
-    return seen
 
 
 def dataset_tags(store: Any, namespace: str, name: str, start: int, end: int,
