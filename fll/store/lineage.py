@@ -1318,12 +1318,12 @@ class LineageStore:
         buckets. Cost follows the sets in the range, never the history."""
         bucket_kind, run_kind = _BUCKET_KINDS[direction], _RUN_KINDS[direction]
         ns, name = endpoint.namespace, endpoint.name
-        cover, top = rk.cover4(start, end)
+        runs, top = rk.cover4_runs(start, end)
         # the keys as rk.run_row / rk.bucket4 build them, a prefix per level made once
         heads = [rk.dataset_prefix(run_kind, ns, name)] + \
             [rk.dataset_prefix(bucket_kind, ns, name) + bytes([0x30 + k])
              for k in range(1, len(rk.LEVELS4))]
-        spans = _cover_spans(heads, cover)
+        spans = _cover_spans(heads, runs)
         # the run rows at the cover's edges, read whole: their runs are
         # filtered by time below; the buckets' sets are their column names
         edges = [s for s in spans if s.lo[:1] == run_kind]
@@ -1672,19 +1672,12 @@ def _first_run_spans(prefix: bytes, start: int, end: int, interior: list[Span]
             Span(*rk.time_range(prefix, last, last + _RUN_ROW_MS))]
 
 
-def _cover_spans(heads: list[bytes], cover: list[tuple[int, int]]) -> list[Span]:
-    """The cover's rows as key spans with their keys: consecutive buckets of
-    one level are consecutive keys (newest first), and no other row lies
-    between them."""
-    spans: list[tuple[int, int, int]] = []
-    for k, t in cover:
-        last = spans[-1] if spans else None
-        if last is not None and last[0] == k and last[2] + rk.LEVELS4[k] == t:
-            spans[-1] = (k, last[1], t)
-        else:
-            spans.append((k, t, t))
+def _cover_spans(heads: list[bytes], runs: Sequence[tuple[int, int, int]]) -> list[Span]:
+    """The cover's runs (`fll.rowkeys.cover4_runs`) as key spans with their keys:
+    consecutive buckets of one level are consecutive keys (newest first), and
+    no other row lies between them."""
     out: list[Span] = []
-    for k, first, newest in spans:
+    for k, first, newest in runs:
         head = heads[k]
 
         def key(t: int, head: bytes = head) -> bytes:
