@@ -124,7 +124,10 @@ def tag_origins(store: Any, tag: str) -> tuple[TagDef, list[Assignment]]:
 
 def propagate(store: Any, tag: str, start: int, end: int, *, max_hops: int = MAX_HOPS,
               max_fields: int = MAX_FIELDS, lineage: RangeLineage | None = None) -> Reach:
-    """Where ``tag`` reaches through the lineage of ``[start, end)``."""
+    """Where ``tag`` reaches through the lineage of ``[start, end)``: breadth first,
+    each field's destinations read from its dataset's plan
+    (`RangeLineage.downstream_plan`: the sets' own maps when none need
+    merging), each distinct tag tuple judged once."""
     lineage = lineage or RangeLineage(store, start, end)
     tdef, placed = tag_origins(store, tag)
     origins = sorted({lineage.field((a.namespace, a.name, a.field)) for a in placed if a.field})
