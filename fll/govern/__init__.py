@@ -25,6 +25,10 @@ composed at record time), at question time, for any range; a dataset known
 under several names is walked as one (`fll.render.Names`). Linear in the
 edges met; no cap below `MAX_HOPS` hops and `MAX_FIELDS` fields. This package
 must never write to the store and never depend on the server.
+
+Modules: `lineage` (a range's field edges both ways, merged over its sets),
+`propagation` (where a tag reaches), `lineage_diff` (the diff); every name
+is imported from ``fll.govern`` itself.
 """
 from __future__ import annotations
 
