@@ -363,6 +363,23 @@ def cover4(start_ms: int, end_ms: int) -> tuple[list[tuple[int, int]], tuple[int
     return out, None
 
 
+@lru_cache(maxsize=256)
+def cover4_runs(start_ms: int, end_ms: int
+                ) -> tuple[tuple[tuple[int, int, int], ...], tuple[int, int] | None]:
+    """`cover4` as runs of consecutive rows of one level, ``(level, first ms,
+    last ms)``, and its top span. The same for every endpoint, so made once
+    per range: a walk over a thousand datasets asks it a thousand times, and
+    an all-time cover has ~170 rows."""
+    cover, top = cover4(start_ms, end_ms)
+    runs: list[tuple[int, int, int]] = []
+    for k, t in cover:
+        if runs and runs[-1][0] == k and runs[-1][2] + LEVELS4[k] == t:
+            runs[-1] = (k, runs[-1][1], t)
+        else:
+            runs.append((k, t, t))
+    return tuple(runs), top
+
+
 def tag(name: str) -> bytes:
     return TAG + SEP + escape(name)
 

@@ -105,3 +105,16 @@ def test_the_cover_tiles_the_range_with_whole_buckets_inside_and_run_rows_at_the
     for k in range(rk.TOP + 1):  # at most 63 per side per level (64 with an edge row)
         assert sum(1 for level, _ in cover if level == k) <= 128 + (rk.TOP_ENUM if k == rk.TOP
                                                                     else 0)
+
+
+@given(st.integers(0, 2**44), st.integers(1, 2**43))
+@settings(max_examples=300, deadline=None)
+def test_the_cover_runs_are_the_cover_rows_grouped_by_level(start, length):
+    cover, top = rk.cover4(start, start + length)
+    runs, runs_top = rk.cover4_runs(start, start + length)
+    assert runs_top == top
+    rows = [(k, t) for k, first, last in runs for t in range(first, last + 1, rk.LEVELS4[k])]
+    assert rows == cover
+    # a run ends where the next row is not the next bucket of its level
+    assert all(a[0] != b[0] or a[2] + rk.LEVELS4[a[0]] != b[1]
+               for a, b in zip(runs, runs[1:], strict=False))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import struct
-from typing import AbstractSet as Set, Callable, Iterable, Iterator
+from typing import AbstractSet as Set, Callable, Iterable, Iterator, Sequence
 
 import msgpack
 
@@ -121,19 +121,12 @@ def _first_run_spans(prefix: bytes, start: int, end: int, interior: list[Span]
             Span(*rk.time_range(prefix, last, last + _RUN_ROW_MS))]
 
 
-def _cover_spans(heads: list[bytes], cover: list[tuple[int, int]]) -> list[Span]:
-    """The cover's rows as key spans with their keys: consecutive buckets of
-    one level are consecutive keys (newest first), and no other row lies
-    between them."""
-    spans: list[tuple[int, int, int]] = []
-    for k, t in cover:
-        last = spans[-1] if spans else None
-        if last is not None and last[0] == k and last[2] + rk.LEVELS4[k] == t:
-            spans[-1] = (k, last[1], t)
-        else:
-            spans.append((k, t, t))
+def _cover_spans(heads: list[bytes], runs: Sequence[tuple[int, int, int]]) -> list[Span]:
+    """The cover's runs (`fll.rowkeys.cover4_runs`) as key spans with their keys:
+    consecutive buckets of one level are consecutive keys (newest first), and
+    no other row lies between them."""
     out: list[Span] = []
-    for k, first, newest in spans:
+    for k, first, newest in runs:
         head = heads[k]
 
         def key(t: int, head: bytes = head) -> bytes:

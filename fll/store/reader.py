@@ -170,12 +170,12 @@ class Reader(StoreState):
                     direction: str) -> "_IndexPlan":
         """What `checksums` reads for one dataset: the spans of its range's cover."""
         bucket_kind, run_kind = _BUCKET_KINDS[direction], _RUN_KINDS[direction]
-        cover, top = rk.cover4(start, end)
+        runs, top = rk.cover4_runs(start, end)
         # the keys as rk.run_row / rk.bucket4 build them, a prefix per level made once
         heads = [rk.dataset_prefix(run_kind, ns, name)] + \
             [rk.dataset_prefix(bucket_kind, ns, name) + bytes([0x30 + k])
              for k in range(1, len(rk.LEVELS4))]
-        spans = _cover_spans(heads, cover)
+        spans = _cover_spans(heads, runs)
         # the run rows at the cover's edges, read whole: their runs are
         # filtered by time below; the buckets' sets are their column names
         edges = [s for s in spans if s.lo[:1] == run_kind]
