@@ -9,7 +9,7 @@ never writes to the store.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from ..model import EndPoint, EndPointField, Transformation
 from ..render import Names
@@ -139,6 +139,24 @@ class RangeLineage:
         direction = "outgoing" if downstream else "incoming"
         return tuple(tuple(self.store.checksums(EndPoint(*n), self.start, self.end, direction))
                      for n in self._equivalents(ds))
+
+    def read_ahead(self, datasets: Iterable[tuple[str, str]], downstream: bool = True) -> None:
+        """Read what a hop of a walk will ask of ``datasets`` at once when the
+        store is a request's `ReadView` (`ReadView.prefetch`): their names and
+        sets in the range, then the names and sets of the datasets those sets
+        write or read, so a hop costs a bounded number of store round trips
+        whatever the number of datasets it touches. Only reads ahead."""
+        prefetch = getattr(self.store, "prefetch", None)
+        todo = [ds for ds in dict.fromkeys(datasets) if ds not in self._sets[downstream]]
+        if prefetch is None or not todo:
+            return
+        direction = "outgoing" if downstream else "incoming"
+        prefetch([EndPoint(*ds) for ds in todo], self.start, self.end, direction)
+        sets = {c for ds in todo
+                for c in self.store.checksums(EndPoint(*ds), self.start, self.end, direction)}
+        got = self.store.summaries(sets) if sets else {}
+        reached = {e for c in sets for e in self._set_edges(c, got[c]).endpoints}
+        prefetch([EndPoint(*e) for e in reached], self.start, self.end, direction)
 
     def _sets_of(self, ds: tuple[str, str], downstream: bool) -> list[tuple[SetEdges, bool]]:
         hit = self._sets[downstream].get(ds)

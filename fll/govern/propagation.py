@@ -155,6 +155,7 @@ def propagate(store: Any, tag: str, start: int, end: int, *, max_hops: int = MAX
             break
         hop += 1
         nxt: list[Key] = []
+        lineage.read_ahead((f[0], f[1]) for f in frontier if (f[0], f[1]) not in plans)
         for f in frontier:
             ds = (f[0], f[1])
             plan = plans.get(ds)
