@@ -46,8 +46,10 @@ _QUOTED = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")
 def jexl_to_sql(condition: str) -> str:
     """Rewrite the JEXL operators Wrangler's conditions use into Spark SQL, outside quoted
     text: ``&&`` AND, ``||`` OR, ``!`` NOT, ``== null`` IS NULL, ``!= null`` IS NOT NULL,
-    ``a =~ 're'`` / ``a !~ 're'`` a whole-value (NOT) RLIKE. JEXL method calls
-    (``Age.isEmpty()``) and Wrangler's function libraries are not translated."""
+    ``a =~ 're'`` / ``a !~ 're'`` a whole-value (NOT) RLIKE, ``a.isEmpty()`` (and the
+    send-to-error page's ``a.isEmpty``) ``a = ''``: Java's String.isEmpty, false for a
+    null (where JEXL's strict engine stops). Other JEXL method calls and Wrangler's
+    function libraries (``date:isDate``) are not translated."""
     text = _outside_quotes(condition, _jexl_ops)
     operand = r"([\w.`]+)\s*(=~|!~)\s*('(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\")"
 
@@ -73,7 +75,11 @@ def _null_tests(text: str) -> str:
                   else " IS NOT NULL", text, flags=re.IGNORECASE)
 
 
+_IS_EMPTY = re.compile(r"(`[^`]+`|\b[A-Za-z_]\w*)\.isEmpty\b(?:\s*\(\s*\))?")
+
+
 def _jexl_ops(text: str) -> str:
+    text = _IS_EMPTY.sub(lambda m: f"({m.group(1)} = '')", text)
     text = _null_tests(text).replace("&&", " AND ").replace("||", " OR ")
     return re.sub(r"!(?![=~])", " NOT ", text)
 

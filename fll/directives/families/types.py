@@ -1,20 +1,23 @@
 """The set-type directive: Wrangler's type conversions on Spark types.
 
 Names, scales and rounding modes follow Wrangler's SetType (Java's BigDecimal
-rounding); a value that does not convert becomes null (Wrangler fails the
-record). Nothing here runs a Spark action.
+rounding), bytes its Bytes utilities; a value that does not convert becomes null
+(Wrangler fails the record). Nothing here runs a Spark action.
 """
 from __future__ import annotations
 
+import re
+import struct
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, DoubleType, FloatType, StringType
 
 from .. import labels as L
-from ..context import quote
+from ..context import StepContext, quote
 from ..registry import Outcome, register_directive
-from ..support import fail_when, put
+from ..support import fail_when, put, session_zone
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column
@@ -54,8 +57,14 @@ def set_type(step, df, a):
     ``prop:{precision=p}``; a negative scale rounds to tens, hundreds… (held with scale
     0) and a precision without scale rounds to p significant digits, as BigDecimal.round
     (held as decimal(38,p), since a Spark column has one scale where Wrangler keeps
-    each value's own; for the same reason decimal without either holds 18 places). Spark: a value that does not convert becomes null instead of
-    failing the record. Labels: MODIFY column.
+    each value's own; for the same reason decimal without either holds 18 places).
+    Bytes convert as Wrangler's Bytes utilities: big-endian integers, IEEE floats, a
+    decimal as a 4-byte scale then its unscaled two's complement (float, double and
+    decimal through a small Python UDF, null-safe); a datetime or timestamp becomes
+    Java's ``toString`` text (``2024-01-02T03:04:05.123``, a timestamp with the
+    session zone's offset and id, ``…Z[UTC]``). Spark: a value that does not convert
+    (too few bytes, text that is no number) becomes null instead of failing the
+    record. Labels: MODIFY column.
     """
     step.require(df, [a.column])
     kind = _TYPES[a.type.lower()]
@@ -69,12 +78,17 @@ def set_type(step, df, a):
         value = (c > 0) if numeric else \
             F.when(c.isNotNull(), F.lower(c.cast("string")) == "true") if src != "boolean" else c
     elif kind == "binary" and src in ("float", "double", "decimal"):
-        raise step.error(f"bytes of a {src} value are not supported on Spark")
+        value = _PACK[src](c)
     elif kind == "binary" and src in _INT_BYTES:   # big-endian two's complement, as Bytes.toBytes
         digits = _INT_BYTES[src] * 2
         value = F.unhex(F.expr(f"right(lpad(hex({quote(a.column)}), 16, '0'), {digits})"))
+    elif src == "binary" and kind in _FROM_BYTES:
+        value = _FROM_BYTES[kind](c)
     elif kind == "decimal":
-        value = _to_decimal(step, c, a.scale, precision, a.rounding_mode)
+        value = _to_decimal(step, _unpack_decimal(c) if src == "binary" else c, a.scale,
+                            precision, a.rounding_mode)
+    elif kind == "string" and src in ("timestamp", "timestamp_ntz"):
+        value = _java_text(step, c, zoned=src == "timestamp")
     else:
         value = F.expr(f"try_cast({quote(a.column)} AS {kind})")
     return Outcome(put(df, a.column, value), L.modify(a.column))
@@ -154,3 +168,79 @@ def _round(x: "Column", s: int, mode: str) -> "Column":
         return F.signum(x).cast("int") * F.ceil(a) / unit
     # HALF_DOWN: away from zero only when strictly above the half
     return F.signum(x).cast("int") * F.ceil(a - F.lit(0.5).cast("decimal(2,1)")) / unit
+
+
+# -- bytes, as Wrangler's Bytes.toX / Bytes.toBytes ----------------------------------------
+
+def _signed(c: "Column", n: int) -> "Column":
+    """The first ``n`` bytes as a big-endian two's complement integer (null when there are
+    fewer), as Bytes.toShort/toInt/toLong read them."""
+    unsigned = F.conv(F.hex(F.substring(c, 1, n)), 16, 10).cast("decimal(20,0)")
+    half, whole = (F.expr(f"CAST('{2 ** k}' AS DECIMAL(20,0))") for k in (8 * n - 1, 8 * n))
+    value = F.when(unsigned >= half, unsigned - whole).otherwise(unsigned)
+    return F.when(F.length(c) >= n, value)
+
+
+def _float_of(data: bytes | bytearray | None, fmt: str, size: int) -> float | None:
+    if data is None or len(data) < size:
+        return None
+    return struct.unpack(fmt, bytes(data[:size]))[0]
+
+
+def _decimal_text(data: bytes | bytearray | None) -> str | None:
+    """Bytes.toBigDecimal: a 4-byte scale, then the unscaled value's two's complement."""
+    if data is None or len(data) < 5:
+        return None
+    scale = int.from_bytes(bytes(data[:4]), "big", signed=True)
+    unscaled = int.from_bytes(bytes(data[4:]), "big", signed=True)
+    return str(Decimal(unscaled).scaleb(-scale))
+
+
+def _bytes_of(value: float | Decimal | None, fmt: str) -> bytes | None:
+    if value is None:
+        return None
+    if fmt == "decimal":       # Bytes.toBytes(BigDecimal): scale, then unscaled bytes
+        sign, digits, exponent = Decimal(value).as_tuple()
+        unscaled = int("".join(map(str, digits)) or "0") * (-1 if sign else 1)
+        scale = -int(exponent)
+        size = max(1, (unscaled + (unscaled < 0)).bit_length() // 8 + 1)
+        return scale.to_bytes(4, "big", signed=True) + unscaled.to_bytes(size, "big", signed=True)
+    return struct.pack(fmt, value)
+
+
+_to_float = F.udf(lambda b: _float_of(b, ">f", 4), FloatType())
+_to_double = F.udf(lambda b: _float_of(b, ">d", 8), DoubleType())
+_unpack_decimal = F.udf(lambda b: _decimal_text(b), StringType())
+_FROM_BYTES = {"int": lambda c: _signed(c, 4).cast("int"),
+               "smallint": lambda c: _signed(c, 2).cast("smallint"),
+               "bigint": lambda c: _signed(c, 8).cast("bigint"),
+               "float": _to_float, "double": _to_double,
+               "string": lambda c: c.cast("string")}
+_PACK = {"float": F.udf(lambda v: _bytes_of(v, ">f"), BinaryType()),
+         "double": F.udf(lambda v: _bytes_of(v, ">d"), BinaryType()),
+         "decimal": F.udf(lambda v: _bytes_of(v, "decimal"), BinaryType())}
+
+
+# -- datetimes as Java's toString ----------------------------------------------------------
+
+_OFFSET_ZONE = re.compile(r"Z|[+-]\d{2}(:?\d{2}(:?\d{2})?)?|(UTC|GMT|UT)?[+-]\d{1,2}(:\d{2})?")
+
+
+def _java_text(step: StepContext, c: "Column", zoned: bool) -> "Column":
+    """LocalDateTime.toString (``uuuu-MM-ddTHH:mm``, then ``:ss`` and a fraction of 3 or
+    6 digits only when not zero), and for a timestamp ZonedDateTime.toString's offset and,
+    for a region zone, ``[zone]`` (the session zone: a Spark timestamp carries none)."""
+    base = F.date_format(c, "yyyy-MM-dd'T'HH:mm")
+    seconds = F.date_format(c, "ss")
+    micros = F.date_format(c, "SSSSSS").cast("int")
+    text = (F.when((F.second(c) == 0) & (micros == 0), base)
+            .when(micros == 0, F.concat(base, F.lit(":"), seconds))
+            .when(micros % 1000 == 0, F.concat(base, F.lit(":"), seconds, F.lit("."),
+                                               F.date_format(c, "SSS")))
+            .otherwise(F.concat(base, F.lit(":"), seconds, F.lit("."),
+                                F.date_format(c, "SSSSSS"))))
+    if not zoned:
+        return text
+    zone = session_zone(step)
+    suffix = "" if _OFFSET_ZONE.fullmatch(zone) else f"[{zone}]"
+    return F.when(c.isNotNull(), F.concat(text, F.date_format(c, "XXX"), F.lit(suffix)))
