@@ -13,7 +13,7 @@ flows: source field → destination field.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 from .errors import BadRequest
 from .model import EndPoint, EndPointField, Transformation
@@ -89,6 +89,34 @@ class Names:
                 if aliases else []
             hit = self._eq[target] = (target, *others)
         return hit
+
+
+def prefetch(store: Any, endpoints: Iterable[EndPoint], start: int, end: int,
+              direction: str) -> None:
+    """Read what a walk asks of these datasets in one go when the store is a
+    request's `ReadView` (`ReadView.prefetch`); otherwise nothing."""
+    prefetch = getattr(store, "prefetch", None)
+    if prefetch is not None:
+        prefetch(endpoints, start, end, direction)
+
+
+def read_hop(store: Any, names: Names, frontier: list[EndPointField], start: int,
+              end: int, direction: str, *, also_incoming: bool = False) -> None:
+    """One hop of a walk read level by level: the frontier's datasets in one
+    store read, then the datasets their fields reach (before their names are
+    resolved one by one), so that a hop costs a bounded number of round trips
+    whatever the number of datasets it touches. Only reads ahead: the walk
+    itself asks as it always does and finds the answers remembered."""
+    if getattr(store, "prefetch", None) is None or not frontier:
+        return
+    eps = {f.endpoint for f in frontier}
+    prefetch(store, eps, start, end, direction)
+    ask = store.incoming if direction == "incoming" else store.outgoing
+    reached = {g.endpoint for f in frontier for ep in names.equivalents(f.endpoint)
+               for g in ask(EndPointField(ep, f.field), start, end)}
+    prefetch(store, reached, start, end, direction)
+    if also_incoming:
+        prefetch(store, reached, start, end, "incoming")
 
 
 class EdgeTags:
@@ -287,6 +315,10 @@ def walk_lineage(store, root: EndPointField, direction: str, depth: int, start_m
         seen = {root}
         frontier = [root]
         for hop in range(1, depth + 2):
+            # the hop's datasets read at once; going downstream, the tags of an
+            # edge are its destination's: the reached datasets' incoming sets too
+            read_hop(store, names, frontier, start_ms, end_ms, d,
+                     also_incoming=d == "outgoing")
             nxt: list[EndPointField] = []
             for f in frontier:
                 found = ask(f, d)

@@ -14,7 +14,7 @@ import pytest
 from fll import EndPoint, EndPointField, InvalidLineageError, StoreError, open_store
 from fll import rowkeys as rk
 from fll.store import open_table
-from fll.store.lineage import row_sets
+from fll.store.layout import row_sets
 from tests.lineage_examples import ANOTHER_FILE, ENDPOINT1, cdap_example, chain
 
 NAME = EndPointField(ANOTHER_FILE, "name")

@@ -45,7 +45,8 @@ from ..model import EndPoint, EndPointField
 from ..openlineage import PRODUCER, export_run_id, job_of as _program_job
 from ..render import edge_kind
 from ..rowkeys import MAX_TIME
-from ..store.lineage import LineageStore, RunInfo
+from ..store.lineage import LineageStore
+from ..store.reader import RunInfo
 from ..store.runs import events_of, merged_facets, run_models
 from ..store.tags import Tags
 from ..timerange import now_ms

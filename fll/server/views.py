@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable
 from ..errors import BadRequest, NotFound
 from ..model import (EndPoint, EndPointField, Operation, ReadOperation, Transformation,
                      TransformOperation)
-from ..render import EdgeTags, Names, edge_kind
+from ..render import EdgeTags, Names, edge_kind, prefetch, read_hop
 from ..rowkeys import MAX_TIME
 from ..store.lineage import LineageStore
 from ..store.runs import run_states
@@ -637,6 +637,8 @@ def column_lineage(store: LineageStore, node_id: str, depth: int,
         seen = set(roots)
         frontier = list(roots)
         for _ in range(depth):
+            read_hop(store, names, frontier, start, end,
+                      "incoming" if way == "up" else "outgoing", also_incoming=not show_indirect)
             nxt = []
             for f in frontier:
                 for g in step(f):
@@ -648,6 +650,8 @@ def column_lineage(store: LineageStore, node_id: str, depth: int,
             frontier = nxt
             if not frontier:
                 break
+    # every node's inputs are listed: the datasets only the downstream walk reached
+    prefetch(store, {f.endpoint for f in nodes}, start, end, "incoming")
     ins: dict[EndPointField, list[dict]] = {}
     outs: dict[EndPointField, list[dict]] = {}
     for up, down in sorted(edges, key=lambda e: (_order(e[0]), _order(e[1]))):
@@ -656,6 +660,9 @@ def column_lineage(store: LineageStore, node_id: str, depth: int,
         outs.setdefault(up, []).append({"origin": _field_node_id(up),
                                         "destination": _field_node_id(down)})
     types: dict[EndPoint, dict[str, str | None]] = {}
+    prefetch_schemas = getattr(store, "prefetch_schemas", None)
+    if prefetch_schemas is not None:
+        prefetch_schemas({(f.endpoint.namespace, f.endpoint.name) for f in nodes}, *ALL_TIME)
     graph = []
     for f in sorted(nodes, key=_order):
         if f.endpoint not in types:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 
 from .base import Table, known_schemes, open_table, redact, register_backend
-from .lineage import LineageStore, OperationGroup, RunInfo
+from .lineage import LineageStore
+from .reader import OperationGroup, RunInfo
 
 # the built-in backends register themselves on import; the protocol module
 # (base) knows none of them, so there is no import circle
@@ -36,7 +37,7 @@ def default_url() -> str:
 def open_rows(url: str | None = None) -> Table:
     """A store's table for reading and writing rows as they are, in any format
     (what `fll admin upgrade`, fsck and the row commands work on)."""
-    from .lineage import WIDE_PREFIXES
+    from .layout import WIDE_PREFIXES
 
     table = open_table(url or default_url())
     declare = getattr(table, "declare_wide", None)

@@ -42,6 +42,10 @@ class SpanRead(NamedTuple):
     values: set[bytes]  # the distinct cell values of the ``values`` spans' rows
 
 
+#: one `Table.read_spans` question: (spans read whole, names spans, values spans)
+SpanGroup = tuple[Sequence[Span], Sequence[Span], Sequence[Span]]
+
+
 @runtime_checkable
 class Table(Protocol):
     """One wide table. Each call is a round trip for remote backends: batch."""
@@ -79,6 +83,13 @@ class Table(Protocol):
         statement for the rows and one that keeps names and values distinct
         itself; Bigtable: one ReadRows; HBase: one ``getRows`` of the spans'
         known keys, a scanner for a span without them (`read_spans_by_rows`)."""
+
+    def read_span_groups(self, groups: Sequence[SpanGroup]) -> list[SpanRead]:
+        """`read_spans` of several groups (``(spans, names, values)``) in the
+        round trips of one: each group answered apart, as `read_spans` would.
+        How a walk reads the index rows of every dataset of one hop at once
+        (Bigtable: one ReadRows; HBase: one ``getRows`` of the known keys and a
+        scanner per keyless span; SQLite: each group's statements, no network)."""
 
     def delete(self, rows: list[bytes]) -> None:
         """Remove these rows entirely."""
@@ -132,7 +143,15 @@ def read_spans_by_rows(table: "Table", spans: Sequence[Span], names: Sequence[Sp
     or (``by_keys``, a backend whose ranges cost a call each) one
     `get_many` of the keys of the spans that give them and a range read
     of those that do not. Names and values are taken from the rows."""
-    every = [*spans, *names, *values]
+    return read_span_groups_by_rows(table, [(spans, names, values)], by_keys=by_keys)[0]
+
+
+def read_span_groups_by_rows(table: "Table", groups: Sequence[SpanGroup], *,
+                             by_keys: bool = False) -> list[SpanRead]:
+    """`Table.read_span_groups` from whole rows: the rows of every group read
+    together (as `read_spans_by_rows` reads one group), then each group's
+    answer taken from them."""
+    every = [sp for group in groups for part in group for sp in part]
     found: dict[bytes, dict[str, bytes]] = {}
     ranged = [(s.lo, s.hi) for s in every if not (by_keys and s.keys is not None)]
     if ranged:
@@ -149,12 +168,15 @@ def read_spans_by_rows(table: "Table", spans: Sequence[Span], names: Sequence[Sp
             stop = bisect.bisect_left(ordered, s.hi) if s.hi else len(ordered)
             for key in ordered[first:stop]:
                 yield key, found[key]
-    out = SpanRead(dict(rows_of(spans)), set(), set())
-    for _, cols in rows_of(names):
-        out.names.update(cols)
-    for _, cols in rows_of(values):
-        out.values.update(cols.values())
-    return out
+    answers = []
+    for spans, names, values in groups:
+        out = SpanRead(dict(rows_of(spans)), set(), set())
+        for _, cols in rows_of(names):
+            out.names.update(cols)
+        for _, cols in rows_of(values):
+            out.values.update(cols.values())
+        answers.append(out)
+    return answers
 
 
 _BACKENDS: dict[str, Callable[[str], Table]] = {}

@@ -36,7 +36,8 @@ from typing import Callable, Iterator, Mapping, Sequence, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import StoreError
-from .base import (Row, Span, SpanRead, in_ranges, read_spans_by_rows, redact,
+from .base import (Row, Span, SpanGroup, SpanRead, in_ranges, read_span_groups_by_rows,
+                   read_spans_by_rows, redact,
                    register_backend, scan_bounds)
 
 FAMILY = "c"
@@ -346,6 +347,10 @@ class BigtableTable:
                    values: Sequence[Span] = ()) -> SpanRead:
         """One ReadRows of every span (`scan_ranges`)."""
         return read_spans_by_rows(self, spans, names, values)
+
+    def read_span_groups(self, groups: Sequence[SpanGroup]) -> list[SpanRead]:
+        """One ReadRows of every group's spans."""
+        return read_span_groups_by_rows(self, groups)
 
     def scan_ranges(self, ranges: list[tuple[bytes, bytes]]
                     ) -> list[tuple[bytes, dict[str, bytes]]]:

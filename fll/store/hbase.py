@@ -21,71 +21,29 @@ HBase reverse scans take the *upper* bound as the (inclusive) start row and
 the *lower* bound as the (exclusive) stop row; this module turns the protocol's
 ``[start, stop)`` into that and trims the ends client-side.
 
+The pool, the retries and fll's Thrift IDL are in `fll.store.hbase_conn`.
+
 This module must never put credentials in a message, nor hold a pooled
 connection across a yield.
 """
 from __future__ import annotations
 
-import logging
-import os
-import random
-import socket
 import threading
 import time
-from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Mapping, Sequence
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import StoreError
-from .base import (Row, Span, SpanRead, in_ranges, read_spans_by_rows, redact,
+from .base import (Row, Span, SpanGroup, SpanRead, in_ranges, read_span_groups_by_rows,
+                   read_spans_by_rows, redact,
                    register_backend, scan_bounds)
+from .hbase_conn import _COL, FAMILY, HBaseConnection
 
-FAMILY = "c"
-_COL = FAMILY.encode() + b":"
-_EXTRA_HINT = "pip install 'fll[hbase]'"
-# server-side exceptions (inside Thrift IOError) that go away by themselves
-_TRANSIENT_SERVER = ("NotServingRegionException", "RegionTooBusyException",
-                     "RegionMovedException", "ServerNotRunningYetException",
-                     "CallQueueTooBigException", "RetriesExhaustedException",
-                     "RegionOpeningException", "PleaseHoldException")
-_T = TypeVar("_T")
-
-
-IDL_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hbase.thrift")
 MAX_ROW_LENGTH = 32767  # HBase refuses longer row keys (HConstants.MAX_ROW_LENGTH)
 _FRAME_SETTING = "hbase.regionserver.thrift.framed.max_frame_size_in_mb"
 # bytes a request spends besides its cells: method name, table, struct headers
 _REQUEST_OVERHEAD = 4096
 _CELL_OVERHEAD = 24
-_log = logging.getLogger("fll.store")
-_idl_lock = threading.Lock()
-_idl_module: Any = None
-
-
-def thrift_idl() -> Any:
-    """fll's copy of HBase's Thrift 1 IDL (with ``checkAndPut``), loaded once."""
-    global _idl_module
-    with _idl_lock:
-        if _idl_module is None:
-            import thriftpy2
-            _idl_module = thriftpy2.load(IDL_PATH, module_name="fll_hbase_thrift")
-        return _idl_module
-
-
-def _thrift_types() -> dict[str, Any]:
-    """happybase's Thrift exception classes (and fll's IDL's), imported only when needed."""
-    try:
-        import happybase  # noqa: F401  (loads the Hbase_thrift module)
-        import Hbase_thrift
-        from thriftpy2.thrift import TApplicationException, TException
-        from thriftpy2.transport import TTransportException
-    except ImportError as e:
-        raise StoreError(f"the hbase:// backend needs happybase ({e}); {_EXTRA_HINT}") from None
-    idl = thrift_idl()
-    return {"IOError": (Hbase_thrift.IOError, idl.IOError),
-            "IllegalArgument": (Hbase_thrift.IllegalArgument, idl.IllegalArgument),
-            "AlreadyExists": (Hbase_thrift.AlreadyExists, idl.AlreadyExists),
-            "TException": TException, "TApplicationException": TApplicationException,
-            "TTransportException": TTransportException, "idl": idl}
 
 
 class _Clock:
@@ -118,136 +76,11 @@ class _Clock:
 _clock = _Clock()
 
 
-class HBaseTable:
+class HBaseTable(HBaseConnection):
     """A `Table` in one HBase table, one column family ``c``."""
 
     atomic_batches = False
     max_key_bytes = MAX_ROW_LENGTH
-
-    def __init__(self, host: str, port: int, table: str, *, prefix: str | None = None,
-                 transport: str = "buffered", protocol: str = "binary", pool_size: int = 4,
-                 timeout: float = 30.0, deadline: float = 30.0, batch_rows: int = 1000,
-                 page_rows: int = 500, create: bool = True, compat: str = "0.98",
-                 frame_mb: float = 2.0, url: str | None = None, pool: Any = None):
-        self._x = _thrift_types()
-        self.host, self.port, self.table_name = host, port, table
-        self.prefix = prefix
-        self.transport, self.protocol = transport, protocol
-        self.timeout = timeout
-        self.deadline = deadline
-        self.batch_rows = batch_rows
-        self.page_rows = page_rows
-        self.create = create
-        self.frame_bytes = int(frame_mb * 1024 * 1024)
-        self.url = url or f"hbase://{host}:{port}/{table}"
-        full = f"{prefix}_{table}" if prefix else table
-        self._where = f"hbase table {full!r} at {host}:{port}"
-        self._ensured = False
-        self._ensure_lock = threading.Lock()
-        self._reached = False  # has any call got an answer from the server?
-        self._warned = False
-        if pool is None:
-            import happybase
-
-            def make_pool():
-                return happybase.ConnectionPool(
-                    pool_size, host=host, port=port, timeout=int(timeout * 1000),
-                    table_prefix=prefix or None, transport=transport, protocol=protocol,
-                    compat=compat)
-            # the pool opens its first connection at once: retry that like any call
-            pool = self._retry("connect", make_pool, answers=False)
-        self._pool = pool
-        if create:
-            self._ensure_table()
-
-    # -- errors and retries ----------------------------------------------------
-    def _error(self, what: str, e: BaseException | str) -> StoreError:
-        return StoreError(f"{self._where}: {what} failed: "
-                          f"{e if isinstance(e, str) else _brief(e)}")
-
-    def _transient(self, e: BaseException) -> bool:
-        if isinstance(e, socket.gaierror) or isinstance(e.__cause__ or e.__context__,
-                                                        socket.gaierror):
-            return False  # an unresolvable host name will not resolve on a retry
-        if isinstance(e, (self._x["TTransportException"], socket.timeout, ConnectionError,
-                          EOFError, BrokenPipeError)):
-            return True
-        if isinstance(e, self._x["IOError"]):
-            return any(name in _brief(e) for name in _TRANSIENT_SERVER)
-        if type(e).__name__ == "NoConnectionsAvailable":
-            return True
-        return isinstance(e, OSError) and not isinstance(e, FileNotFoundError)
-
-    def _mismatch_hint(self) -> str:
-        return (f"; the server closed or never answered the connection: check that "
-                f"transport={self.transport} and protocol={self.protocol} match the Thrift "
-                f"server (hbase.regionserver.thrift.framed, hbase.regionserver.thrift.compact)")
-
-    def _retry(self, what: str, fn: Callable[[], _T], *, answers: bool = True) -> _T:
-        give_up = time.monotonic() + self.deadline
-        delay = 0.05
-        recreated = False
-        unanswered = 0
-        while True:
-            try:
-                result = fn()
-                # opening a socket proves nothing about transport and protocol
-                self._reached = self._reached or answers
-                return result
-            except StoreError:
-                raise
-            except Exception as e:
-                if isinstance(e, self._x["IOError"]) and _table_missing(_brief(e)) and \
-                        self.create and not recreated:
-                    recreated = True
-                    self._ensured = False
-                    self._ensure_table()
-                    continue
-                if not self._transient(e):
-                    raise self._error(what, e) from None
-                if not self._reached and _refused(e):
-                    # nothing listens there: waiting for the deadline would only hide that
-                    raise self._error(what, f"connection refused: {_brief(e)}") from None
-                if not self._reached and _unanswered(e):
-                    # the port accepts connections but never answers a call: almost
-                    # always a transport or protocol the server does not speak
-                    unanswered += 1
-                    if unanswered >= 3:
-                        raise self._error(what, f"{_brief(e)}{self._mismatch_hint()}") from None
-                if time.monotonic() + delay > give_up:
-                    hint = self._mismatch_hint() if not self._reached else ""
-                    raise self._error(what, f"gave up after {self.deadline:g}s of retries: "
-                                      f"{_brief(e)}{hint}") from None
-                if not self._warned:
-                    self._warned = True
-                    _log.warning("%s: %s failed (%s); retrying for up to %gs …", self._where,
-                                 what, _brief(e), self.deadline)
-                time.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 2.0)
-
-    def _call(self, what: str, fn: Callable[[Any], _T]) -> _T:
-        """Run ``fn(table)`` on a pooled connection, with retries."""
-        def once() -> _T:
-            with self._pool.connection(timeout=self.timeout) as conn:
-                return fn(conn.table(self.table_name))
-        return self._retry(what, once)
-
-    def _ensure_table(self) -> None:
-        with self._ensure_lock:
-            if self._ensured:
-                return
-
-            def ensure() -> None:
-                with self._pool.connection(timeout=self.timeout) as conn:
-                    if self.table_name.encode() in conn.tables():
-                        return
-                    try:
-                        conn.create_table(self.table_name, {FAMILY: {"max_versions": 1}})
-                    except self._x["AlreadyExists"]:
-                        pass  # another client created it first
-
-            self._retry("creating the table and column family", ensure)
-            self._ensured = True
 
     # -- writes ----------------------------------------------------------------
     def _check_key(self, key: bytes) -> None:
@@ -297,12 +130,6 @@ class HBaseTable:
             def send(table: Any, batch: list[Any] = batch, ts: int = ts) -> None:
                 self._client(table).mutateRowsTs(table.name, batch, ts, {})
             self._call(what, send)
-
-    def _client(self, table: Any) -> Any:
-        """A client of fll's IDL on the same connection as happybase's client."""
-        from thriftpy2.thrift import TClient
-        proto = table.connection.client._iprot
-        return TClient(self._x["idl"].Hbase, proto, table.connection.client._oprot)
 
     def put(self, rows: Mapping[bytes, Row]) -> None:
         idl = self._x["idl"]
@@ -421,6 +248,10 @@ class HBaseTable:
         without keys (see `scan_ranges`: each costs three calls here)."""
         return read_spans_by_rows(self, spans, names, values, by_keys=True)
 
+    def read_span_groups(self, groups: Sequence[SpanGroup]) -> list[SpanRead]:
+        """One ``getRows`` of every key the groups give, a scanner per keyless span."""
+        return read_span_groups_by_rows(self, groups, by_keys=True)
+
     def scan_ranges(self, ranges: list[tuple[bytes, bytes]]
                     ) -> list[tuple[bytes, dict[str, bytes]]]:
         """Several ranges: one scanner per run of overlapping or touching ranges,
@@ -501,21 +332,6 @@ class HBaseTable:
             page.append((key, _columns(data)))
         return page[:want], done
 
-    def close(self) -> None:
-        # happybase pools have no close(); close each idle connection we can reach
-        queue = getattr(self._pool, "_queue", None)
-        if queue is None:
-            return
-        while True:
-            try:
-                conn = queue.get_nowait()
-            except Exception:
-                break
-            try:
-                conn.close()
-            except Exception:
-                pass
-
 
 def _below(key: bytes) -> bytes | None:
     """A key strictly below ``key`` and close to it (None: no lower bound)."""
@@ -526,29 +342,6 @@ def _below(key: bytes) -> bytes | None:
     return key[:-1] + bytes([key[-1] - 1])
 
 
-def _table_missing(text: str) -> bool:
-    # HBase 1 says TableNotFoundException; HBase 2's batched calls say
-    # "RetriesExhaustedWithDetailsException: … Table 'x' was not found"
-    return "TableNotFound" in text or "was not found" in text
-
-
-def _refused(e: BaseException) -> bool:
-    seen: BaseException | None = e
-    for _ in range(5):
-        if seen is None:
-            return False
-        if isinstance(seen, ConnectionRefusedError):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def _unanswered(e: BaseException) -> bool:
-    text = _brief(e)
-    return ("read 0 bytes" in text or "END_OF_FILE" in text or "connection closed" in text
-            or isinstance(e, (socket.timeout, EOFError, ConnectionResetError)))
-
-
 def _columns(data: Mapping[bytes, bytes]) -> dict[str, bytes]:
     return {k[len(_COL):].decode("utf-8"): v for k, v in data.items() if k.startswith(_COL)}
 
@@ -557,15 +350,6 @@ def _cells(columns: Mapping[bytes, Any] | None) -> dict[str, bytes]:
     """A Thrift ``TRowResult.columns`` map as the protocol's ``{column: value}``."""
     return {k[len(_COL):].decode("utf-8"): c.value or b""
             for k, c in (columns or {}).items() if k.startswith(_COL)}
-
-
-def _brief(e: BaseException) -> str:
-    message = getattr(e, "message", None)
-    if isinstance(message, bytes):
-        message = message.decode("utf-8", "replace")
-    text = message or str(e) or ""
-    text = text.splitlines()[0] if text else ""
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 def parse_url(url: str) -> dict[str, Any]:

@@ -157,6 +157,41 @@ class ReadView:
                            lambda: self.store.schema(namespace, name, start_ms, end_ms))
         return None if found is None else dict(found)
 
+    def prefetch(self, endpoints: Iterable[EndPoint], start: int, end: int,
+                 direction: str = "incoming") -> None:
+        """Read what a walk asks of every dataset of one hop at once: their
+        names (`resolve_dataset`, `aliases`) and their operation sets in the
+        range (`checksums`) in one store read (`LineageStore.read_level`), then
+        the sets not cached in one multi-get. The answers are remembered for
+        the request as if each had been asked alone; a dataset already read
+        is not read again. A store without `read_level` is asked as before."""
+        read_level = getattr(self.store, "read_level", None)
+        if read_level is None:
+            return
+        todo = [d for d in dict.fromkeys((e.namespace, e.name) for e in endpoints)
+                if ("c", d[0], d[1], start, end, direction) not in self._memo]
+        if not todo:
+            return
+        level = read_level(todo, start, end, direction)
+        for d in todo:
+            ns, name = d
+            self._memo.setdefault(("r", ns, name), level.resolved[d])
+            self._memo.setdefault(("a", ns, name), tuple(level.aliases[d]))
+            self._memo[("c", ns, name, start, end, direction)] = tuple(level.checksums[d])
+        self.summaries({c for d in todo for c in level.checksums[d]})
+
+    def prefetch_schemas(self, datasets: Iterable[tuple[str, str]], start_ms: int,
+                         end_ms: int) -> None:
+        """`schema` of several datasets at once (`LineageStore.schemas`),
+        remembered for the request as if each had been asked alone."""
+        todo = [d for d in dict.fromkeys(datasets)
+                if ("s", d[0], d[1], start_ms, end_ms) not in self._memo]
+        many = getattr(self.store, "schemas", None)
+        if many is None or len(todo) < 2:
+            return
+        for (ns, name), found in many(todo, start_ms, end_ms).items():
+            self._memo[("s", ns, name, start_ms, end_ms)] = found
+
     # -- answers merged over the range's operation sets ------------------------
     def sets(self, endpoint: EndPoint, start: int, end: int, direction: str) -> tuple[str, ...]:
         """The range's operation sets as a cache key (sorted, as the store gives them)."""

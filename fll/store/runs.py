@@ -39,7 +39,8 @@ import xxhash
 from .. import rowkeys as rk
 from ..errors import BadRequest, StoreError
 from .base import Table
-from .lineage import FAILED_STATES, LineageStore
+from .layout import FAILED_STATES
+from .lineage import LineageStore
 
 STATES = ("START", "RUNNING", "COMPLETE", "FAIL", "ABORT", "OTHER")
 #: the run states Marquez shows for each final OpenLineage eventType

@@ -205,8 +205,8 @@ def repeated_set(workdir: str, checkpoints: list[int]
 def data_rows() -> list[tuple[str, int, int, float]]:
     """(set, format-2 bytes, format-3 bytes, ms to compute summaries on first read)."""
     from fll.codec import canonical_bytes, decode_canonical, summaries_of, summaries_to_bytes
-    from fll.store.lineage import data_row
-    from fll.store.sqlite import pack
+    from fll.store.datarows import data_row
+    from fll.store.sqlite_layout import pack
 
     out = []
     for label, info in (("10-field set, dated source", dated(123)[0]),

@@ -368,6 +368,77 @@ def stop_server(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
+class Backend:
+    """Where the store lives: ``sqlite`` (a file in the bench's directory), or
+    ``bigtable`` (Google's emulator) and ``hbase`` (fll's Thrift test double,
+    framed) started here on 127.0.0.1 and reached through a `LatencyProxy`
+    that adds ``rtt_ms`` to every round trip and counts them. Stopped by pid."""
+
+    def __init__(self, kind: str, directory: str, rtt_ms: float):
+        self.kind, self.directory, self.rtt_ms = kind, directory, rtt_ms
+        self.proxy: Any = None
+        self._emulator: Any = None
+        self._double: subprocess.Popen | None = None
+
+    def start(self) -> str:
+        """The store URL."""
+        if self.kind == "sqlite":
+            if self.rtt_ms:
+                raise click.UsageError("--rtt-ms: SQLite is embedded, it has no round trips")
+            return f"sqlite:///{os.path.join(self.directory, 'fll.db')}"
+        from fll.testing.latency import LatencyProxy
+        if self.kind == "bigtable":
+            from fll.store.emulator import Emulator, find_emulator
+            binary = find_emulator()
+            if binary is None:
+                raise click.UsageError("--backend bigtable: cbtemulator is not installed")
+            self._emulator = Emulator(binary).start()
+            host, port = self._emulator.host.rsplit(":", 1)
+            self.proxy = LatencyProxy((host, int(port)), self.rtt_ms).start()
+            return f"bigtable://warehouse/warehouse/fll?emulator=127.0.0.1:{self.proxy.port}"
+        self._double = subprocess.Popen(
+            [sys.executable, "-m", "fll.testing.hbase_thrift", "--framed", "--port", "0"],
+            env=same_fll_env(), stdout=subprocess.PIPE, text=True)
+        assert self._double.stdout is not None
+        line = self._double.stdout.readline()
+        if not line.startswith("port "):
+            self.stop()
+            raise RuntimeError(f"the HBase Thrift double did not start: {line!r}")
+        self.proxy = LatencyProxy(("127.0.0.1", int(line.split()[1])), self.rtt_ms).start()
+        return f"hbase://127.0.0.1:{self.proxy.port}/fll?transport=framed"
+
+    def turns(self) -> int | None:
+        """Round trips made to the store so far (None: embedded)."""
+        return None if self.proxy is None else self.proxy.turns
+
+    def stop(self) -> None:
+        if self.proxy is not None:
+            self.proxy.stop()
+        if self._emulator is not None:
+            self._emulator.stop()
+        if self._double is not None and self._double.poll() is None:
+            self._double.terminate()
+            try:
+                self._double.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._double.kill()
+                self._double.wait()
+
+
+def hop_levels(g: dict[Field, set[Field]], root: Field, depth: int) -> int:
+    """How many hops a breadth-first walk of ``depth`` hops goes before it runs out."""
+    seen, frontier, levels = {root}, [root], 0
+    for _ in range(depth):
+        nxt = [up for f in frontier for up in g.get(f, ()) if up not in seen]
+        nxt = list(dict.fromkeys(nxt))
+        seen.update(nxt)
+        if not nxt:
+            break
+        levels += 1
+        frontier = nxt
+    return levels
+
+
 def _pids(pid: int) -> list[int]:
     pids = [pid]
     try:
@@ -556,7 +627,8 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
               cache_sets: int, cache_mb: int, rss_budget_mb: float, n_one_hop: int, n_deep: int,
               n_candidates: int, connections: int, directory: str | None,
               fll_path: str | None, start_lineage: str = "half",
-              reuse: bool = False) -> dict[str, Any]:
+              reuse: bool = False, backend_kind: str = "sqlite",
+              rtt_ms: float = 0.0) -> dict[str, Any]:
     t_all = time.monotonic()
     t0 = time.monotonic()
     wh = Warehouse(n_datasets, days, runs_per_day, seed, start_lineage)
@@ -576,9 +648,11 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
     if os.path.exists(path) and not reuse:
         raise click.UsageError(f"{path} exists: give an empty --dir (the bench ingests "
                                f"anew), or --reuse it (same generation options)")
-    if reuse and not os.path.exists(path):
-        raise click.UsageError(f"--reuse: {path} does not exist")
-    url = f"sqlite:///{path}"
+    if reuse and (backend_kind != "sqlite" or not os.path.exists(path)):
+        raise click.UsageError(f"--reuse: {path} does not exist" if backend_kind == "sqlite"
+                               else "--reuse: only an SQLite store outlives the bench")
+    backend = Backend(backend_kind, directory, rtt_ms)
+    url = backend.start()
     fll = fll_command(fll_path)
     log_path = os.path.join(directory, "server.log")
     server_log = open(log_path, "w")
@@ -587,7 +661,8 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
     report: dict[str, Any] = {"totals": totals, "generate_s": round(generate_s, 1),
                               "start_lineage": start_lineage,
                               "workers": workers, "cache_sets": cache_sets, "cache_mb": cache_mb,
-                              "rss_budget_mb": rss_budget_mb, "fll": " ".join(fll)}
+                              "rss_budget_mb": rss_budget_mb, "fll": " ".join(fll),
+                              "backend": backend_kind, "rtt_ms": rtt_ms}
     server: subprocess.Popen | None = None
     watch: RssWatch | None = None
     try:
@@ -605,7 +680,8 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
         report["ingest"] = {"events": events, "seconds": round(took, 1),
                             "events_per_s": round(events / took, 1) if events else None,
                             "mb_sent": round(sent_bytes / 2**20, 1),
-                            "store_mb": round(_dir_bytes(directory) / 2**20, 1),
+                            "store_mb": (round(_dir_bytes(directory) / 2**20, 1)
+                                         if backend_kind == "sqlite" else None),
                             "server_cpu_s": round(server_cpu, 1),
                             "server_ms_per_event": round(server_cpu / max(events, 1) * 1000, 2),
                             "client_cpu_s": round(own_cpu, 1),
@@ -670,13 +746,15 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
                     if problem:
                         wrong.append(f"one-hop {wh.node_id(f)} {rname}: {problem}")
                 for f in deep:
-                    began = time.perf_counter()
+                    began, turns = time.perf_counter(), backend.turns()
                     try:
                         status, data = await conn.request("GET", deep_path(wh, f))
                     except Exception as e:
                         errors.append(f"deep {f}: {type(e).__name__}: {e}")
                         continue
                     times["deep"].append(time.perf_counter() - began)
+                    if turns is not None:
+                        trips[False].append((backend.turns() - turns, levels[f]))
                     if status != 200:
                         wrong.append(f"deep {wh.node_id(f)}: {status} {data[:200]!r}")
                         continue
@@ -687,8 +765,11 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
                 conn.close()
             return times
 
+        levels = {f: hop_levels(g_all, f, DEPTH) for f in set(deep)}
+        trips: dict[bool, list[tuple[int, int]]] = {False: [], True: []}
         t0 = time.monotonic()
         cold = asyncio.run(ask_all())
+        trips[True], trips[False] = trips[False], []  # the first pass's, kept apart
         warm = asyncio.run(ask_all())
         report["ask_s"] = round(time.monotonic() - t0, 1)
         for kind in ("one-hop", "deep"):
@@ -698,6 +779,14 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
                     "n": len(v), "p50_ms": round(_percentile(v, 0.5) * 1000, 1),
                     "p95_ms": round(_percentile(v, 0.95) * 1000, 1),
                     "max_ms": round(max(v) * 1000, 1) if v else float("nan")}
+        for label, got in (("first", trips[True]), ("warm", trips[False])):
+            if got:
+                per_level = [t / max(lv, 1) for t, lv in got]
+                report[f"round_trips_{label}"] = {
+                    "p50": sorted(t for t, _ in got)[len(got) // 2],
+                    "max": max(t for t, _ in got),
+                    "max_per_level": round(max(per_level), 2),
+                    "levels_max": max(lv for _, lv in got)}
         print(f"asked {len(one_hop)} one-hop and {len(deep)} deep questions twice in "
               f"{report['ask_s']} s; wrong so far: {len(wrong)}", flush=True)
 
@@ -718,8 +807,13 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
             finally:
                 conn.close()
         try:
+            turns = backend.turns()
             took, status, data = asyncio.run(largest_first())
             report["restart_largest_s"] = round(took, 3)
+            if turns is not None:
+                report["restart_largest_round_trips"] = {
+                    "round_trips": backend.turns() - turns,
+                    "levels": hop_levels(g_all, largest, DEPTH)}
             if status != 200:
                 wrong.append(f"largest after restart: {status} {data[:200]!r}")
             else:
@@ -761,6 +855,7 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
             watch.stop()
         if server is not None:
             stop_server(server)
+        backend.stop()
         server_log.close()
         try:
             with open(log_path, encoding="utf-8", errors="replace") as f:
@@ -780,6 +875,8 @@ def render(r: dict[str, Any]) -> str:
     lines = [f"warehouse: {t['datasets']:,} datasets, {t['columns']:,} columns, {t['jobs']:,} "
              f"jobs ({t['changing_jobs']} change on day 3), {t['runs']:,} runs, "
              f"{t['events']:,} events, {t['column_edges']:,} column edges (both versions)",
+             f"store: {r['backend']}" + (f", {r['rtt_ms']} ms added per round trip"
+                                         if r['backend'] != "sqlite" else " (embedded)"),
              f"fll serve --workers {r['workers']} --cache-sets {r['cache_sets']} "
              f"--cache-mb {r['cache_mb']} ({r['fll']}); "
              f"START events carry {r['start_lineage']} of the column lineage",
@@ -817,6 +914,16 @@ def render(r: dict[str, Any]) -> str:
                      f"server CPU {ing['server_cpu_s']} s ({ing['server_ms_per_event']} "
                      f"ms/event), this script's {ing['client_cpu_s']} s; load average "
                      f"{ing['load_average']}")
+    for label in ("first", "warm"):
+        rt = r.get(f"round_trips_{label}")
+        if rt:
+            lines.append(f"store round trips per deep question ({label} pass): p50 {rt['p50']}, "
+                         f"max {rt['max']}, at most {rt['max_per_level']} per hop level "
+                         f"(target <= 3; up to {rt['levels_max']} levels)")
+    if r.get("restart_largest_round_trips"):
+        rt = r["restart_largest_round_trips"]
+        lines.append(f"largest deep question after restart: {rt['round_trips']} round trips "
+                     f"over {rt['levels']} hop levels")
     if "largest" in r:
         lines.append(f"largest deep question: {r['largest']['node']} ({r['largest']['nodes']:,} "
                      f"fields, {r['largest']['edges']:,} edges); deep questions: "
@@ -856,6 +963,12 @@ def render(r: dict[str, Any]) -> str:
 @click.option("--connections", default=8, show_default=True, type=click.IntRange(1, 64))
 @click.option("--dir", "directory", default=None, help="Put the store here (must not hold one).")
 @click.option("--fll", "fll_path", default=None, help="The fll executable to serve with.")
+@click.option("--backend", "backend_kind", type=click.Choice(["sqlite", "bigtable", "hbase"]),
+              default="sqlite", show_default=True,
+              help="the store: SQLite in --dir, or the Bigtable emulator / the HBase Thrift "
+                   "double started on 127.0.0.1 behind a proxy counting round trips")
+@click.option("--rtt-ms", default=0.0, show_default=True, type=click.FloatRange(0, 100),
+              help="time added to every store round trip (bigtable, hbase): a real network")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--reuse", is_flag=True,
               help="Ask the questions of a store this bench ingested into --dir before "
@@ -864,12 +977,12 @@ def cli(n_datasets: int, days: int, runs_per_day: int, seed: int, workers: int,
         cache_sets: int, cache_mb: int, rss_budget_mb: float, n_one_hop: int, n_deep: int,
         candidates: int,
         start_lineage: str, connections: int, directory: str | None, fll_path: str | None,
-        as_json: bool, reuse: bool) -> None:
+        backend_kind: str, rtt_ms: float, as_json: bool, reuse: bool) -> None:
     """Run the warehouse benchmark and print the table."""
     report = run_bench(n_datasets, days, runs_per_day, seed, workers, cache_sets, cache_mb,
                        rss_budget_mb,
                        n_one_hop, n_deep, candidates, connections, directory, fll_path,
-                       start_lineage, reuse)
+                       start_lineage, reuse, backend_kind, rtt_ms)
     click.echo(json.dumps(report, indent=2) if as_json else render(report))
     if report["wrong"] or report["errors"]:
         sys.exit(1)

@@ -10,7 +10,7 @@ from fll import (EndPoint, EndPointField, FieldLineageInfo, InputField, ReadOper
                  StoreError, WriteOperation, open_store)
 from fll import rowkeys as rk
 from fll.store import admin, open_table
-from fll.store.lineage import data_row
+from fll.store.datarows import data_row
 from tests.cli.conftest import RUNS, T0, B, C, build_store
 from tests.lineage_examples import cdap_example
 

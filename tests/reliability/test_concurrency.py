@@ -18,7 +18,7 @@ from fll import EndPointField
 from fll import rowkeys as rk
 from fll.store import open_store
 from fll.store.admin import fsck
-from fll.store.lineage import row_sets
+from fll.store.layout import row_sets
 from .conftest import finish, spawn_worker
 
 from .workers import FIELDS, TARGETS

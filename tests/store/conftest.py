@@ -145,6 +145,6 @@ def open_table_for(table_url):
 def _fsck_settles_briefly(monkeypatch):
     """No writer runs beside the fsck of these tests: what it suspects need not
     wait `SETTLE_S` (2 s on Bigtable and HBase) before it is re-read."""
-    from fll.store import admin
+    from fll.store.admin import fsck_confirm
 
-    monkeypatch.setattr(admin, "SETTLE_S", 0.0)
+    monkeypatch.setattr(fsck_confirm, "SETTLE_S", 0.0)

@@ -18,8 +18,9 @@ from fll import EndPoint, EndPointField, StoreError, open_store
 from fll import rowkeys as rk
 from fll.store import LineageStore, admin
 from fll.codec import canonical_bytes, decode_canonical, summaries_to_bytes
-from fll.store.lineage import (_ZDICTS, FORMAT, SCHEMA_REF, SHAPED, OlderFormat,
-                               data_parts, decode_data, row_sets, run_cells)
+from fll.store.datarows import _ZDICTS, SHAPED, data_parts, decode_data
+from fll.store.layout import SCHEMA_REF, row_sets, run_cells
+from fll.store.lineage import FORMAT, OlderFormat
 from tests.lineage_examples import chain
 
 from .conftest import open_url
@@ -337,7 +338,7 @@ def _wide(width: int):
 @pytest.mark.parametrize("width", [3, 2000])
 def test_a_data_row_is_its_operations_and_summaries_deflated_and_reads_back_exactly(
         tmp_path, width):
-    from fll.store.lineage import data_parts, data_row
+    from fll.store.datarows import data_parts, data_row
     info = _wide(width)
     row = data_row(info)
     assert list(row) == ["z"]
@@ -358,7 +359,7 @@ def test_a_data_row_of_an_unknown_encoding_is_a_corrupt_row_never_cached(tmp_pat
         store.clear_caches()
         key = rk.data(info.checksum)
         good = store.table.get(key)
-        from fll.store.lineage import data_row
+        from fll.store.datarows import data_row
         store.table.delete([key])
         store.table.put({key: {"z": b"\x09" + data_row(info)["z"][1:]}})  # an unknown version
         for _ in range(2):

@@ -17,8 +17,9 @@ import pytest
 from fll import StoreError
 from fll.store import open_table
 from fll.store.hbase import _below, parse_url
-from fll.store.lineage import row_sets
-from fll.testing.hbase_thrift import HBaseThriftServer, hb
+from fll.store.layout import row_sets
+from fll.testing.hbase_model import hb
+from fll.testing.hbase_thrift import HBaseThriftServer
 
 from .conftest import free_port
 

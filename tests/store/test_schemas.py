@@ -10,7 +10,7 @@ import pytest
 from fll import StoreError
 from fll import rowkeys as rk
 from fll.store import LineageStore, admin
-from fll.store.lineage import SCHEMA_REF
+from fll.store.layout import SCHEMA_REF
 
 WIDE = [("id", "bigint")] + [(f"c{i}", "string") for i in range(200)]
 

@@ -10,7 +10,7 @@ from fll import (EndPoint, EndPointField, FieldLineageInfo, InputField, ReadOper
 from fll import rowkeys as rk
 from fll.codec import Summaries, canonical_bytes, summaries_of
 from fll.store import LineageStore, admin
-from fll.store.lineage import SHAPED, join_shape, shape_ref, split_shape
+from fll.store.datarows import SHAPED, join_shape, shape_ref, split_shape
 from tests.lineage_examples import chain
 
 from .conftest import BACKENDS

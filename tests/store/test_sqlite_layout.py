@@ -18,7 +18,7 @@ import pytest
 from fll import StoreError, open_store
 from fll import rowkeys as rk
 from fll.store import open_table
-from fll.store.sqlite import pack, unpack
+from fll.store.sqlite_layout import pack, unpack
 
 from .test_format import _answers, _history
 

@@ -14,8 +14,8 @@ import pytest
 from fll import EndPoint, EndPointField, InvalidLineageError, StoreError
 from fll import rowkeys as rk
 from fll.store import LineageStore
-from fll.store.base import read_spans_by_rows
-from fll.store.lineage import row_sets, run_cells
+from fll.store.base import read_span_groups_by_rows, read_spans_by_rows
+from fll.store.layout import row_sets, run_cells
 from tests.lineage_examples import chain
 
 from .conftest import BACKENDS
@@ -265,6 +265,12 @@ class _Counting:
             return self.inner.read_spans(spans, names, values)
         # HBase: its getRows and scanners, each counted
         return read_spans_by_rows(self, spans, names, values, by_keys=True)
+
+    def read_span_groups(self, groups):
+        if getattr(self.inner, "one_call_ranges", False):
+            self.calls.append("read_span_groups")
+            return self.inner.read_span_groups(groups)
+        return read_span_groups_by_rows(self, groups, by_keys=True)
 
 
 def _dated_history(store: LineageStore, n_sets: int, runs_in_range: int) -> tuple[int, int]:

@@ -1,0 +1,223 @@
+"""What a store knows of datasets besides their lineage: the schemas runs
+reported (``s|`` rows naming ``q|`` bodies, stored once per distinct schema)
+and aliases (``a|``, with their reverse rows)."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterable, Sequence
+
+import msgpack
+import xxhash
+
+from .. import rowkeys as rk
+from ..errors import InvalidLineageError, StoreError
+from ..model import EndPoint
+from .layout import SCHEMA_REF, _check_name, _check_run, _corrupt, _decode_key, _target
+from .state import StoreState
+
+#: schemas a store keeps decoded by digest
+_SCHEMAS_KEPT = 1024
+#: schema reads in flight at once for `Datasets.schemas` on a remote store
+_SCHEMA_READERS = 16
+
+
+class Datasets(StoreState):
+    """Schemas and aliases of datasets."""
+
+    def record_schema(self, namespace: str, name: str, run_id: str, start_ms: int,
+                      fields: Sequence[tuple[str, str | None]]) -> None:
+        """Store the schema (field name → type or None) a run reported for a dataset.
+        Idempotent; time-ranged like runs, so `schema` answers for any range. The
+        fields are stored once per distinct schema (``q|``), the run's row names
+        them by digest (``s|``)."""
+        _check_name(namespace, "namespace")
+        _check_name(name, "dataset name")
+        _check_run(run_id, start_ms)
+        pairs: list[list[str | None]] = []
+        for i, f in enumerate(fields):
+            if not (isinstance(f, (tuple, list)) and len(f) == 2 and isinstance(f[0], str)
+                    and f[0] and (f[1] is None or isinstance(f[1], str))):
+                raise InvalidLineageError(f"schema of {namespace}:{name}, field {i + 1}: "
+                                          f"expected (name, type or None), got {f!r}")
+            pairs.append([f[0], f[1]])
+        body = msgpack.packb(pairs, use_bin_type=True)
+        digest = xxhash.xxh3_128_digest(body)
+        # the body always, first in the batch (one transaction on SQLite): a purge
+        # removing an unused body between a cached "already there" and the
+        # reference would leave the reference naming nothing. Content-addressed,
+        # so a body written again is the same row, still stored once.
+        self.table.put({rk.schema_body(rk.checksum_of(digest)): {"f": body},
+                        rk.schema(namespace, name, start_ms, run_id): {SCHEMA_REF: digest}})
+
+    def schema(self, namespace: str, name: str, start_ms: int,
+               end_ms: int) -> dict[str, str | None] | None:
+        """The schema the latest run in ``[start, end)`` reported for the dataset
+        (field name → type or None, in the reported order), or None."""
+        lo, hi = rk.time_range(rk.dataset_prefix(rk.SCHEMA, namespace, name), start_ms, end_ms)
+        for key, cols in self.table.scan(lo, hi, limit=1):
+            digest = cols.get(SCHEMA_REF, b"")
+            if len(digest) != 16:
+                raise _corrupt(self.url, key)
+            with self._lock:
+                pairs = self._schema_bodies.get(digest)
+                if pairs is not None:
+                    self._schema_bodies.move_to_end(digest)
+            if pairs is None:
+                body_key = rk.schema_body(rk.checksum_of(digest))
+                row = self.table.get(body_key)
+                if row is None:
+                    raise StoreError(f"store {self.url}: schema row {key!r} names a schema "
+                                     f"whose row is missing (run `fll admin fsck`)")
+                try:
+                    pairs = msgpack.unpackb(row["f"], raw=False)
+                    if xxhash.xxh3_128_digest(row["f"]) != digest:
+                        raise ValueError("not the schema named")
+                except Exception:
+                    raise _corrupt(self.url, body_key) from None  # never cached
+                with self._lock:
+                    self._schema_bodies[digest] = pairs
+                    if len(self._schema_bodies) > _SCHEMAS_KEPT:
+                        self._schema_bodies.popitem(last=False)
+            try:
+                return {str(n): (None if t is None else str(t)) for n, t in pairs}
+            except Exception:
+                raise _corrupt(self.url, key) from None
+        return None
+
+    def schemas(self, datasets: Iterable[tuple[str, str]], start_ms: int, end_ms: int
+                ) -> dict[tuple[str, str], dict[str, str | None] | None]:
+        """`schema` of several datasets. Each is the first row of its own key
+        range, which no backend reads for many ranges in one call, so a store
+        across a network asks them at once (up to `_SCHEMA_READERS` in flight:
+        the latency of one round trip for a hop's datasets, not one each); an
+        embedded one asks them in turn."""
+        ds = list(dict.fromkeys(datasets))
+        if self.first_runs or len(ds) < 2:
+            return {d: self.schema(d[0], d[1], start_ms, end_ms) for d in ds}
+        with ThreadPoolExecutor(min(_SCHEMA_READERS, len(ds))) as pool:
+            found = pool.map(lambda d: self.schema(d[0], d[1], start_ms, end_ms), ds)
+            return dict(zip(ds, found, strict=True))
+
+    def schema_history(self, namespace: str, name: str, start_ms: int, end_ms: int
+                       ) -> list[tuple[int, str, list[tuple[str, str | None]]]]:
+        """Every schema reported for the dataset in ``[start_ms, end_ms)``: (time,
+        owner, fields), oldest first; of several reported in one millisecond,
+        the one `schema` answers. The owner is what reported it (a run id, or
+        what `fll.openlineage.static_owner` names). One scan of the range's
+        ``s|`` rows and one multi-get of the schemas not cached."""
+        lo, hi = rk.time_range(rk.dataset_prefix(rk.SCHEMA, namespace, name), start_ms, end_ms)
+        first: dict[int, tuple[str, bytes]] = {}
+        for key, cols in self.table.scan(lo, hi):
+            k = _decode_key(self.url, key)
+            digest = cols.get(SCHEMA_REF, b"")
+            if k.start_ms is None or k.run_id is None or len(digest) != 16:
+                raise _corrupt(self.url, key)
+            first.setdefault(k.start_ms, (k.run_id, digest))  # the key `schema` reads
+        with self._lock:
+            known = {d: self._schema_bodies[d] for _, d in first.values()
+                     if d in self._schema_bodies}
+        wanted = sorted({d for _, d in first.values()} - set(known))
+        rows = self.table.get_many([rk.schema_body(rk.checksum_of(d)) for d in wanted])
+        for d in wanted:
+            key = rk.schema_body(rk.checksum_of(d))
+            row = rows.get(key)
+            if row is None:
+                raise StoreError(f"store {self.url}: a schema row of {namespace}:{name} names "
+                                 f"a schema whose row is missing (run `fll admin fsck`)")
+            try:
+                if xxhash.xxh3_128_digest(row["f"]) != d:
+                    raise ValueError("not the schema named")
+                known[d] = msgpack.unpackb(row["f"], raw=False)
+            except Exception:
+                raise _corrupt(self.url, key) from None
+        try:
+            return [(at, owner, [(str(n), None if t is None else str(t))
+                                 for n, t in known[d]])
+                    for at, (owner, d) in sorted(first.items())]
+        except Exception:
+            raise _corrupt(self.url, lo) from None
+
+    def record_alias(self, alias_ns: str, alias_name: str, namespace: str, name: str) -> bool:
+        """Make ``alias_ns:alias_name`` (a logical name, e.g. a pipeline's
+        ``referenceName``) stand for the dataset ``namespace:name``. Idempotent;
+        the latest target wins. Returns True when something changed."""
+        for value, what in ((alias_ns, "alias namespace"), (alias_name, "alias name"),
+                            (namespace, "namespace"), (name, "dataset name")):
+            _check_name(value, what)
+        if (alias_ns, alias_name) == (namespace, name):
+            return False
+        key = rk.alias(alias_ns, alias_name)
+        target = msgpack.packb([namespace, name], use_bin_type=True)
+        # the pair the other way round (a store written when the location was the
+        # alias and the logical name the dataset) is turned: one direction per
+        # pair, so resolving never goes round in a circle
+        back = rk.alias(namespace, name)
+        row = self.table.get(back)
+        if row and row.get("t") == msgpack.packb([alias_ns, alias_name], use_bin_type=True):
+            if self.table.check_and_put(back, "t", row["t"], {"t": b""}):
+                self.table.delete([back, rk.aliased_by(alias_ns, alias_name, namespace, name)])
+        for _ in range(16):
+            row = self.table.get(key)
+            current = row.get("t") if row else None
+            if current == target:
+                # the reverse row may be missing after a crash: putting it is idempotent
+                self.table.put({rk.aliased_by(namespace, name, alias_ns, alias_name): {"x": b""}})
+                return False
+            # the reverse row first: a crash leaves a reverse row the alias row
+            # does not confirm, which `aliases` ignores
+            self.table.put({rk.aliased_by(namespace, name, alias_ns, alias_name): {"x": b""}})
+            if self.table.check_and_put(key, "t", current, {"t": target}):
+                if current:
+                    old_ns, old_name = _target(self.url, key, current)
+                    self.table.delete([rk.aliased_by(old_ns, old_name, alias_ns, alias_name)])
+                return True
+        raise StoreError(f"store {self.url}: alias {alias_ns}:{alias_name} kept changing; retry")
+
+    def resolve_dataset(self, namespace: str, name: str) -> tuple[str, str]:
+        """The dataset an alias stands for, else ``(namespace, name)`` itself."""
+        row = self.table.get(rk.alias(namespace, name))
+        if not row or not row.get("t"):  # b"": a turned pair being deleted
+            return namespace, name
+        return _target(self.url, rk.alias(namespace, name), row["t"])
+
+    def aliases(self, namespace: str, name: str) -> list[tuple[str, str]]:
+        """Every alias that stands for ``namespace:name``, sorted."""
+        prefix = rk.dataset_prefix(rk.ALIASED_BY, namespace, name)
+        candidates = []
+        for key, _ in self.table.scan(prefix, rk.prefix_end(prefix)):
+            k = rk.decode(key)
+            if k.alias is not None:
+                candidates.append(k.alias)
+        if not candidates:
+            return []
+        rows = self.table.get_many([rk.alias(*a) for a in candidates])
+        want = msgpack.packb([namespace, name], use_bin_type=True)
+        return sorted(a for a in candidates if rows.get(rk.alias(*a), {}).get("t") == want)
+
+    def all_aliases(self) -> dict[tuple[str, str], list[tuple[str, str]]]:
+        """Every alias in the store, by the dataset it stands for (one scan of the
+        alias rows, however many datasets there are)."""
+        prefix = rk.ALIAS + rk.SEP
+        out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for key, cols in self.table.scan(prefix, rk.prefix_end(prefix)):
+            if not cols.get("t"):  # a turned pair being deleted
+                continue
+            k = _decode_key(self.url, key)
+            if k.namespace is None or k.name is None:
+                continue
+            out.setdefault(_target(self.url, key, cols["t"]), []).append((k.namespace, k.name))
+        return {t: sorted(a) for t, a in out.items()}
+
+    def schema_spans(self) -> dict[EndPoint, tuple[int, int]]:
+        """Every dataset a schema was reported for: the times of its first and
+        latest report. One scan of the schema index (no schema is read)."""
+        out: dict[EndPoint, tuple[int, int]] = {}
+        prefix = rk.SCHEMA + rk.SEP
+        for key, _ in self.table.scan(prefix, rk.prefix_end(prefix)):
+            k = _decode_key(self.url, key)
+            if k.start_ms is None or k.namespace is None or k.name is None:
+                raise _corrupt(self.url, key)
+            ep = EndPoint(k.namespace, k.name)
+            lo, hi = out.get(ep, (k.start_ms, k.start_ms))
+            out[ep] = (min(lo, k.start_ms), max(hi, k.start_ms))
+        return out

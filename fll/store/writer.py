@@ -1,0 +1,351 @@
+"""Recording runs: `record`/`record_many` (supersede included), in one
+transaction where the backend has them (`_record_in_txn`), else data rows
+first, run rows claimed by check-and-put, then the index (`_record_guarded`);
+and `claim_run_start`."""
+from __future__ import annotations
+
+import time
+from typing import Iterable, NamedTuple
+
+import xxhash
+
+from .. import rowkeys as rk
+from ..codec import PLACEHOLDER_NS, summaries_to_bytes
+from ..errors import InvalidLineageError, StoreError
+from ..model import FieldLineageInfo
+from .base import Table
+from .datarows import SHAPED, _deflated, _pack_endpoints, data_row, split_shape
+from .indexing import IndexCells
+from .layout import _T, _check_run, failed_rows, run_failed
+
+# the ``w`` column of a run row on backends without transactions: its index
+# rows are being written (pending) or are all written; absent means written
+_PENDING = b"0"
+_WRITTEN = b"1"
+#: the maintenance lease row (``v|lease``) and the writer rows (``v|writer-…``)
+#: of backends without transactions; see `_announce_writer` and `admin.maintenance`
+LEASE = "lease"
+WRITER_PREFIX = "writer-"
+WRITER_TTL_MS = 30_000
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+#: sets a store keeps as it recorded them (`LineageStore.operation_set`)
+_WRITTEN_KEPT = 32
+_WRITTEN_BYTES = 64 * 1024  # the largest of them, as canonical bytes
+
+
+class _Pending(NamedTuple):
+    info: FieldLineageInfo
+    run_id: str
+    start: int
+    program: str | None
+
+
+def _conflict(run_id: str, prior: str, checksum: str) -> InvalidLineageError:
+    return InvalidLineageError(
+        f"run {run_id!r} is already recorded with operation set {prior}; "
+        f"refusing a different set ({checksum}) for the same run")
+
+
+class Writer(IndexCells):
+    """The write path of a lineage store."""
+
+    # -- writing ---------------------------------------------------------------
+    def record(self, info: FieldLineageInfo, run_id: str, start_time_ms: int,
+               program: str | None = None, *, supersede: bool = False) -> bool:
+        """Store one run's lineage. Returns False if this run was already recorded
+        with the same operation set (idempotent). A different set for a known run
+        is an error, unless ``supersede``: then the run's set is replaced (its old
+        index rows go, the stored start time stays), as OpenLineage's
+        accumulating run events need. Returns True when something changed."""
+        return self.record_many([(info, run_id, start_time_ms, program)],
+                                supersede=supersede) == 1
+
+    def record_many(self, runs: Iterable[tuple[FieldLineageInfo, str, int, str | None]], *,
+                    supersede: bool = False) -> int:
+        """Store many runs in as few batches as the backend allows; returns how many
+        were new (or, with ``supersede``, replaced).
+
+        Everything is checked before anything is written: one bad run fails the
+        whole call with nothing stored. The start time of a run is the one
+        stored first (by `claim_run_start` or an earlier record), whatever this
+        call says, so two servers given the same run store one run.
+        """
+        items: dict[str, _Pending] = {}
+        for info, run_id, start, program in runs:
+            if not isinstance(info, FieldLineageInfo):
+                raise InvalidLineageError(f"run {run_id!r}: expected a FieldLineageInfo")
+            _check_run(run_id, start)
+            prior = items.get(run_id)
+            if prior is not None and prior.info.checksum != info.checksum and not supersede:
+                raise InvalidLineageError(
+                    f"run {run_id!r} is given twice with different operation sets "
+                    f"({prior.info.checksum}, {info.checksum})")
+            if prior is None or supersede:
+                items[run_id] = _Pending(info, run_id, start, program)
+        if not items:
+            return 0
+        self._check_key_lengths(items)
+        atomic = getattr(self.table, "atomic", None)
+        if callable(atomic):
+            # self.table, not the argument: a wrapper (an instrumented table) sees the calls
+            new = atomic(lambda _table: self._record_in_txn(self.table, items, supersede))
+        else:
+            new = self._record_guarded(items, supersede)
+        # a set is its checksum's for good: kept as given, right even if an outer
+        # transaction rolls this write back (then nothing stored names it)
+        with self._lock:
+            for p in items.values():
+                if len(p.info.canonical_bytes()) > _WRITTEN_BYTES:
+                    continue  # a wide set: decoded again if asked, never held here
+                self._written[p.info.checksum] = p.info
+                self._written.move_to_end(p.info.checksum)
+            while len(self._written) > _WRITTEN_KEPT:
+                self._written.popitem(last=False)
+        return new
+
+    def _check_key_lengths(self, items: "dict[str, _Pending]") -> None:
+        """A backend with a row-key limit (HBase: 32,767 bytes) refuses a run
+        whose index keys exceed it here, before its data row is written."""
+        limit = getattr(self.table, "max_key_bytes", None)
+        if not limit:
+            return
+        for p in items.values():
+            for key in self._index_rows(p.info, p.run_id, p.start, b""):
+                if len(key) > limit:
+                    raise InvalidLineageError(
+                        f"run {p.run_id!r}: a dataset name makes a row key of {len(key):,} "
+                        f"bytes, over this backend's limit of {limit:,}; nothing was recorded")
+
+    def _data_rows(self, info: FieldLineageInfo) -> dict[bytes, dict[str, bytes]]:
+        """The ``d|`` row of a set, and the ``p|`` row of its shape (format 5)."""
+        key = rk.data(info.checksum)
+        split = split_shape(info)
+        if split is None:
+            return {key: data_row(info)}
+        shape, eps = split
+        shape_checksum = xxhash.xxh3_128_hexdigest(shape)
+        z = self._shape_rows.get(shape_checksum)
+        if z is None:
+            # the shape's summaries are the set's with each endpoint named by its
+            # placeholder (summaries know fields by position, never by name), so
+            # the shape is not decoded and summarized again; split_shape made
+            # sure the shape and its endpoints give back the set byte for byte
+            placeholders = {(e["namespace"], e["name"]): (PLACEHOLDER_NS, str(i))
+                            for i, e in enumerate(eps)}
+            if len(self._shape_rows) > 1024:
+                self._shape_rows.clear()
+            z = self._shape_rows[shape_checksum] = _deflated(
+                shape, summaries_to_bytes(info, placeholders))
+        value = rk.checksum_bytes(shape_checksum) + _pack_endpoints(eps)
+        return {key: {SHAPED: value}, rk.shape(shape_checksum): {"z": z}}
+
+    def _record_in_txn(self, table: Table, items: dict[str, "_Pending"],
+                       supersede: bool) -> int:
+        """The write path on a backend with transactions: every check and every
+        write in one transaction, so nothing changes between them."""
+        run_keys = {r: rk.run(r) for r in items}
+        data_keys = {p.info.checksum: rk.data(p.info.checksum) for p in items.values()}
+        model_keys = {r: rk.run_model(r) for r in items}
+        existing = table.get_many(list(run_keys.values()) + sorted(data_keys.values())
+                                  + list(model_keys.values()))
+        puts: dict[bytes, dict[str, bytes]] = {}
+        gone_cells: dict[bytes, set[str]] = {}
+        gone_rows: set[bytes] = set()
+        merged: set[tuple[str, int]] = set()
+        new = 0
+        for p in items.values():
+            checksum = p.info.checksum
+            old = existing.get(run_keys[p.run_id]) or {}
+            start = _T.unpack(old["t"])[0] if "t" in old else p.start
+            prior = old["c"].decode() if "c" in old else None
+            if prior == checksum:
+                continue
+            if prior is not None and not supersede:
+                raise _conflict(p.run_id, prior, checksum)
+            new += 1
+            dkey = data_keys[checksum]
+            first = dkey not in existing and dkey not in puts
+            if first:
+                puts.update(self._data_rows(p.info))
+            prog = (p.program or "").encode("utf-8")
+            failed = run_failed(existing.get(model_keys[p.run_id]))
+            if prior is not None:
+                for key, cols in self._old_index(table, prior, p.run_id, start).items():
+                    gone_cells.setdefault(key, set()).update(cols)
+                if failed:
+                    gone_rows.update(self._failed_keys(table, prior, p.run_id, start))
+            if failed:  # a FAIL/ABORT seen before this lineage: it lands where the run's is
+                puts.update(failed_rows(p.run_id, start, checksum, self._endpoints(p.info)))
+            else:
+                self._index_rows(p.info, p.run_id, start, prog, into=puts, merged=merged,
+                                 first=first and self.first_runs)
+            puts[run_keys[p.run_id]] = {"c": checksum.encode(), "t": _T.pack(start), "p": prog}
+        cells_gone = _not_put(gone_cells, puts)
+        if cells_gone:
+            table.delete_columns(cells_gone)
+        if gone_rows - puts.keys():
+            table.delete(sorted(gone_rows - puts.keys()))
+        if puts:
+            table.put(puts)
+        return new
+
+    def _record_guarded(self, items: dict[str, "_Pending"], supersede: bool) -> int:
+        """The write path on a backend without transactions (HBase, Bigtable):
+        data rows first (content-addressed, so a blind put is always right),
+        then each run row claimed with check-and-put and marked pending
+        (``w=0``), then the index rows at the start time that won, then the run
+        rows marked written (``w=1``). A crash leaves at worst a data row
+        nothing uses or a pending run, which reads as not recorded; recording
+        it again finishes it, and fsck repairs both."""
+        table = self.table
+        self._announce_writer()
+        # the data rows too, read before any is put: a set whose row is absent
+        # gets its first run indexed in the first-run rows
+        sets = {rk.data(p.info.checksum) for p in items.values()} if self.first_runs else set()
+        existing = table.get_many([rk.run(r) for r in items] + [rk.meta(LEASE)] + sorted(sets))
+        lease = existing.pop(rk.meta(LEASE), None)
+        new_sets = {k for k in sets if existing.pop(k, None) is None}
+        if lease is not None and _T.unpack(lease["t"])[0] > _now_ms():
+            raise StoreError(f"store {self.url}: maintenance in progress "
+                             f"({lease.get('w', b'?').decode(errors='replace')}); "
+                             f"writes resume when it ends")
+        for p in items.values():  # a conflict visible now fails before any write
+            old = existing.get(rk.run(p.run_id)) or {}
+            if "c" in old and old["c"].decode() != p.info.checksum and not supersede:
+                raise _conflict(p.run_id, old["c"].decode(), p.info.checksum)
+        data_rows: dict[bytes, dict[str, bytes]] = {}
+        for p in items.values():
+            old = existing.get(rk.run(p.run_id)) or {}
+            if old.get("c") == p.info.checksum.encode() and old.get("w") != _PENDING:
+                continue  # recorded and written before
+            if rk.data(p.info.checksum) not in data_rows:
+                data_rows.update(self._data_rows(p.info))
+        if not data_rows:
+            return 0
+        table.put(data_rows)
+        index: dict[bytes, dict[str, bytes]] = {}
+        written: dict[bytes, dict[str, bytes]] = {}
+        gone_cells: dict[bytes, set[str]] = {}
+        priors: dict[str, tuple[str, int]] = {}
+        merged: set[tuple[str, int]] = set()
+        new = 0
+        try:
+            for p in items.values():
+                outcome, start, prior = self._claim_run(p, existing.get(rk.run(p.run_id)),
+                                                        supersede)
+                if outcome is None:
+                    continue  # recorded and written before: nothing to do
+                prog = (p.program or "").encode("utf-8")
+                dkey = rk.data(p.info.checksum)
+                first = dkey in new_sets
+                new_sets.discard(dkey)  # the set's later runs in the batch write buckets
+                self._index_rows(p.info, p.run_id, start, prog, into=index, merged=merged,
+                                 first=first)
+                written[rk.run(p.run_id)] = {"w": _WRITTEN}
+                new += 1
+                if prior is not None:
+                    priors[p.run_id] = (prior, start)
+                    for key, cols in self._old_index(table, prior, p.run_id,
+                                                     start).items():
+                        gone_cells.setdefault(key, set()).update(cols)
+        finally:
+            # runs claimed before a conflict found mid-batch still get their index rows
+            if index:
+                table.put(index)
+        cells_gone = _not_put(gone_cells, index)
+        if cells_gone:
+            table.delete_columns(cells_gone)
+        if written:
+            table.put(written)
+            # a FAIL/ABORT recorded before or meanwhile (`fll.store.runs` puts its
+            # event, then moves): checked after the index is written, so either
+            # this check sees it or that move sees this run's set
+            runs = [rk.decode(k).run_id or "" for k in written]
+            models = table.get_many([rk.run_model(r) for r in runs])
+            failed = [r for r in runs if run_failed(models.get(rk.run_model(r)))]
+            if failed:
+                self.move_to_failed(failed, priors={r: priors[r] for r in failed
+                                                    if r in priors})
+        return new
+
+    def _announce_writer(self) -> None:
+        """On a backend without transactions, say "a writer is active here" (a
+        row that expires WRITER_TTL_MS after the last write), before the lease
+        is checked: an admin command takes its lease and then looks for these,
+        so a writer and a purge or repair never run at once."""
+        now = _now_ms()
+        if now - self._announced < WRITER_TTL_MS // 3:
+            return
+        self.table.put({rk.meta(WRITER_PREFIX + self._writer_id):
+                        {"t": _T.pack(now + WRITER_TTL_MS)}})
+        self._announced = now
+
+    def _claim_run(self, p: "_Pending", old: dict[str, bytes] | None,
+                   supersede: bool) -> tuple[bool | None, int, str | None]:
+        """Make the ``r|`` row say this run has ``p``'s set, by check-and-put.
+
+        Returns (True when this call must write the run's index rows, None when
+        the run has this set and is fully written; the run's start time; the
+        set it replaced)."""
+        key = rk.run(p.run_id)
+        mine = p.info.checksum.encode()
+        prog = (p.program or "").encode("utf-8")
+        for _ in range(16):
+            if old is None:
+                # Claim the start alone first, then the set on "c" below: HBase's
+                # checkAndPut guards one cell, so a claim of t, c, p and w in one
+                # call would let a racer that sees t without c claim "c" too.
+                if self.table.check_and_put(key, "t", None, {"t": _T.pack(p.start)}):
+                    old = {"t": _T.pack(p.start)}
+                    continue
+            else:
+                start = _T.unpack(old["t"])[0] if "t" in old else p.start
+                prior = old.get("c")
+                if prior == mine:
+                    if old.get("w") == _PENDING:
+                        return True, start, None  # a crashed or concurrent write: finish it
+                    return None, start, None
+                if prior is not None and not supersede:
+                    raise _conflict(p.run_id, prior.decode(), p.info.checksum)
+                values = {"c": mine, "p": prog, "w": _PENDING}
+                if "t" not in old:
+                    values["t"] = _T.pack(start)
+                if self.table.check_and_put(key, "c", prior, values):
+                    return True, start, None if prior is None else prior.decode()
+            old = self.table.get(key)
+        raise StoreError(f"store {self.url}: run {p.run_id!r} kept changing under 16 "
+                         f"check-and-put attempts; retry")
+
+    def claim_run_start(self, run_id: str, start_ms: int) -> int:
+        """Record ``start_ms`` as the start of ``run_id`` unless a start is already
+        stored; returns the start that won. Atomic on every backend (one
+        check-and-put), persisted, so two servers given the same run agree."""
+        _check_run(run_id, start_ms)
+        key = rk.run(run_id)
+        for _ in range(16):
+            if self.table.check_and_put(key, "t", None, {"t": _T.pack(start_ms)}):
+                return start_ms
+            row = self.table.get(key)
+            if row is not None and "t" in row:
+                return int(_T.unpack(row["t"])[0])
+            # the row went away in between (a purge): claim again
+        raise StoreError(f"store {self.url}: could not claim the start of run {run_id!r}")
+
+
+def _not_put(cells: dict[bytes, set[str]], puts: dict[bytes, dict[str, bytes]]
+             ) -> dict[bytes, list[str]]:
+    """The cells to delete that the same batch does not write again (a
+    superseded run keeps its run cell, with its new set; another run of the
+    batch may keep a bucket cell)."""
+    out: dict[bytes, list[str]] = {}
+    for key, cols in cells.items():
+        again = puts.get(key, {})
+        left = sorted(c for c in cols if c not in again)
+        if left:
+            out[key] = left
+    return out

@@ -1,0 +1,119 @@
+"""`LatencyProxy`: the network the benchmarks put in front of the emulator and
+the Thrift double. It must delay every round trip, count each one once, carry
+bytes unchanged both ways, and stop cleanly."""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from fll.testing.latency import LatencyProxy
+
+
+@pytest.fixture
+def echo_server():
+    """An RPC-like server on 127.0.0.1: it reads a whole framed request (4-byte
+    length, payload) and answers it upper-cased, framed, as Thrift's framed
+    transport and unary gRPC calls do: never before the request is complete."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    stop = threading.Event()
+
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            while not stop.is_set():
+                head = _read(conn, 4)
+                if head is None:
+                    return
+                body = _read(conn, int.from_bytes(head, "big"))
+                if body is None:
+                    return
+                conn.sendall(head + body.upper())
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield srv.getsockname()
+    stop.set()
+    srv.close()
+
+
+def _read(sock: socket.socket, n: int) -> bytes | None:
+    got = b""
+    while len(got) < n:
+        chunk = sock.recv(min(65536, n - len(got)))
+        if not chunk:
+            return None
+        got += chunk
+    return got
+
+
+def _ask(sock: socket.socket, payload: bytes) -> bytes:
+    sock.sendall(len(payload).to_bytes(4, "big") + payload)
+    head = _read(sock, 4)
+    assert head is not None
+    body = _read(sock, int.from_bytes(head, "big"))
+    assert body is not None
+    return body
+
+
+def test_each_round_trip_is_delayed_and_counted(echo_server):
+    with LatencyProxy(echo_server, rtt_ms=4.0) as proxy:
+        with socket.create_connection(("127.0.0.1", proxy.port)) as sock:
+            began = time.perf_counter()
+            for i in range(10):
+                assert _ask(sock, b"ping %d" % i) == b"PING %d" % i
+            took = time.perf_counter() - began
+        assert proxy.turns == 10
+        assert took >= 10 * 0.004
+
+
+def test_large_payloads_pass_unchanged_and_count_once(echo_server):
+    payload = bytes(range(97, 123)) * 40_000  # ~1 MB, many chunks each way
+    with LatencyProxy(echo_server, rtt_ms=0.0) as proxy:
+        with socket.create_connection(("127.0.0.1", proxy.port)) as sock:
+            assert _ask(sock, payload) == payload.upper()
+            assert _ask(sock, b"again") == b"AGAIN"
+        assert proxy.turns == 2
+
+
+def test_connections_are_counted_together(echo_server):
+    with LatencyProxy(echo_server) as proxy:
+        socks = [socket.create_connection(("127.0.0.1", proxy.port)) for _ in range(3)]
+        try:
+            for s in socks:
+                assert _ask(s, b"x") == b"X"
+        finally:
+            for s in socks:
+                s.close()
+        assert proxy.turns == 3
+
+
+def test_it_listens_on_loopback_and_stops(echo_server):
+    proxy = LatencyProxy(echo_server).start()
+    port = proxy.port
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        assert sock.getpeername()[0] == "127.0.0.1"
+        assert _ask(sock, b"a") == b"A"
+    proxy.stop()
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+def test_an_unreachable_target_closes_the_client():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()  # bound, not listening: connections are refused
+        with LatencyProxy(dead) as proxy:
+            with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as sock:
+                sock.sendall(b"hello")
+                assert sock.recv(10) == b""
