@@ -7,9 +7,7 @@ Custom directives register with `register_directive`. Nothing in this
 package writes lineage to a store.
 """
 from . import labels
-from . import (builtin_datetime, builtin_encoding, builtin_logs,  # noqa: F401  (register)
-               builtin_parsers,
-               builtin_text, builtin_variables)
+from . import families  # noqa: F401  (loads the built-in directives, once)
 from .context import StepContext, quote
 from .labels import ADD, DROP, MODIFY, READ, RENAME
 from .parser import Args

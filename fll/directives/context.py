@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import RecipeError
-from .parser import Statement
+from .lexer import Statement
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -92,8 +92,11 @@ class StepContext:
         try:
             probe = df.select(F.expr(expression))
         except Exception as exc:  # AnalysisException, ParseException, …
+            namespace = _NAMESPACE.search(re.sub(r"'[^']*'|\"[^\"]*\"", "''", expression))
+            hint = (f" ({namespace.group(0)}…) is a JEXL function of Wrangler's; write the "
+                    f"Spark SQL function instead" if namespace else "")
             raise self.error(f"bad Spark SQL expression {expression!r}: "
-                             f"{_first_line(exc)}") from None
+                             f"{_first_line(exc)}{hint}") from None
         jdf = getattr(probe, "_jdf", None)
         if jdf is None:
             raise self.error("reading the columns of an expression needs a classic Spark "
@@ -163,6 +166,10 @@ class StepContext:
 
 
 _ERROR_CLASS = re.compile(r"^\[[A-Z_.]+\]\s*")
+
+
+#: A JEXL namespace call (``math:ceil(``, ``arithmetic:add(``), outside quoted text.
+_NAMESPACE = re.compile(r"\b[a-z]+:[A-Za-z_]\w*(?=\s*\()")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -22,13 +22,13 @@ from ..errors import RecipeError
 from ..model import (EndPoint, InputField, ReadOperation, Transformation, TransformOperation,
                      WriteOperation)
 from ..opset import FieldLineageInfo
-from . import builtin  # noqa: F401  (registers the built-in directives)
-from .builtin import ERROR_CODE, ERROR_MESSAGE, FAIL_MARKER, FAIL_ROW
 from .context import Guard, StepContext, quote
 from .frame import recipe_frame
 from .labels import ADD, DROP, MODIFY, READ, resolve
-from .parser import Args, Statement, bind, split_statements
+from .lexer import Statement, split_statements
+from .parser import Args, bind
 from .registry import DEFAULT_REGISTRY, DirectiveSpec, Outcome, Registry
+from .support import ERROR_CODE, ERROR_MESSAGE, FAIL_MARKER, FAIL_ROW
 from .variables import visible, without_variables
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -7,6 +7,7 @@ incoming optional), the output's Spark types (types, optional), plus refused rec
 (errors_out); one
 file per group of directives, so a directive's cases sit together.
 labels.txt: one line per case — input columns | recipe | labels per step.
+Every case's field operations must say what its labels say (`assert_operations_agree`).
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import yaml
 
 from fll import EndPoint, RecipeError
 from fll.directives import Recipe
+
+from .test_labels_agree_with_lineage import assert_operations_agree
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "directives"
 CASES = [case for path in [FIXTURES / "cases.yaml", *sorted(FIXTURES.glob("wrangler_cases*.yaml"))]
@@ -84,6 +87,7 @@ def test_directive_case_gives_the_expected_rows_labels_and_lineage(spark, case):
 
     if "labels" in case:
         assert [_label_text(s) for s in compiled.steps] == case["labels"]
+    assert_operations_agree(compiled)      # labels and operations agree, for every case
     if "incoming" not in case:
         return
     incoming = compiled.to_lineage(SRC, DST).incoming_summary()

@@ -108,7 +108,7 @@ def test_a_value_wrangler_sends_to_the_error_collector_leaves_the_output(
 
 @pytest.mark.spark
 def test_mask_shuffle_draws_the_same_random_characters_as_java(spark):
-    from fll.directives.builtin_text import mask_shuffle_value
+    from fll.directives.families.masking import mask_shuffle_value
 
     jvm_random = spark._jvm.java.util.Random(0)
     cons, vowels, digits = "bcdfghjklmnpqrstvwxz", "aeiouy", "0123456789"

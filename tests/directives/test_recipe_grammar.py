@@ -6,7 +6,8 @@ import pytest
 
 from fll import RecipeError
 from fll.directives import Recipe
-from fll.directives.parser import check_regex, parse_sed, split_statements, unescape_text
+from fll.directives.lexer import split_statements, unescape_text
+from fll.directives.parser import check_regex, parse_sed
 
 
 def _args(text: str):

@@ -26,7 +26,7 @@ from fll.codec import canonical_bytes
 from fll.opset import decode_canonical
 from fll.summaries import summaries_to_bytes
 from fll.directives import Recipe
-from fll.directives.parser import MAX_RECIPE_LINES
+from fll.directives.lexer import MAX_RECIPE_LINES
 from fll.errors import FllError, RecipeError
 from fll.openlineage import info_to_event, run_event_to_lineage
 from fll.server.app import create_app

@@ -1,4 +1,4 @@
-"""Date and time directives: parse-as-datetime, format-datetime, current-datetime,
+"""Date and time directives: format-date, parse-as-date, parse-as-datetime, format-datetime, current-datetime,
 datetime-to-timestamp, timestamp-to-datetime, parse-as-simple-date, parse-timestamp,
 format-unix-timestamp and diff-date.
 
@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from . import labels as L
-from .builtin_support import (check_datetime_pattern, check_zone, error_rows, put, session_zone,
-                              string_of)
-from .context import StepContext
-from .parser import Args
-from .registry import Outcome, register_directive
+from ...errors import RecipeError
+from .. import labels as L
+from ..support import (check_datetime_pattern, check_zone, error_rows, modify, put,
+                       session_zone, string_of)
+from ..context import StepContext
+from ..parser import Args
+from ..registry import Outcome, register_directive
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -285,7 +286,7 @@ def _check_simple_date_format(step: StepContext, pattern: str) -> None:
     try:
         jvm.java.text.SimpleDateFormat(pattern)
     except Exception as exc:
-        from .builtin_support import java_message
+        from ..support import java_message
         raise step.error(f"date pattern {pattern!r} is invalid: {java_message(exc)}") from None
 
 
@@ -427,3 +428,75 @@ def diff_date(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     target = (L.modify(a.destination) if a.destination in (a.column1, a.column2)
               else L.add(a.destination))
     return Outcome(put(df, a.destination, millis), L.read(*reads) + target)
+
+
+@register_directive("format-date <column:column> <format:text>")
+def format_date(step, df, a):
+    """Format a date/timestamp column as text with a datetime pattern (Java's
+    DateTimeFormatter letters as Wrangler; Spark refuses week-based letters, checked when
+    the recipe compiles). Wrangler fails on a value that is not a date, so fll refuses a
+    column of another type (text included) before anything runs; a date is formatted
+    at the start of its day. Labels: MODIFY column."""
+    step.require(df, [a.column])
+    step.check_datetime_pattern(a.format)
+    kind = df.schema[a.column].dataType.typeName()
+    if kind not in ("date", "timestamp", "timestamp_ntz"):
+        raise step.error(f"column {a.column!r} has type {kind}; it should be a date (parse it "
+                         f"first with parse-as-date or parse-as-simple-date)")
+    return modify(step, df, a.column, F.date_format(step.col(a.column), a.format))
+
+
+#: What parse-as-date reads besides ISO-like text (Spark's own timestamp syntax), tried in
+#: turn: natty's US month-first numeric dates and written-out month names.
+_NATURAL_PATTERNS = ("M/d/yyyy h:mm a", "M/d/yyyy h:mm:ss a", "M/d/yyyy H:mm", "M/d/yyyy H:mm:ss",
+                     "M/d/yyyy", "M/d/yy", "MMMM d yyyy", "MMMM d, yyyy", "MMM d yyyy",
+                     "MMM d, yyyy", "d MMMM yyyy", "d MMM yyyy", "MMMM d yyyy h:mm a")
+
+
+@register_directive("parse-as-date <column:column> [<timezone:text>]")
+def parse_as_date(step, df, a):
+    """Parse the date in ``column`` into a new timestamp column ``column_1``, as Wrangler
+    names natty's first date group (the source stays). Wrangler reads natural language
+    with natty; Spark has none, so fll reads a fixed set of forms: Spark's ISO-like
+    timestamps (``2016-12-10``, ``2016-12-10 06:45:11``, ``…T06:45:11.111Z``), natty's
+    US numeric dates (``12/10/2016``, ``12/10/2016 06:45 AM``, ``12/10/16``), month names
+    (``september 7th 2016``, ``Sep 7, 2016``, ``7 September 2016``, any case, ordinal
+    suffixes dropped) and ``now``/``today`` (the query's clock); relative phrases
+    (``the day before next thursday``), alternatives and dates inside longer text are
+    not found (null), a date without a time is midnight where natty takes the current
+    time of day, and fll never makes ``column_2``. The text is local time in the zone
+    (default UTC, as Wrangler); a bad zone fails at compile time. fll also takes a Spark
+    datetime pattern instead of a zone (``'dd/MM/yyyy'``). As in Wrangler a null value
+    gives no date (null) and a timestamp column is left alone (no column added); a
+    column of another type is refused up front (Wrangler sends each row to its error
+    collector). Labels: READ column, ADD column_1."""
+    step.require(df, [a.column])
+    kind = df.schema[a.column].dataType.typeName()
+    if kind in ("timestamp", "timestamp_ntz"):
+        return Outcome(df, note=f"column {a.column!r} already holds dates: nothing added")
+    if kind != "string":
+        raise step.error(f"column {a.column!r} has type {kind}; it should be text")
+    target = f"{a.column}_1"
+    c = F.trim(step.col(a.column))
+    zone, pattern = "UTC", None
+    if a.timezone:
+        try:
+            zone = step.check_zone(a.timezone)
+        except RecipeError:
+            # a pattern is runs of one repeated letter (dd/MM/yyyy); a zone name is not
+            runs = re.findall(r"[A-Za-z]+", re.sub(r"'[^']*'", "", a.timezone))
+            if not runs or any(len(set(r)) > 1 for r in runs):
+                raise
+            pattern = a.timezone   # fll's extension: a datetime pattern instead of a zone
+            step.check_datetime_pattern(pattern, parsing=True)
+    if pattern:
+        local = F.try_to_timestamp(c, F.lit(pattern))
+    else:
+        plain = F.regexp_replace(c, r"(?i)(\d)(st|nd|rd|th)\b", "$1")
+        local = F.coalesce(F.try_to_timestamp(plain),
+                           *[F.try_to_timestamp(plain, F.lit(p)) for p in _NATURAL_PATTERNS])
+    session_zone = step.spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    value = F.from_utc_timestamp(F.to_utc_timestamp(local, zone), session_zone)
+    if not pattern:
+        value = F.when(F.lower(c).isin("now", "today"), F.current_timestamp()).otherwise(value)
+    return Outcome(put(df, target, value), L.read(a.column) + L.add(target))

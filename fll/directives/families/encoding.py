@@ -16,24 +16,17 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
-from . import labels as L
-from .builtin_support import fail_when, null_value, parse_check, put, put_all, string_of
-from .context import StepContext
-from .parser import Args
-from .registry import Outcome, register_directive
-from .variables import is_variable, visible
+from .. import labels as L
+from ..support import fail_when, require_string, null_value, parse_check, put, put_all, string_of
+from ..context import StepContext
+from ..parser import Args
+from ..registry import Outcome, register_directive
+from ..variables import is_variable, visible
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
 
 _INT_MAX = 2147483647
-
-
-def _require_string(step: StepContext, df: "DataFrame", column: str) -> None:
-    step.require(df, [column])
-    kind = df.schema[column].dataType.typeName()
-    if kind != "string":
-        raise step.error(f"column {column!r} has type {kind}; it should be of type string")
 
 
 # -- cut-character -----------------------------------------------------------
@@ -81,7 +74,7 @@ def cut_character(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     As in Wrangler a null value stops the run, and a non-string source is refused.
     Labels: READ source, ADD destination.
     """
-    _require_string(step, df, a.source)
+    require_string(step, df, a.source)
     src = step.col(a.source)
     pieces = [F.substring(src, start, (end - start + 1) if end is not None else _INT_MAX)
               for start, end in parse_ranges(a.ranges)]
@@ -188,7 +181,7 @@ def url_encode(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
 
     As in Wrangler a null value stops the run. Labels: MODIFY column.
     """
-    _require_string(step, df, a.column)
+    require_string(step, df, a.column)
     src = step.col(a.column)
     value = fail_when(step, src.isNull(), F.url_encode(src), null_value(a.column))
     return Outcome(put(df, a.column, value), L.modify(a.column))
@@ -201,7 +194,7 @@ def url_decode(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     As in Wrangler a null value, or a malformed ``%`` escape, stops the run.
     Labels: MODIFY column.
     """
-    _require_string(step, df, a.column)
+    require_string(step, df, a.column)
     src = step.col(a.column)
     decoded = F.try_url_decode(src)
     value = fail_when(step, src.isNull(), decoded, null_value(a.column))
@@ -225,7 +218,7 @@ def split_url(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     Wrangler; URI is stricter on a few characters (e.g. a space), which also stop it.
     Labels: READ column, ADD the seven part columns.
     """
-    _require_string(step, df, a.column)
+    require_string(step, df, a.column)
     src = step.col(a.column)
 
     def part(name: str) -> "Column":

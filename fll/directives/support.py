@@ -1,4 +1,4 @@
-"""Small Spark helpers shared by the directive modules added beside builtin.py.
+"""Small Spark helpers shared by the directive families (`fll.directives.families`).
 
 They place a column (in place or appended), turn a bad value into a run-time
 error that names the recipe line, and ask the session's JVM whether a Java
@@ -12,13 +12,18 @@ from typing import TYPE_CHECKING, Callable
 
 from pyspark.sql import functions as F
 
+from . import labels as L
 from .context import StepContext, quote
+from .registry import Outcome
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["put", "put_all", "fail_when", "error_rows", "check_zone", "check_datetime_pattern",
-           "is_type", "string_of", "null_value", "session_zone", "FAIL_MARKER"]
+__all__ = ["put", "put_all", "append_all", "modify", "fail_when", "error_rows", "check_zone",
+           "check_datetime_pattern", "is_type", "is_string", "as_text", "java_split",
+           "require_string", "string_of", "null_value", "session_zone", "java_message",
+           "parse_check", "FAIL_MARKER", "FAIL_ROW", "FAIL_ROW_UNREAD", "ERROR_MESSAGE",
+           "ERROR_CODE"]
 
 
 def parse_check(parse: Callable[[str], object]) -> Callable[[str], str | None]:
@@ -171,3 +176,44 @@ def error_rows(step: StepContext, df: "DataFrame", bad: "Column", message: "Colu
 
 def session_zone(step: StepContext) -> str:
     return str(step.spark.conf.get("spark.sql.session.timeZone"))
+
+
+def append_all(df: "DataFrame", new: list[tuple[str, "Column"]]) -> "DataFrame":
+    """Set several columns, all at the end: existing ones move there, in the given order."""
+    names = [n for n, _ in new]
+    keep = [F.col(quote(c)) for c in df.columns if c not in names]
+    return df.select(keep + [v.alias(n) for n, v in new])
+
+
+def is_string(df: "DataFrame", name: str) -> bool:
+    return df.schema[name].dataType.typeName() == "string"
+
+
+def as_text(df: "DataFrame", name: str, value: "Column") -> "Column":
+    """A column's values as text (Wrangler's toString of a value)."""
+    return value if is_string(df, name) else value.cast("string")
+
+
+def java_split(value: "Column", regex: str) -> "Column":
+    """Java's ``String.split(regex)``: like Spark's split, but trailing empty pieces are
+    removed (``"a,b,,"`` gives ``[a, b]``)."""
+    return F.split(F.regexp_replace(value, "(?:" + regex + ")+$", ""), regex)
+
+
+def modify(step: StepContext, df: "DataFrame", column: str, value: "Column",
+           masking: bool = False) -> Outcome:
+    """Set ``column`` to ``value`` in place: the step's outcome, labelled MODIFY column."""
+    return Outcome(put(df, column, value), L.modify(column), masking=masking)
+
+
+#: What separates `fail`'s condition from the failing row's values in its message.
+FAIL_ROW = " is true for row "
+#: What stands for the row inside the job; `run_error` puts the row's values there.
+FAIL_ROW_UNREAD = "\u2026"
+
+
+def require_string(step: StepContext, df: "DataFrame", column: str) -> None:
+    step.require(df, [column])
+    kind = df.schema[column].dataType.typeName()
+    if kind != "string":
+        raise step.error(f"column {column!r} has type {kind}; it should be of type string")

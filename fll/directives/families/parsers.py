@@ -1,163 +1,104 @@
-"""Parsing directives: flatten, json-path, xpath, xpath-array, parse-as-fixed-length,
-parse-as-currency and format-as-currency.
+"""Parsing directives: parse-as-csv, parse-as-fixed-length, parse-as-currency,
+format-as-currency, parse-as-bytesize and parse-as-timeduration.
 
-Each follows CDAP Wrangler's implementation (io.cdap.directives.row, .parser,
-.currency) or, for the XPath pair that Wrangler documents but no longer ships,
-its documentation; where Spark makes fll differ the docstring says so. Paths and
-locales are checked through the session's JVM before anything runs. Everything
-is a lazy Spark SQL expression: this module must never run a Spark action.
+Each follows CDAP Wrangler's implementation; where Spark makes fll differ the
+docstring says so. Locales are checked through the session's JVM before
+anything runs. parse-as-csv runs one small action to learn the number of fields
+(and the header); the others are lazy Spark SQL expressions.
 """
 from __future__ import annotations
 
+import csv
 import re
 from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from . import labels as L
-from .builtin_support import (error_rows, fail_when, java_message, null_value, parse_check, put,
-                              put_all, string_of)
-from .context import StepContext, java_quote, quote
-from .jsonpath import JsonPathError, compile_path, evaluate, needs_python
-from .parser import Args
-from .registry import Outcome, register_directive
+from .. import labels as L
+from ..context import StepContext, java_quote, quote
+from ..parser import Args
+from ..registry import Outcome, register_directive
+from ..support import (append_all, as_text, error_rows, fail_when, null_value, parse_check, put, put_all,
+                       require_string, string_of)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
 
 
-def _require_string(step: StepContext, df: "DataFrame", column: str) -> None:
-    step.require(df, [column])
-    kind = df.schema[column].dataType.typeName()
-    if kind != "string":
-        raise step.error(f"column {column!r} has type {kind}; it should be of type string")
+def _csv_header(values: list[str]) -> bool:
+    """Wrangler's test that a first record is a header: every value is non-empty text
+    (not a number or boolean) and no value repeats."""
+    seen: set[str] = set()
+    for v in values:
+        t = v.strip()
+        if not t or v in seen or t.lower() in ("true", "false") or \
+                re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[LlFfDd]?", t):
+            return False
+        seen.add(v)
+    return True
 
 
-# -- flatten -------------------------------------------------------------------
+@register_directive("parse-as-csv <column:column> [<delimiter:text>] [<header:bool>]")
+def parse_as_csv(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
+    """Parse ``column`` as one CSV record per row into new columns (source kept).
 
-_POS = "__fll_flatten_pos"
-
-
-@register_directive("flatten <columns:columns>")
-def flatten(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """One row per array position across the listed columns: row k holds element k of
-    each array column (null past its end) and repeats every other value.
-
-    The number of rows is the longest array among them (a null or non-array value
-    counts as one); when every array is empty one row with nulls remains, as in
-    Wrangler. Labels: MODIFY each listed column (the rest are repeated, not changed).
+    The delimiter is one character (Wrangler uses the first one given; Java
+    escapes such as ``\\t`` or ``\\u0001`` work quoted or not). Without header the
+    columns are ``column_1`` … ``column_n``; n is the largest number of fields
+    (one aggregation job that honours quotes). With header=true the first
+    non-empty value (one ``limit(1)`` job) is the header when Wrangler would take
+    it as one (every field non-empty text, not a number, no repeats): names are
+    trimmed and runs of white space become ``_``; every row equal to it is
+    removed (Wrangler drops only the first). Otherwise the columns are numbered.
+    Fields are read as Commons CSV's DEFAULT format reads them: ``""`` inside quotes
+    is one quote, a backslash is itself, an empty field is empty text (a trailing one
+    too) and the spaces around a field are kept; a row with fewer fields gets nulls,
+    and a null or empty value gives nulls. Labels: READ column, ADD all columns minus
+    <the columns before>.
     """
-    step.require(df, a.columns)
-    names = list(dict.fromkeys(a.columns))
-    arrays = [c for c in names if df.schema[c].dataType.typeName() == "array"]
-    if not arrays:    # nothing to spread: every value counts as one row
-        return Outcome(df, L.modify(*names))
-    sizes = [F.when(step.col(c).isNull(), F.lit(1)).otherwise(F.size(step.col(c)))
-             for c in arrays]
-    longest = sizes[0] if len(sizes) == 1 else F.greatest(*sizes)
-    positions = F.sequence(F.lit(0), F.greatest(longest, F.lit(1)) - 1)
-    exploded = df.select("*", F.explode(positions).alias(_POS))
-    new = [(c, F.get(step.col(c), F.col(_POS))) for c in arrays]
-    out = put_all(exploded, new).drop(_POS)
-    return Outcome(out, L.modify(*names))
-
-
-# -- json-path -----------------------------------------------------------------
-
-def _json_path_check(path: str) -> str | None:
-    if not path.startswith("$"):
-        return "a JSON path starts with $"
-    if needs_python(path):
-        try:
-            compile_path(path)
-        except JsonPathError as exc:
-            return str(exc)
-    return None
-
-
-def _json_path_udf(path: str):
-    from pyspark.sql.types import StringType
-    read = compile_path(path)
-    return F.udf(lambda text: evaluate(read, text), StringType(), useArrow=False)
-
-
-@register_directive("json-path <source:column> <destination:column> <path:text>",
-                    checks={"path": _json_path_check})
-def json_path(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Read the value at a JSON path (``$.a.b[0]``, ``$.a[*].b``) of the JSON text in
-    ``source`` into ``destination`` (set or appended); no match gives null.
-
-    Wrangler uses Jayway JsonPath and gives typed values; fll gives text (objects and
-    arrays as JSON text). Plain paths run as Spark's get_json_object; deep scans
-    (``$..author``), filters (``[?(@.price < 10 && @.isbn)]``, ``=~ /re/i``, ``in``,
-    ``$['root']`` references), slices, unions and tail functions (``length()``,
-    ``min()``…) run as one Python UDF reading them as Jayway does (`fll.directives.
-    jsonpath`): such a path always gives the JSON array of its matches. As Wrangler's
-    code does, a row whose source is null is dropped.
-    Labels: READ source, ADD destination (MODIFY when they are the same column).
-    """
-    step.require(df, [a.source])
-    kind = df.schema[a.source].dataType.typeName()
-    src = step.col(a.source)
-    text = src if kind == "string" else F.to_json(src) if kind in ("struct", "array", "map") \
-        else None
-    if text is None:
-        raise step.error(f"column {a.source!r} has type {kind}; it should be JSON text, "
-                         f"an object or an array")
-    kept = df.where(src.isNotNull())
-    value = _json_path_udf(a.path)(text) if needs_python(a.path) \
-        else F.get_json_object(text, a.path)
-    if a.source == a.destination:
-        return Outcome(put(kept, a.destination, value), L.modify(a.source))
-    return Outcome(put(kept, a.destination, value), L.read(a.source) + L.add(a.destination))
-
-
-# -- xpath / xpath-array -------------------------------------------------------
-
-def _check_xpath(step: StepContext, path: str) -> None:
-    jvm = getattr(step.spark, "_jvm", None)
-    if jvm is None:
-        return
-    try:
-        jvm.javax.xml.xpath.XPathFactory.newInstance().newXPath().compile(path)
-    except Exception as exc:
-        raise step.error(f"bad XPath {path!r}: {java_message(exc) or 'cannot compile it'}") \
-            from None
-
-
-def _xpath_common(step: StepContext, df: "DataFrame", a: Args) -> "Column":
-    _require_string(step, df, a.column)
-    _check_xpath(step, a.xpath)
-    return step.col(a.column)
-
-
-@register_directive("xpath <column:column> <destination:column> <xpath:text>")
-def xpath(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """The string value of the first node an XPath selects in the XML text of ``column``,
-    into ``destination``; null when nothing matches or the value is null.
-
-    Wrangler documents this directive (on a parse-as-xml VTD navigator) but no longer
-    ships it; fll builds it from the documentation on Spark's xpath functions, reading
-    the XML text directly. Invalid XML stops the run. Labels: READ column, ADD destination.
-    """
-    src = _xpath_common(step, df, a)
-    value = F.when(F.xpath_boolean(src, F.lit(a.xpath)), F.xpath_string(src, F.lit(a.xpath)))
-    return Outcome(put(df, a.destination, value), L.derive(a.column, a.destination))
-
-
-@register_directive("xpath-array <column:column> <destination:column> <xpath:text>")
-def xpath_array(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """All the values an XPath selects in the XML text of ``column``, as a JSON array
-    text in ``destination``; null when nothing matches.
-
-    Built from Wrangler's documentation (no implementation ships). Spark's xpath gives
-    the values of text and attribute nodes; an element node has no value there, so
-    select its text (``/a/b/text()``). Labels: READ column, ADD destination.
-    """
-    src = _xpath_common(step, df, a)
-    found = F.xpath(src, F.lit(a.xpath))
-    value = F.when(F.size(found) > 0, F.to_json(found))
-    return Outcome(put(df, a.destination, value), L.derive(a.column, a.destination))
+    step.require(df, [a.column])
+    delim = (a.delimiter if a.delimiter is not None else ",")[:1]
+    if not delim:
+        raise step.error("the delimiter is empty")
+    src = as_text(df, a.column, step.col(a.column))
+    names: list[str] = []
+    note = ""
+    if a.header:
+        step.action()
+        first = df.select(src).where(src.isNotNull() & (src != "")).limit(1).collect()
+        if first:
+            header_line = first[0][0]
+            fields = next(csv.reader([header_line], delimiter=delim), [])
+            if _csv_header(fields):
+                names = [re.sub(r"\s+", "_", n.strip()) for n in fields]
+                df = df.where(src.isNull() | (src != F.lit(header_line)))
+                note = "one job read the header"
+    # split only on delimiters outside double quotes, so "x,y" counts as one field; a
+    # trailing empty field counts (Commons CSV keeps it, unlike String.split)
+    outside = java_quote(delim) + '(?=(?:[^"]*"[^"]*")*[^"]*$)'
+    field_count = F.when(src != F.lit(""), F.size(F.split(src, outside, -1)))
+    if not names:
+        step.action()
+        row = df.select(F.max(field_count)).first()
+        pieces = int(row[0] or 0) if row is not None else 0
+        names = [f"{a.column}_{i}" for i in range(1, pieces + 1)]
+        note = (note + "; " if note else "") + f"one job counted {pieces} fields"
+    for n in names:
+        if n in df.columns:
+            raise step.error(f"parsed column {n!r} already exists")
+    if len(set(names)) != len(names):
+        raise step.error(f"the header repeats a column name: {names}")
+    before = list(df.columns)
+    if names:
+        schema = ", ".join(f"{quote(n)} STRING" for n in names)
+        # Commons CSV's DEFAULT format: "" inside quotes is one quote, a backslash is
+        # itself, and an empty field is empty text; Spark reads an empty field as null,
+        # so a field the record has is turned back into "" (a field it lacks stays null)
+        parsed = F.from_csv(src, schema, {"sep": delim, "escape": '"'})
+        new = [(n, F.when(field_count >= F.lit(i), F.coalesce(parsed.getField(n), F.lit(""))))
+               for i, n in enumerate(names, start=1)]
+        df = append_all(df, new)
+    return Outcome(df, L.read(a.column) + L.add(L.all_columns_minus(*before)), note=note)
 
 
 # -- parse-as-fixed-length -----------------------------------------------------
@@ -184,7 +125,7 @@ def parse_as_fixed_length(step: StepContext, df: "DataFrame", a: Args) -> Outcom
     replaceAll). A value shorter than one record goes to the error output (errCode 2);
     a null value stops the run. Labels: READ column, ADD column_1 … column_n.
     """
-    _require_string(step, df, a.column)
+    require_string(step, df, a.column)
     widths = _widths(a.widths)
     record = sum(widths)
     src = step.col(a.column)
@@ -315,7 +256,7 @@ _AMOUNT = r"^\s*([+-]?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)\s*$"
 def _unit_amount(step: StepContext, df: "DataFrame", a: Args, factors: dict[str, float],
                  result_type: str, what: str) -> Outcome:
     """``number unit`` text times the unit's factor, into ``to_column`` or in place."""
-    _require_string(step, df, a.column)
+    require_string(step, df, a.column)
     src = step.col(a.column)
     number = F.regexp_extract(src, _AMOUNT, 1)
     unit = F.lower(F.regexp_extract(src, _AMOUNT, 2))

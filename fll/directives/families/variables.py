@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from . import labels as L
-from .builtin import _condition, jexl_value
-from .context import StepContext
-from .parser import Args
-from .registry import Outcome, register_directive
-from .variables import VARIABLE_PREFIX, conceal, expose, reads_through, store_variable
+from .. import labels as L
+from ..expressions import condition, jexl_value
+from ..context import StepContext
+from ..parser import Args
+from ..registry import Outcome, register_directive
+from ..variables import VARIABLE_PREFIX, conceal, expose, reads_through, store_variable
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -87,7 +87,7 @@ def increment_variable(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
         if kind not in ("long", "null"):
             raise step.error(f"variable {a.variable!r} holds {kind} values; only a long "
                              f"(bigint) variable can be incremented")
-    cond, refs = _condition(step, exposed, a.condition)
+    cond, refs = condition(step, exposed, a.condition)
     old = F.col(a.variable).cast("bigint")
     value = F.when(cond, F.coalesce(old, F.lit(0).cast("bigint")) + F.lit(int(a.value))) \
         .otherwise(old)

@@ -1,13 +1,10 @@
-"""Web server access logs and XML documents: parse-as-log and parse-xml-to-json.
+"""Web server access logs: parse-as-log.
 
-parse-as-log follows CDAP Wrangler's ParseLog, which hands the format to Niels
-Basjes' Apache HTTPD log parser and names each field it returns ``TYPE:name``
+It follows CDAP Wrangler's ParseLog, which hands the format to Niels Basjes'
+Apache HTTPD log parser and names each field it returns ``TYPE:name``
 lowercased with every character outside ``[a-z0-9_]`` turned into ``_``. Here
 the format becomes one Java regular expression and every field one
-``regexp_extract``: no Python runs per row. parse-xml-to-json follows Wrangler's
-XmlToJson (org.json's XML conversion, then parse-as-json's flattening) on
-Spark's own ``from_xml``. This module must never run a Spark action except the
-one sample parse-as-json takes to learn its keys.
+``regexp_extract``: no Python runs per row, and no Spark action runs.
 """
 from __future__ import annotations
 
@@ -17,16 +14,15 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from . import labels as L
-from .builtin_support import fail_when, null_value, parse_check, put_all
-from .context import StepContext
-from .parser import Args
-from .registry import Outcome, register_directive
+from .. import labels as L
+from ..context import StepContext
+from ..parser import Args
+from ..registry import Outcome, register_directive
+from ..support import (fail_when, null_value, parse_check, put_all)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["log_fields", "LOG_FORMATS", "PARSE_ERROR"]
 
 #: The named formats the Apache parser knows (as in Apache HTTPD's manual).
 LOG_FORMATS = {
@@ -231,108 +227,3 @@ def parse_as_log(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
     new.append((PARSE_ERROR, F.when(~ok, F.lit(1))))
     out = put_all(df, new)
     return Outcome(out, L.read(a.column) + L.add(*[k for k, _ in new]))
-
-
-# -- parse-xml-to-json ---------------------------------------------------------------
-
-_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-
-
-def _xml_value(text: str, keep_strings: bool):
-    """org.json's XML.stringToValue: true/false, null, numbers; the rest stays text."""
-    if keep_strings or text == "":
-        return text
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low == "null":
-        return None
-    if _INT.fullmatch(text):
-        return int(text)
-    if _DECIMAL.fullmatch(text):
-        return float(text)
-    return text
-
-
-def _accumulate(obj: dict, key: str, value) -> None:
-    # a repeated key becomes an array of its values, as org.json's accumulate
-    if key not in obj:
-        obj[key] = value
-    elif isinstance(obj[key], list):
-        obj[key].append(value)
-    else:
-        obj[key] = [obj[key], value]
-
-
-def _element(node, keep_strings: bool):
-    obj: dict = {}
-    for name, value in node.attributes.items():
-        _accumulate(obj, name, _xml_value(value, keep_strings))
-    for child in node.childNodes:
-        if child.nodeType == child.ELEMENT_NODE:
-            _accumulate(obj, child.tagName, _element(child, keep_strings))
-        elif child.nodeType in (child.TEXT_NODE, child.CDATA_SECTION_NODE):
-            text = child.data.strip()
-            if text:
-                _accumulate(obj, "content", _xml_value(text, keep_strings))
-    if not obj:
-        return ""
-    if list(obj) == ["content"] and not isinstance(obj["content"], list):
-        return obj["content"]
-    return obj
-
-
-def xml_to_json(text: str | None, keep_strings: bool = False) -> str | None:
-    """An XML document as the JSON text org.json's XML.toJSONObject gives (keys in
-    document order); None when the text is not well-formed XML."""
-    import json
-    from xml.dom import minidom
-    from xml.parsers.expat import ExpatError
-
-    if text is None:
-        return None
-    try:
-        root = minidom.parseString(text.encode("utf-8")).documentElement
-    except (ExpatError, ValueError):
-        return None
-    if root is None:
-        return None
-    return json.dumps({root.tagName: _element(root, keep_strings)})
-
-
-def _xml_udf(keep_strings: bool):
-    from pyspark.sql.types import StringType
-    return F.udf(lambda text: xml_to_json(text, keep_strings), StringType(), useArrow=False)
-
-
-@register_directive("parse-xml-to-json <column:column> [<depth:int>] [<keep_strings:bool>]")
-def parse_xml_to_json(step: StepContext, df: "DataFrame", a: Args) -> Outcome:
-    """Convert an XML document to JSON as Wrangler does (org.json: the root element is
-    the first key, attributes and child elements are keys, text beside attributes is
-    ``content``, a repeated element is an array, an empty one is ``""``, values become
-    numbers and booleans unless ``keep_strings``), then flatten it as parse-as-json
-    does: ``column_root_child`` columns opened down to ``depth``, the source removed.
-    Text that is not well-formed XML, or a null value, stops the run with the recipe
-    line, as in Wrangler.
-
-    Spark's from_xml drops the root element and names attributes and text its own
-    way, so the conversion is a Python UDF (per-row cost); keys come in document order
-    (org.json's are unordered) and arrays stay JSON text as in fll's parse-as-json.
-    Labels: READ column (read into the new columns, then gone), ADD all columns minus
-    <the columns before>.
-    """
-    step.require(df, [a.column])
-    kind = df.schema[a.column].dataType.typeName()
-    if kind != "string":
-        raise step.error(f"column {a.column!r} has type {kind}; it should be of type string")
-    raw = step.col(a.column)
-    converted = _xml_udf(bool(a.keep_strings))(raw)
-    checked = fail_when(step, raw.isNull(), converted,
-                        f"column '{a.column}' has a null value; it should be an XML document")
-    checked = fail_when(step, raw.isNotNull() & converted.isNull(), checked,
-                        f"column '{a.column}' holds text that is not well-formed XML",
-                        F.concat(F.lit(f"column '{a.column}' holds text that is not "
-                                       f"well-formed XML: "), F.substring(raw, 1, 80)))
-    from .builtin import flatten_json
-    return flatten_json(step, df, a.column, checked, a.depth)
