@@ -11,26 +11,18 @@ By concept:
 - `fll.openlineage.export`: a recorded run, and what the store knows of a
   dataset, as events.
 
-The run cycle. OpenLineage events of one run (START, RUNNING, COMPLETE,
-FAIL, ABORT; OTHER) each carry the run's cumulative state, and producers
-often send part of the column lineage with START and all of it with
-COMPLETE. fll records a run's lineage as the UNION of the column lineage of
-all its events, in whatever order they arrive (`union`): an edge named by any
-event is kept, with the transformation tags of every event that named it. A
-later event that adds nothing answers "already recorded"; nothing an event
-said is ever taken back. FAIL and ABORT are terminal like COMPLETE and their
-lineage is kept, but apart: a run whose events include a FAIL or ABORT is a
-failed run (`fll.store.runs`: the state rule), its lineage moved out of the
-default index into the failed-run rows, so field questions leave it out
-unless asked (``includeFailed``). The run's start time is the `eventTime` of the first event the
-store saw for it (persisted first-writer-wins, so two servers agree). The
-union applies only to runs whose operation set OpenLineage ingest built
-(`normal_form`); a run recorded through the store API, a pipeline or
-`track()` keeps CDAP's rule, and a different operation set for it is a
-conflict. The server merges the events of one run one at a time; two
-servers merging different additions to one run at the same instant can keep
-only one of them (the store replaces a run's set atomically but has no
-compare-and-set on it), which the run's next cumulative event restores.
+The run cycle: a run's lineage is the union of the column lineage of all
+its events (`fll.openlineage.ingest`). FAIL and ABORT are terminal like
+COMPLETE and their lineage is kept, but apart: a run whose events include a
+FAIL or ABORT is a failed run (`fll.store.runs`: the state rule), its lineage
+moved out of the default index into the failed-run rows, so field questions
+leave it out unless asked (``includeFailed``). The run's start time is the
+`eventTime` of the first event the store saw for it (persisted
+first-writer-wins, so two servers agree). The server merges the events of one
+run one at a time; two servers merging different additions to one run at the
+same instant can keep only one of them (the store replaces a run's set
+atomically but has no compare-and-set on it), which the run's next cumulative
+event restores.
 
 Beside lineage, ingest keeps what events say about datasets
 (`dataset_facts`): the SchemaDatasetFacet (field names and types, per run,

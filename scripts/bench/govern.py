@@ -38,11 +38,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from fll import (EndPoint, FieldLineageInfo, InputField, ReadOperation,  # noqa: E402
                  TransformOperation, WriteOperation, open_store)
-from fll.govern import (RangeLineage, carries, dataset_roots, diff, neighbourhood,  # noqa: E402
-                        propagate, tag_origins)
+from fll.govern import (RangeLineage, dataset_roots, diff, neighbourhood,  # noqa: E402
+                        propagate)
 from fll.model import Transformation  # noqa: E402
 from fll.store.reads import ReadView, SetMerges  # noqa: E402
 from fll.store.tags import Tags  # noqa: E402
+from fll.testing.reference_walks import plain_reach  # noqa: E402
 
 DAY = 86_400_000
 T0 = 1_700_000_000_000
@@ -95,44 +96,6 @@ def build(url: str, width: int, first: int, second: int) -> dict:
         Tags(store.table).add(RAW.namespace, RAW.name, "ssn", "PII", "bench")
     return {"runs": len(runs), "seconds": time.perf_counter() - t,
             "closure": 1 + width * first + width * second, "stopped": 50 * width}
-
-
-def plain_reach(store, tag: str, start: int, end: int) -> tuple[dict, dict, dict, dict]:
-    """The tag's reach by the plainest walk: breadth first over each field's edges
-    merged over the range's sets (`RangeLineage.edges`), each edge judged by
-    `carries`, then every origin's carrying closure walked on its own; what
-    `propagate` must answer: (parent, hops, stopped, origins per field)."""
-    lineage = RangeLineage(store, start, end)
-    tdef, placed = tag_origins(store, tag)
-    origins = sorted({lineage.field((a.namespace, a.name, a.field)) for a in placed if a.field})
-    parent: dict = dict.fromkeys(origins)
-    hops = dict.fromkeys(origins, 0)
-    stopped: dict = {}
-    frontier, hop = list(origins), 0
-    while frontier:
-        hop += 1
-        nxt = []
-        for f in frontier:
-            for g, tags in lineage.edges(f, True).items():
-                ok, broke = carries(tags, tdef.passes)
-                if ok and g not in parent:
-                    parent[g], hops[g] = f, hop
-                    nxt.append(g)
-                elif not ok and broke and g not in stopped:
-                    stopped[g] = (f, broke)
-        frontier = nxt
-    reached: dict = {}
-    for o in origins:
-        seen, stack = {o}, [o]
-        while stack:
-            for g, tags in lineage.edges(stack.pop(), True).items():
-                if g not in seen and carries(tags, tdef.passes)[0]:
-                    seen.add(g)
-                    stack.append(g)
-        for f in seen:
-            reached.setdefault(f, set()).add(o)
-    return (parent, hops, {g: v for g, v in stopped.items() if g not in parent},
-            {f: frozenset(o) for f, o in reached.items()})
 
 
 class Took:

@@ -5,9 +5,10 @@ the same fields, parents, hops, stopped fields and origins."""
 from __future__ import annotations
 
 from fll import EndPoint
-from fll.govern import RangeLineage, carries, propagate, tag_origins
+from fll.govern import propagate
 from fll.rowkeys import MAX_TIME
 from fll.store.tags import Tags
+from fll.testing.reference_walks import plain_reach
 
 from .jobs import COPY, HASH, SUM, UNTAGGED, UPPER, job
 
@@ -21,37 +22,7 @@ def ep(name: str) -> EndPoint:
 def plain(store, tag: str, start: int = 0, end: int = MAX_TIME) -> tuple:
     """Breadth first over `RangeLineage.edges` (merged per field), then each
     origin's carrying closure on its own."""
-    lineage = RangeLineage(store, start, end)
-    tdef, placed = tag_origins(store, tag)
-    origins = sorted({lineage.field((a.namespace, a.name, a.field)) for a in placed if a.field})
-    parent: dict = dict.fromkeys(origins)
-    hops = dict.fromkeys(origins, 0)
-    stopped: dict = {}
-    frontier, hop = list(origins), 0
-    while frontier:
-        hop += 1
-        nxt = []
-        for f in frontier:
-            for g, tags in lineage.edges(f, True).items():
-                ok, broke = carries(tags, tdef.passes)
-                if ok and g not in parent:
-                    parent[g], hops[g] = f, hop
-                    nxt.append(g)
-                elif not ok and broke and g not in stopped:
-                    stopped[g] = (f, broke)
-        frontier = nxt
-    reached: dict = {}
-    for o in origins:
-        seen, stack = {o}, [o]
-        while stack:
-            for g, tags in lineage.edges(stack.pop(), True).items():
-                if g not in seen and carries(tags, tdef.passes)[0]:
-                    seen.add(g)
-                    stack.append(g)
-        for f in seen:
-            reached.setdefault(f, set()).add(o)
-    return (parent, hops, {g: v for g, v in stopped.items() if g not in parent},
-            {f: frozenset(o) for f, o in reached.items()})
+    return plain_reach(store, tag, start, end)
 
 
 def answer(store, tag: str) -> tuple:
