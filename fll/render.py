@@ -101,16 +101,20 @@ def prefetch(store: Any, endpoints: Iterable[EndPoint], start: int, end: int,
 
 
 def read_hop(store: Any, names: Names, frontier: list[EndPointField], start: int,
-              end: int, direction: str, *, also_incoming: bool = False) -> None:
+              end: int, direction: str, *, also_incoming: bool = False,
+              ahead: bool = True) -> None:
     """One hop of a walk read level by level: the frontier's datasets in one
     store read, then the datasets their fields reach (before their names are
     resolved one by one), so that a hop costs a bounded number of round trips
     whatever the number of datasets it touches. Only reads ahead: the walk
-    itself asks as it always does and finds the answers remembered."""
+    itself asks as it always does and finds the answers remembered. Without
+    ``ahead`` (a look past the walk's last hop) only the frontier is read."""
     if getattr(store, "prefetch", None) is None or not frontier:
         return
     eps = {f.endpoint for f in frontier}
     prefetch(store, eps, start, end, direction)
+    if not ahead:
+        return
     ask = store.incoming if direction == "incoming" else store.outgoing
     reached = {g.endpoint for f in frontier for ep in names.equivalents(f.endpoint)
                for g in ask(EndPointField(ep, f.field), start, end)}
@@ -318,7 +322,7 @@ def walk_lineage(store, root: EndPointField, direction: str, depth: int, start_m
             # the hop's datasets read at once; going downstream, the tags of an
             # edge are its destination's: the reached datasets' incoming sets too
             read_hop(store, names, frontier, start_ms, end_ms, d,
-                     also_incoming=d == "outgoing")
+                     also_incoming=d == "outgoing", ahead=hop <= depth)
             nxt: list[EndPointField] = []
             for f in frontier:
                 found = ask(f, d)
