@@ -14,7 +14,8 @@ Format 5 (wide rows: a column per run or per set; format 4 without ``i|``/``o|``
 | ``h|<ns>|<name>|<level><inv bucket>`` | source × time bucket | ``<checksum>`` → b"" |
 | ``g|<ns>|<name>|*`` / ``h|…|*`` | endpoint: the top-level buckets it has | ``<bucket ms>`` → b"" |
 | ``r|<run>`` | run | start time, program, checksum (idempotence and lookup) |
-| ``s|<ns>|<name>|<inv start>|<run>`` | run × dataset whose schema the run reported | ``f`` |
+| ``S|<ns>|<name>`` | dataset whose schema some run reported (format 7) | ``<16 hex inv start>|<run>`` → the schema's 16-byte digest (`schema_column`) |
+| ``q|<digest hex>`` | distinct schema (format 6) | ``f``: its fields |
 | ``n|<run>`` | run (format 6, run model) | ``j``: its job; a column per event received: ``<16 hex event ms><16 hex digest>`` → its eventType |
 | ``e|<inv event ms>|<run>|<digest>`` | event received | ``z``: the raw event, compressed |
 | ``j|<job ns>|<job name>`` | job | ``x`` (a marker: jobs of a namespace are a range) |
@@ -26,6 +27,11 @@ Format 5 (wide rows: a column per run or per set; format 4 without ``i|``/``o|``
 | ``A|<ns>|<name>|<alias ns>|<alias name>`` | the reverse: a dataset's aliases | |
 | ``T|<tag>`` | classification tag (format 6, additive) | ``d`` description, ``p`` policy, ``by``, ``at`` |
 | ``t|<ns>|<name>|<field>|<tag>`` | tag put on a field (``<field>`` empty: on the dataset) | ``by``, ``at`` |
+
+Formats 1-6 had a row per run and dataset whose schema the run reported,
+``s|<ns>|<name>|<inv start>|<run>``, holding the schema (``f``, formats 1-5)
+or its digest (``h``, format 6): the latest schema in a range was the first
+row of a range of its own, so a hop's datasets took a read each.
 
 Formats 1-3 had one narrow row per run and endpoint
 (``b|<ns>|<name>|<inv start>|<run>`` with ``c``); format 2 also had ``B|``/``F|``
@@ -72,8 +78,12 @@ FIRST_BACKWARD = b"i"
 FIRST_FORWARD = b"o"
 #: format 5: what the operation sets of one shape share (see `fll.store.lineage`)
 SHAPE = b"p"
-#: format 6: a schema's fields, once per distinct schema; ``s|`` rows name it
+#: format 6: a schema's fields, once per distinct schema; ``S|`` rows name it
 SCHEMA_BODY = b"q"
+#: format 7: a dataset's schema reports, a column per run (`schema_column`):
+#: the latest in a range is the row's first column in a column range, which a
+#: backend reads for many datasets in one call (`fll.store.base.Table.first_cells`)
+SCHEMAS = b"S"
 #: a classification tag's definition (description, propagation policy); not lineage
 TAG = b"T"
 #: a tag put on a dataset or one of its fields by a person (`fll.store.tags`)
@@ -89,7 +99,7 @@ FAILED_FORWARD = b"y"
 KINDS = {BACKWARD_BUCKET: "backward-buckets", FORWARD_BUCKET: "forward-buckets",
          META: "meta", DATA: "data", BACKWARD: "backward", FORWARD: "forward",
          BACKWARD_BY_SET: "backward-by-set", FORWARD_BY_SET: "forward-by-set", RUN: "run",
-         SCHEMA: "schema", ALIAS: "alias", ALIASED_BY: "aliased-by",
+         SCHEMA: "schema", SCHEMAS: "schemas", ALIAS: "alias", ALIASED_BY: "aliased-by",
          FIRST_BACKWARD: "backward-first", FIRST_FORWARD: "forward-first", SHAPE: "shape",
          SCHEMA_BODY: "schema-body", TAG: "tag", TAGGED: "tagged", RUN_MODEL: "run-model",
          EVENT: "event", JOB: "job", JOB_RUN: "job-run", FAILED_BACKWARD: "failed-backward",
@@ -184,6 +194,40 @@ def run(run_id: str) -> bytes:
 
 def schema(namespace: str, name: str, start_ms: int, run_id: str) -> bytes:
     return dataset_prefix(SCHEMA, namespace, name) + invert(start_ms) + SEP + escape(run_id)
+
+
+def schemas(namespace: str, name: str) -> bytes:
+    """The row of a dataset's schema reports (format 7): a column per run."""
+    return SCHEMAS + SEP + escape(namespace) + SEP + escape(name)
+
+
+def schema_column(start_ms: int, run_id: str) -> str:
+    """A run's column in its dataset's ``S|`` row: ``<inv start>|<run>``, the
+    inverted start as 16 lowercase hex digits, so the newest sorts first and a
+    time range is one column range (`schema_columns`)."""
+    if not 0 <= start_ms <= MAX_TIME:
+        raise ValueError(f"start time must be between 0 and {MAX_TIME} ms, got {start_ms}")
+    return f"{MAX_TIME - start_ms:016x}|{escape(run_id).decode('utf-8')}"
+
+
+def schema_columns(start_ms: int, end_ms: int) -> tuple[str, str] | None:
+    """The column range ``[lo, hi)`` of the runs started in ``[start, end)``;
+    None when the range holds no time."""
+    start_ms, end_ms = max(start_ms, 0), min(end_ms, MAX_TIME + 1)
+    if end_ms <= start_ms:
+        return None
+    return f"{MAX_TIME - (end_ms - 1):016x}", f"{MAX_TIME - start_ms + 1:016x}"
+
+
+_HEX16 = re.compile(r"[0-9a-f]{16}").fullmatch
+
+
+def schema_column_of(column: str) -> tuple[int, str]:
+    """(start, run) of an ``S|`` column; ValueError when it is not one."""
+    inv, sep, run_id = column.partition("|")
+    if not sep or not run_id or not _HEX16(inv):
+        raise ValueError(f"not a schema column: {column!r}")
+    return MAX_TIME - int(inv, 16), unescape(run_id.encode("utf-8"))
 
 
 def run_model(run_id: str) -> bytes:
@@ -494,11 +538,11 @@ def decode(key: bytes) -> Key:
             raise ValueError(f"malformed bucket row key: {key!r}")
         return Key(KINDS[kind], unescape(ns), unescape(name), checksum_of(rest[9:]),
                    uninvert(rest[:8]), level=level[0] - 0x30)
-    if kind == ALIAS:
+    if kind in (ALIAS, SCHEMAS):
         ns, sep2, name = rest.partition(SEP)
         if not sep2 or SEP in name:
-            raise ValueError(f"malformed alias row key: {key!r}")
-        return Key("alias", unescape(ns), unescape(name))
+            raise ValueError(f"malformed {KINDS[kind]} row key: {key!r}")
+        return Key(KINDS[kind], unescape(ns), unescape(name))
     if kind == ALIASED_BY:
         parts = rest.split(SEP)
         if len(parts) != 4:

@@ -55,8 +55,8 @@ def fsck(state: State, repair: bool, fmt: str) -> None:
               ("stale_bucket_rows", "bucket row no run keeps"),
               ("first_run_cells_without_their_run", "first-run cell without its run cell"),
               ("unfinished_runs", "run whose index rows were never all written"),
-              ("schema_rows_without_their_schema", "schema row naming a missing schema"),
-              ("unused_schemas", "schema no schema row names"),
+              ("schema_rows_without_their_schema", "schema report naming a missing schema"),
+              ("unused_schemas", "schema no schema report names"),
               ("older_format_rows", "row of an older format left by an upgrade"),
               ("corrupt_rows", "corrupt row"),
               ("unknown_rows", "row of no fll shape")]
@@ -135,7 +135,8 @@ def upgrade(state: State, dry_run: bool, batch_size: int, fmt: str) -> None:
                f"{report.index_rows} index rows read, {report.bucket_rows} bucket rows "
                f"{'to write' if dry_run else 'written'}, {report.data_rows} operation sets "
                f"and shapes and {report.schema_rows} schema rows "
-               f"{'to rewrite' if dry_run else 'rewritten'}")
+               f"{'to rewrite' if dry_run else 'rewritten'}, {report.schema_refs} schema "
+               f"reports {'to move' if dry_run else 'moved'} to their dataset's row")
 
 
 @admin.command()

@@ -91,6 +91,16 @@ class Table(Protocol):
         (Bigtable: one ReadRows; HBase: one ``getRows`` of the known keys and a
         scanner per keyless span; SQLite: each group's statements, no network)."""
 
+    def first_cells(self, rows: Sequence[bytes], lo: str, hi: str
+                    ) -> dict[bytes, tuple[str, bytes]]:
+        """Of each row, its first column in ``[lo, hi)`` (columns in byte order)
+        and that cell's value; rows without one are left out. One call for
+        any number of rows: how the latest schema of every dataset of a hop is
+        read (Bigtable: one ReadRows of the keys with a column-range filter
+        and one cell per row; SQLite: one statement; HBase's Thrift 1, whose
+        multi-get takes no column range: one ``getRows`` of the whole rows,
+        `first_cells_by_rows`)."""
+
     def delete(self, rows: list[bytes]) -> None:
         """Remove these rows entirely."""
 
@@ -177,6 +187,20 @@ def read_span_groups_by_rows(table: "Table", groups: Sequence[SpanGroup], *,
             out.values.update(cols.values())
         answers.append(out)
     return answers
+
+
+def first_cells_by_rows(table: "Table", rows: Sequence[bytes], lo: str, hi: str
+                        ) -> dict[bytes, tuple[str, bytes]]:
+    """`Table.first_cells` from whole rows: one `get_many`, the first column
+    in ``[lo, hi)`` (in byte order, as the backends sort columns) picked here."""
+    low, high = lo.encode("utf-8"), hi.encode("utf-8")
+    out: dict[bytes, tuple[str, bytes]] = {}
+    for key, cols in table.get_many(list(dict.fromkeys(bytes(r) for r in rows))).items():
+        inside = [c for c in cols if low <= c.encode("utf-8") < high]
+        if inside:
+            first = min(inside, key=lambda c: c.encode("utf-8"))
+            out[key] = (first, cols[first])
+    return out
 
 
 _BACKENDS: dict[str, Callable[[str], Table]] = {}

@@ -14,9 +14,9 @@ it alone decides what is retried: every mutation's per-row status is checked
 otherwise raises `StoreError` naming the row), reads are paged and resumed from
 the last row received, and reverse scans use Bigtable's native reversed reads
 (announced with the ``bigtable-features`` request header, which the emulator
-requires); a server that answers those with UNIMPLEMENTED gets a forward read
-of the whole range reversed in memory, holding at most ``limit`` rows, whose
-cost grows with the range instead of the limit. Bigtable applies each row atomically but not a batch of rows, so
+requires); a server answering those UNIMPLEMENTED gets a forward read of the
+range reversed in memory (at most ``limit`` rows held; cost grows with the
+range). Bigtable applies each row atomically but not a batch of rows, so
 ``atomic_batches`` is False and the lineage store orders its writes instead.
 Cells are written with server timestamps and read latest-version-only.
 
@@ -37,8 +37,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..errors import StoreError
 from .base import (Row, Span, SpanGroup, SpanRead, in_ranges, read_span_groups_by_rows,
-                   read_spans_by_rows, redact,
-                   register_backend, scan_bounds)
+                   read_spans_by_rows, redact, register_backend, scan_bounds)
 
 FAMILY = "c"
 _EXTRA_HINT = "pip install 'fll[bigtable]'"
@@ -169,13 +168,8 @@ class BigtableTable:
                 delay = min(delay * 2, 2.0)
 
     def _ensure_table(self) -> None:
-        from google.cloud.bigtable_admin_v2 import (
-            ColumnFamily,
-            GcRule,
-            GetTableRequest,
-            ModifyColumnFamiliesRequest,
-        )
-        from google.cloud.bigtable_admin_v2 import Table as TablePb
+        from google.cloud.bigtable_admin_v2 import (ColumnFamily, GcRule, GetTableRequest,
+                                                    ModifyColumnFamiliesRequest, Table as TablePb)
 
         family = ColumnFamily(gc_rule=GcRule(max_num_versions=1))
         schema = GetTableRequest(name=self.table_path, view=TablePb.View.SCHEMA_VIEW)
@@ -364,12 +358,21 @@ class BigtableTable:
             return rows
         return in_ranges(rows, wanted)
 
+    def first_cells(self, rows: Sequence[bytes], lo: str, hi: str
+                    ) -> dict[bytes, tuple[str, bytes]]:
+        """One ReadRows of the keys (per 5,000), one cell per row: the first in the range."""
+        keys = sorted({bytes(r) for r in rows if r})
+        return {key: next(iter(cols.items())) for i in range(0, len(keys), 5000)
+                for key, cols in self._read(keys=keys[i:i + 5000], columns=(lo, hi)) if cols}
+
     def _read(self, *, keys: list[bytes] | None = None, start: bytes = b"",
               start_open: bool = False, stop: bytes = b"", limit: int = 0,
-              reverse: bool = False, ranges: list[tuple[bytes, bytes]] | None = None
-              ) -> list[tuple[bytes, dict[str, bytes]]]:
-        """One bounded ReadRows call, returned whole so no stream outlives it."""
-        from google.cloud.bigtable_v2.types import ReadRowsRequest, RowFilter, RowRange, RowSet
+              reverse: bool = False, ranges: list[tuple[bytes, bytes]] | None = None,
+              columns: tuple[str, str] | None = None) -> list[tuple[bytes, dict[str, bytes]]]:
+        """One bounded ReadRows call, returned whole so no stream outlives it
+        (``columns``: only each row's first cell in that column range)."""
+        from google.cloud.bigtable_v2.types import (ColumnRange, ReadRowsRequest, RowFilter,
+                                                    RowRange, RowSet)
 
         if keys is not None:
             row_set = RowSet(row_keys=keys)
@@ -387,9 +390,15 @@ class BigtableTable:
             if stop:
                 rng.end_key_open = stop
             row_set = RowSet(row_ranges=[rng])
+        latest = RowFilter(cells_per_column_limit_filter=1)
+        if columns is not None:
+            lo, hi = (c.encode("utf-8") for c in columns)
+            latest = RowFilter(chain=RowFilter.Chain(filters=[RowFilter(
+                column_range_filter=ColumnRange(family_name=FAMILY, start_qualifier_closed=lo,
+                                                end_qualifier_open=hi)),
+                latest, RowFilter(cells_per_row_limit_filter=1)]))
         request = ReadRowsRequest(table_name=self.table_path, app_profile_id=self.app_profile,
-                                  rows=row_set, rows_limit=limit, reversed=reverse,
-                                  filter=RowFilter(cells_per_column_limit_filter=1))
+                                  rows=row_set, rows_limit=limit, reversed=reverse, filter=latest)
 
         def attempt() -> list[tuple[bytes, dict[str, bytes]]]:
             try:
@@ -534,11 +543,9 @@ def _code(e: BaseException) -> int | None:
 
 
 def _code_name(code: int) -> str:
-    names = {0: "OK", 1: "CANCELLED", 2: "UNKNOWN", 3: "INVALID_ARGUMENT", 4: "DEADLINE_EXCEEDED",
-             5: "NOT_FOUND", 6: "ALREADY_EXISTS", 7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED",
-             9: "FAILED_PRECONDITION", 10: "ABORTED", 11: "OUT_OF_RANGE", 12: "UNIMPLEMENTED",
-             13: "INTERNAL", 14: "UNAVAILABLE", 16: "UNAUTHENTICATED"}
-    return names.get(code, f"code {code}")
+    import grpc  # the backend's own dependency: loaded whenever a table is
+
+    return next((c.name for c in grpc.StatusCode if c.value[0] == code), f"code {code}")
 
 
 def _brief(e: BaseException) -> str:
@@ -575,14 +582,12 @@ def _open(url: str) -> BigtableTable:
             raise StoreError(f"bigtable URL parameter {name} must be a number, "
                              f"in {redact(url)!r}") from None
         if value <= 0:
-            raise StoreError(f"bigtable URL parameter {name} must be positive, "
-                             f"in {redact(url)!r}")
+            raise StoreError(f"bigtable URL parameter {name} must be positive, in {redact(url)!r}")
         return value
 
     create = params.get("create", "true").lower()
     if create not in ("true", "false", "1", "0", "yes", "no"):
-        raise StoreError(f"bigtable URL parameter create must be true or false, "
-                         f"in {redact(url)!r}")
+        raise StoreError(f"bigtable URL parameter create must be true or false, in {redact(url)!r}")
     emulator = params.get("emulator") or os.environ.get("BIGTABLE_EMULATOR_HOST") or None
     return BigtableTable(parts.netloc, path[1], path[2], emulator=emulator,
                          app_profile=params.get("app_profile", ""),

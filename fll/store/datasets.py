@@ -1,10 +1,10 @@
 """What a store knows of datasets besides their lineage: the schemas runs
-reported (``s|`` rows naming ``q|`` bodies, stored once per distinct schema)
-and aliases (``a|``, with their reverse rows)."""
+reported (format 7: a ``S|`` row per dataset, a column per run naming a ``q|``
+body, stored once per distinct schema) and aliases (``a|``, with their
+reverse rows)."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable, Sequence
+from typing import AbstractSet, Callable, Iterable, Sequence
 
 import msgpack
 import xxhash
@@ -12,13 +12,11 @@ import xxhash
 from .. import rowkeys as rk
 from ..errors import InvalidLineageError, StoreError
 from ..model import EndPoint
-from .layout import SCHEMA_REF, _check_name, _check_run, _corrupt, _decode_key, _target
+from .layout import _check_name, _check_run, _corrupt, _decode_key, _target
 from .state import StoreState
 
 #: schemas a store keeps decoded by digest
 _SCHEMAS_KEPT = 1024
-#: schema reads in flight at once for `Datasets.schemas` on a remote store
-_SCHEMA_READERS = 16
 
 
 class Datasets(StoreState):
@@ -27,9 +25,9 @@ class Datasets(StoreState):
     def record_schema(self, namespace: str, name: str, run_id: str, start_ms: int,
                       fields: Sequence[tuple[str, str | None]]) -> None:
         """Store the schema (field name → type or None) a run reported for a dataset.
-        Idempotent; time-ranged like runs, so `schema` answers for any range. The
-        fields are stored once per distinct schema (``q|``), the run's row names
-        them by digest (``s|``)."""
+        Idempotent (a blind put); time-ranged like runs, so `schema` answers for
+        any range. The fields are stored once per distinct schema (``q|``), the
+        run's column of the dataset's ``S|`` row names them by digest."""
         _check_name(namespace, "namespace")
         _check_name(name, "dataset name")
         _check_run(run_id, start_ms)
@@ -47,95 +45,107 @@ class Datasets(StoreState):
         # reference would leave the reference naming nothing. Content-addressed,
         # so a body written again is the same row, still stored once.
         self.table.put({rk.schema_body(rk.checksum_of(digest)): {"f": body},
-                        rk.schema(namespace, name, start_ms, run_id): {SCHEMA_REF: digest}})
+                        rk.schemas(namespace, name): {rk.schema_column(start_ms, run_id): digest}})
 
     def schema(self, namespace: str, name: str, start_ms: int,
                end_ms: int) -> dict[str, str | None] | None:
         """The schema the latest run in ``[start, end)`` reported for the dataset
-        (field name → type or None, in the reported order), or None."""
-        lo, hi = rk.time_range(rk.dataset_prefix(rk.SCHEMA, namespace, name), start_ms, end_ms)
-        for key, cols in self.table.scan(lo, hi, limit=1):
-            digest = cols.get(SCHEMA_REF, b"")
-            if len(digest) != 16:
-                raise _corrupt(self.url, key)
-            with self._lock:
-                pairs = self._schema_bodies.get(digest)
-                if pairs is not None:
-                    self._schema_bodies.move_to_end(digest)
-            if pairs is None:
-                body_key = rk.schema_body(rk.checksum_of(digest))
-                row = self.table.get(body_key)
-                if row is None:
-                    raise StoreError(f"store {self.url}: schema row {key!r} names a schema "
-                                     f"whose row is missing (run `fll admin fsck`)")
-                try:
-                    pairs = msgpack.unpackb(row["f"], raw=False)
-                    if xxhash.xxh3_128_digest(row["f"]) != digest:
-                        raise ValueError("not the schema named")
-                except Exception:
-                    raise _corrupt(self.url, body_key) from None  # never cached
-                with self._lock:
-                    self._schema_bodies[digest] = pairs
-                    if len(self._schema_bodies) > _SCHEMAS_KEPT:
-                        self._schema_bodies.popitem(last=False)
-            try:
-                return {str(n): (None if t is None else str(t)) for n, t in pairs}
-            except Exception:
-                raise _corrupt(self.url, key) from None
-        return None
+        (field name → type or None, in the reported order), or None; of several
+        reported in one millisecond, the first by run id."""
+        return self.schemas([(namespace, name)], start_ms, end_ms)[(namespace, name)]
 
     def schemas(self, datasets: Iterable[tuple[str, str]], start_ms: int, end_ms: int
                 ) -> dict[tuple[str, str], dict[str, str | None] | None]:
-        """`schema` of several datasets. Each is the first row of its own key
-        range, which no backend reads for many ranges in one call, so a store
-        across a network asks them at once (up to `_SCHEMA_READERS` in flight:
-        the latency of one round trip for a hop's datasets, not one each); an
-        embedded one asks them in turn."""
+        """`schema` of several datasets: the first column in the range's column
+        range of each dataset's ``S|`` row, for every dataset in ONE call
+        (`Table.first_cells`), then one multi-get of the schemas not cached."""
         ds = list(dict.fromkeys(datasets))
-        if self.first_runs or len(ds) < 2:
-            return {d: self.schema(d[0], d[1], start_ms, end_ms) for d in ds}
-        with ThreadPoolExecutor(min(_SCHEMA_READERS, len(ds))) as pool:
-            found = pool.map(lambda d: self.schema(d[0], d[1], start_ms, end_ms), ds)
-            return dict(zip(ds, found, strict=True))
+        columns = rk.schema_columns(start_ms, end_ms)
+        if not ds or columns is None:
+            return {d: None for d in ds}
+        keys = {d: rk.schemas(*d) for d in ds}
+        cells = self.table.first_cells(list(keys.values()), *columns)
+        digests: dict[tuple[str, str], bytes] = {}
+        for d, key in keys.items():
+            if key in cells:
+                digest = cells[key][1]
+                if len(digest) != 16:
+                    raise _corrupt(self.url, key)
+                digests[d] = digest
+        bodies = self._schema_fields(set(digests.values()), lambda missing: next(
+            f"{ns}:{n}" for (ns, n), dg in digests.items() if dg == missing))
+        out: dict[tuple[str, str], dict[str, str | None] | None] = {d: None for d in ds}
+        for d, digest in digests.items():
+            try:
+                out[d] = {str(n): (None if t is None else str(t)) for n, t in bodies[digest]}
+            except Exception:
+                raise _corrupt(self.url, rk.schema_body(rk.checksum_of(digest))) from None
+        return out
+
+    def _schema_fields(self, digests: AbstractSet[bytes], what: Callable[[bytes], str]
+                       ) -> dict[bytes, list]:
+        """The decoded ``q|`` rows of these digests: those cached, then one
+        multi-get of the others (cached once they decode). A missing one is a
+        store error naming ``what(digest)`` (a dataset naming it)."""
+        with self._lock:
+            known = {d: self._schema_bodies[d] for d in digests if d in self._schema_bodies}
+            for d in known:
+                self._schema_bodies.move_to_end(d)
+        wanted = sorted(set(digests) - set(known))
+        rows = self.table.get_many([rk.schema_body(rk.checksum_of(d)) for d in wanted]) \
+            if wanted else {}
+        for d in wanted:
+            key = rk.schema_body(rk.checksum_of(d))
+            row = rows.get(key)
+            if row is None:
+                raise StoreError(f"store {self.url}: a schema row of {what(d)} names a schema "
+                                 f"whose row is missing (run `fll admin fsck`)")
+            try:
+                if xxhash.xxh3_128_digest(row["f"]) != d:
+                    raise ValueError("not the schema named")
+                pairs = msgpack.unpackb(row["f"], raw=False)
+                if not isinstance(pairs, list):
+                    raise ValueError("not a list of fields")
+            except Exception:
+                raise _corrupt(self.url, key) from None  # never cached
+            known[d] = pairs
+        with self._lock:
+            for d in wanted:
+                self._schema_bodies[d] = known[d]
+            while len(self._schema_bodies) > _SCHEMAS_KEPT:
+                self._schema_bodies.popitem(last=False)
+        return known
 
     def schema_history(self, namespace: str, name: str, start_ms: int, end_ms: int
                        ) -> list[tuple[int, str, list[tuple[str, str | None]]]]:
         """Every schema reported for the dataset in ``[start_ms, end_ms)``: (time,
         owner, fields), oldest first; of several reported in one millisecond,
         the one `schema` answers. The owner is what reported it (a run id, or
-        what `fll.openlineage.static_owner` names). One scan of the range's
-        ``s|`` rows and one multi-get of the schemas not cached."""
-        lo, hi = rk.time_range(rk.dataset_prefix(rk.SCHEMA, namespace, name), start_ms, end_ms)
+        what `fll.openlineage.static_owner` names). One read of the dataset's
+        ``S|`` row and one multi-get of the schemas not cached."""
+        columns = rk.schema_columns(start_ms, end_ms)
+        key = rk.schemas(namespace, name)
+        row = self.table.get(key) if columns is not None else None
         first: dict[int, tuple[str, bytes]] = {}
-        for key, cols in self.table.scan(lo, hi):
-            k = _decode_key(self.url, key)
-            digest = cols.get(SCHEMA_REF, b"")
-            if k.start_ms is None or k.run_id is None or len(digest) != 16:
-                raise _corrupt(self.url, key)
-            first.setdefault(k.start_ms, (k.run_id, digest))  # the key `schema` reads
-        with self._lock:
-            known = {d: self._schema_bodies[d] for _, d in first.values()
-                     if d in self._schema_bodies}
-        wanted = sorted({d for _, d in first.values()} - set(known))
-        rows = self.table.get_many([rk.schema_body(rk.checksum_of(d)) for d in wanted])
-        for d in wanted:
-            key = rk.schema_body(rk.checksum_of(d))
-            row = rows.get(key)
-            if row is None:
-                raise StoreError(f"store {self.url}: a schema row of {namespace}:{name} names "
-                                 f"a schema whose row is missing (run `fll admin fsck`)")
+        for col in sorted(row or (), key=lambda c: c.encode("utf-8")):
+            if columns is None or not columns[0] <= col < columns[1]:
+                continue
             try:
-                if xxhash.xxh3_128_digest(row["f"]) != d:
-                    raise ValueError("not the schema named")
-                known[d] = msgpack.unpackb(row["f"], raw=False)
-            except Exception:
+                at, owner = rk.schema_column_of(col)
+            except ValueError:
                 raise _corrupt(self.url, key) from None
+            digest = (row or {})[col]
+            if len(digest) != 16:
+                raise _corrupt(self.url, key)
+            first.setdefault(at, (owner, digest))  # the column `schema` reads
+        known = self._schema_fields({d for _, d in first.values()},
+                                    lambda _: f"{namespace}:{name}")
         try:
             return [(at, owner, [(str(n), None if t is None else str(t))
                                  for n, t in known[d]])
                     for at, (owner, d) in sorted(first.items())]
         except Exception:
-            raise _corrupt(self.url, lo) from None
+            raise _corrupt(self.url, key) from None
 
     def record_alias(self, alias_ns: str, alias_name: str, namespace: str, name: str) -> bool:
         """Make ``alias_ns:alias_name`` (a logical name, e.g. a pipeline's
@@ -210,14 +220,16 @@ class Datasets(StoreState):
 
     def schema_spans(self) -> dict[EndPoint, tuple[int, int]]:
         """Every dataset a schema was reported for: the times of its first and
-        latest report. One scan of the schema index (no schema is read)."""
+        latest report. One scan of the ``S|`` rows (no schema is read)."""
         out: dict[EndPoint, tuple[int, int]] = {}
-        prefix = rk.SCHEMA + rk.SEP
-        for key, _ in self.table.scan(prefix, rk.prefix_end(prefix)):
+        prefix = rk.SCHEMAS + rk.SEP
+        for key, cols in self.table.scan(prefix, rk.prefix_end(prefix)):
             k = _decode_key(self.url, key)
-            if k.start_ms is None or k.namespace is None or k.name is None:
+            try:
+                times = [rk.schema_column_of(c)[0] for c in cols]
+            except ValueError:
+                raise _corrupt(self.url, key) from None
+            if k.namespace is None or k.name is None or not times:
                 raise _corrupt(self.url, key)
-            ep = EndPoint(k.namespace, k.name)
-            lo, hi = out.get(ep, (k.start_ms, k.start_ms))
-            out[ep] = (min(lo, k.start_ms), max(hi, k.start_ms))
+            out[EndPoint(k.namespace, k.name)] = (min(times), max(times))
         return out

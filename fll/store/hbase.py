@@ -34,7 +34,8 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import StoreError
-from .base import (Row, Span, SpanGroup, SpanRead, in_ranges, read_span_groups_by_rows,
+from .base import (Row, Span, SpanGroup, SpanRead, first_cells_by_rows, in_ranges,
+                   read_span_groups_by_rows,
                    read_spans_by_rows, redact,
                    register_backend, scan_bounds)
 from .hbase_conn import _COL, FAMILY, HBaseConnection
@@ -211,6 +212,12 @@ class HBaseTable(HBaseConnection):
                 if cols:
                     out[r.row] = cols
         return out
+
+    def first_cells(self, rows: Sequence[bytes], lo: str, hi: str
+                    ) -> dict[bytes, tuple[str, bytes]]:
+        """Thrift 1's multi-get takes no column range: one ``getRows`` of the
+        whole rows, each row's first column in ``[lo, hi)`` picked here."""
+        return first_cells_by_rows(self, rows, lo, hi)
 
     def delete_columns(self, cells: Mapping[bytes, Any]) -> None:
         """Remove single columns: a column delete marker per cell (``mutateRowsTs``)."""

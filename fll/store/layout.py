@@ -31,7 +31,7 @@ _RUN_ROW_MS, _BUCKET1_MS = rk.LEVELS4[0], rk.LEVELS4[1]
 #: that stores rows packed keeps these a cell at a time (`SQLiteTable.declare_wide`)
 WIDE_PREFIXES = (rk.BACKWARD + rk.SEP, rk.FORWARD + rk.SEP, rk.BACKWARD_BUCKET + rk.SEP,
                  rk.FORWARD_BUCKET + rk.SEP, rk.FIRST_BACKWARD + rk.SEP,
-                 rk.FIRST_FORWARD + rk.SEP)
+                 rk.FIRST_FORWARD + rk.SEP, rk.SCHEMAS + rk.SEP)
 #: the eventTypes that make a run failed (`fll.store.runs`): its lineage is kept
 #: out of the default index, in the failed-run rows (``x|``/``y|``)
 FAILED_STATES = frozenset({b"FAIL", b"ABORT"})
@@ -46,9 +46,10 @@ RUN_OF_FIRST = {v: k for k, v in FIRST_OF_RUN.items()}
 RUN_OF_BUCKET = {rk.BACKWARD_BUCKET: rk.BACKWARD, rk.FORWARD_BUCKET: rk.FORWARD}
 _BUCKET_OF_RUN = {v: k for k, v in RUN_OF_BUCKET.items()}
 
-#: the column of an ``s|`` row: the 16-byte digest of its schema, whose fields
-#: are in the ``q|`` row of that digest (format 6: a schema is stored once, not
-#: once per run that reports it)
+#: the column of a format-6 ``s|`` row: the 16-byte digest of its schema,
+#: whose fields are in the ``q|`` row of that digest (a schema is stored once,
+#: not once per run that reports it); format 7 keeps the digest in a column
+#: per run of the dataset's ``S|`` row (`fll.rowkeys.schema_column`)
 SCHEMA_REF = "h"
 
 

@@ -1,8 +1,9 @@
 """The lineage store: records runs as wide rows and answers time-ranged questions.
 
-Format 6 (see `fll.rowkeys` and docs/storage.md, "How runs are stored"): wide
+Format 7 (see `fll.rowkeys` and docs/storage.md, "How runs are stored"): wide
 rows, a column per run or per set; time buckets, first-run rows, shapes,
-summaries stored as shared groups with their tags, schemas stored once.
+summaries stored as shared groups with their tags, schemas stored once and
+named from a row per dataset (a column per run, `fll.store.datasets`).
 
 Write path (`record`): the ``d|<checksum>`` row once per distinct operation
 set: its shape's checksum and its endpoints, the shape (``p|``: the operations
@@ -71,7 +72,7 @@ from .levels import Levels
 from .writer import WRITER_TTL_MS, Writer
 
 #: the row layout this module writes and reads (see docs/storage.md, "How runs are stored")
-FORMAT = 6
+FORMAT = 7
 
 
 def has_lineage_rows(table: Table) -> bool:
@@ -88,16 +89,20 @@ def unstamped_format(table: Table) -> int:
     under a running writer, as a Bigtable emulator restarted, gets rows again
     without the stamp written at its first open); 1 (before versioning) when
     its run index is narrow rows or its upgrade began (`fll.store.admin.upgrade`
-    marks that before it changes a row)."""
+    marks that before it changes a row); 6 when its run rows are wide but its
+    schema reports are a row each."""
     if not has_lineage_rows(table):
         return FORMAT
     if table.get(rk.meta("upgrade")) is not None:
         return 1  # an upgrade of an unstamped store began: its rows are of both kinds
     for key, _ in table.scan(rk.BACKWARD + rk.SEP, rk.prefix_end(rk.BACKWARD + rk.SEP), limit=1):
         try:
-            return FORMAT if rk.decode(key).level == 0 else 1
+            if rk.decode(key).level != 0:
+                return 1
         except (ValueError, UnicodeDecodeError):
             return 1
+    for _ in table.scan(rk.SCHEMA + rk.SEP, rk.prefix_end(rk.SCHEMA + rk.SEP), limit=1):
+        return 6  # wide run rows, but a row per run's schema report
     return FORMAT
 
 

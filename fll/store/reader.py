@@ -437,7 +437,11 @@ class Reader(StoreState):
         with ``with_schemas`` also those known only by a reported schema (an
         OpenLineage DatasetEvent, or a run event without column lineage)."""
         found: set[EndPoint] = set()
-        for kind in (rk.BACKWARD, rk.FORWARD) + ((rk.SCHEMA,) if with_schemas else ()):
+        if with_schemas:  # one S| row per dataset
+            for key, _ in self.table.scan(rk.SCHEMAS + rk.SEP, rk.prefix_end(rk.SCHEMAS + rk.SEP)):
+                k = rk.decode(key)
+                found.add(EndPoint(k.namespace or "?", k.name or "?"))
+        for kind in (rk.BACKWARD, rk.FORWARD):
             prefix = kind + rk.SEP
             stop = rk.prefix_end(prefix)
             cursor = prefix

@@ -187,7 +187,7 @@ class ReadView:
         todo = [d for d in dict.fromkeys(datasets)
                 if ("s", d[0], d[1], start_ms, end_ms) not in self._memo]
         many = getattr(self.store, "schemas", None)
-        if many is None or len(todo) < 2:
+        if many is None or not todo:
             return
         for (ns, name), found in many(todo, start_ms, end_ms).items():
             self._memo[("s", ns, name, start_ms, end_ms)] = found

@@ -32,8 +32,8 @@ from typing import Iterator, Mapping, Sequence
 from urllib.parse import parse_qs
 
 from ..errors import StoreError
-from .base import (Row, Span, SpanGroup, SpanRead, in_ranges, read_spans_by_rows, redact,
-                   register_backend, scan_bounds)
+from .base import (Row, Span, SpanGroup, SpanRead, first_cells_by_rows, in_ranges,
+                   read_spans_by_rows, redact, register_backend, scan_bounds)
 from .sqlite_conn import SQLiteConnections
 from .sqlite_layout import _HEX_STR, _UPSERT, _UPSERT_CELL, _after, _col_in, _col_out, pack, unpack
 
@@ -249,6 +249,29 @@ class SQLiteTable(SQLiteConnections):
             return found
         found.sort(key=lambda r: r[0])
         return in_ranges(found, wanted)
+
+    def first_cells(self, rows: Sequence[bytes], lo: str, hi: str
+                    ) -> dict[bytes, tuple[str, bytes]]:
+        """One statement per 200 rows: each row's first cell in ``[lo, hi)``,
+        a seek in the cell table. Rows that may be packed (not under a declared
+        prefix, or written before it was) are read whole instead."""
+        keys = sorted({bytes(r) for r in rows})
+        if not keys or not lo < hi:
+            return {}
+        if self._packed_wide or not all(self._is_wide(k) for k in keys):
+            return first_cells_by_rows(self, keys, lo, hi)
+        one = "SELECT * FROM (SELECT row, col, val FROM wide WHERE row = ? AND col >= ? " \
+              "AND col < ? ORDER BY col LIMIT 1)"
+
+        def read(conn: sqlite3.Connection) -> dict[bytes, tuple[str, bytes]]:
+            out: dict[bytes, tuple[str, bytes]] = {}
+            for i in range(0, len(keys), 200):
+                part = keys[i:i + 200]
+                sql = " UNION ALL ".join([one] * len(part))
+                for r, col, val in conn.execute(sql, [a for k in part for a in (k, lo, hi)]):
+                    out[bytes(r)] = (_col_out(col), bytes(val))
+            return out
+        return self._retry(read, write=False) if len(keys) <= 200 else self._read_txn(read)
 
     def read_spans(self, spans: Sequence[Span], names: Sequence[Span] = (),
                    values: Sequence[Span] = ()) -> SpanRead:

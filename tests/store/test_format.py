@@ -1,8 +1,9 @@
-"""Store formats: this fll reads and writes one format (6). A store of any
+"""Store formats: this fll reads and writes one format (7). A store of any
 older one (1: before time buckets; 2: by-set index, hex bucket keys, programs
 in index rows, plain data rows; 3: narrow run and bucket rows; 4: wide rows;
 5: first-run rows and shapes; 1-5 with summaries that list every edge and no
-tags) is refused with one line naming the upgrade, until `fll admin upgrade`
+tags, and schemas in their runs' rows; 6: a row per run naming its schema,
+where format 7 has a column of the dataset's row) is refused with one line naming the upgrade, until `fll admin upgrade`
 converts it in place (resumably) to answer exactly as before; a store of a
 newer format is refused with one line naming both versions."""
 from __future__ import annotations
@@ -98,17 +99,26 @@ def to_older_format(table, fmt: int) -> None:
     rows (4 s x16 levels, raw checksum in the key); format 2 with the by-set
     index ``B|``/``F|``, the program in every index row, plain ``o``/``s``
     data rows and hex-keyed bucket rows; format 1 like 2 without buckets nor
-    a stamp."""
+    a stamp; format 6 as this one but for a row per run's schema report
+    (formats 1-5 kept the schema there, 6 its digest)."""
     puts: dict[bytes, dict[str, bytes]] = {}
     gone: list[bytes] = []
     for key, cols in list(table.scan()):
         kind = key[:1]
-        if kind == rk.SCHEMA:  # every older format kept the schema in its run's row
-            body = table.get(rk.schema_body(rk.checksum_of(cols[SCHEMA_REF])))["f"]
+        if kind == rk.SCHEMAS:  # every older format had a row per run and dataset
+            k = rk.decode(key)
             gone.append(key)
-            puts[key] = {"f": body}
+            for col, digest in cols.items():
+                at, run_id = rk.schema_column_of(col)
+                body = table.get(rk.schema_body(rk.checksum_of(digest)))["f"]
+                puts[rk.schema(k.namespace, k.name, at, run_id)] = \
+                    {SCHEMA_REF: digest} if fmt == 6 else {"f": body}
         elif kind == rk.SCHEMA_BODY:
-            gone.append(key)
+            if fmt < 6:
+                gone.append(key)
+        elif fmt == 6:
+            if key == rk.meta("format"):
+                puts[key] = {"v": b"6"}
         elif fmt == 5:
             if kind == rk.SHAPE or (kind == rk.DATA and SHAPED not in cols):
                 puts[key] = data_row_v1(decode_canonical(data_parts(cols)[0]))
@@ -163,8 +173,8 @@ def to_older_format(table, fmt: int) -> None:
 
 
 def _older_rows(table) -> list[bytes]:
-    """Rows format 6 never has: narrow run and bucket rows, by-set rows, data
-    rows with the older summaries."""
+    """Rows format 7 never has: narrow run and bucket rows, by-set rows, data
+    rows with the older summaries, a row per run's schema report."""
     out = []
     for key, cols in table.scan():
         if key[:1] in (rk.BACKWARD_BY_SET, rk.FORWARD_BY_SET):
@@ -172,7 +182,7 @@ def _older_rows(table) -> list[bytes]:
         elif key[:1] in (rk.BACKWARD, rk.FORWARD, rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET):
             if not rk.is_wide(key) and not key.endswith(b"|*"):
                 out.append(key)
-        elif key[:1] == rk.SCHEMA and SCHEMA_REF not in cols:
+        elif key[:1] == rk.SCHEMA:
             out.append(key)
         elif key[:1] in (rk.DATA, rk.SHAPE) and SHAPED not in cols:
             if "z" not in cols or msgpack.unpackb(data_parts(cols)[1])["v"] != 2:
@@ -180,7 +190,7 @@ def _older_rows(table) -> list[bytes]:
     return out
 
 
-@pytest.fixture(params=[1, 2, 3, 4, 5])
+@pytest.fixture(params=[1, 2, 3, 4, 5, 6])
 def older(tmp_path, request):
     url = f"sqlite:///{tmp_path}/old.db"
     with open_store(url) as store:
@@ -212,14 +222,16 @@ def test_an_older_store_is_refused_until_upgraded_in_place_then_answers_as_befor
         admin.fsck(table)
     rows = sorted(table.scan())
     dry = admin.upgrade(table, dry_run=True)
-    assert dry.from_format == fmt and dry.data_rows > 0
+    assert dry.from_format == fmt and (dry.data_rows > 0) == (fmt < 6)
     assert (dry.index_rows > 0 and dry.removed_rows > 0) == (fmt < 4)
     assert sorted(table.scan()) == rows  # the dry run changed nothing
     report = admin.upgrade(table, batch_size=7)
     assert admin.store_format(table) == FORMAT
     assert (report.index_rows, report.removed_rows) == ((80, dry.removed_rows) if fmt < 4
                                                         else (0, 0))
-    assert report.data_rows == dry.data_rows and report.schema_rows == dry.schema_rows == 1
+    assert report.data_rows == dry.data_rows
+    assert report.schema_rows == dry.schema_rows == (fmt < 6)
+    assert report.schema_refs == dry.schema_refs == 1
     assert _older_rows(table) == []
     table.close()
     with open_store(url) as store:
@@ -272,6 +284,49 @@ def test_an_interrupted_upgrade_resumes_where_it_stopped(format1, fails_after):
     table.close()
     with open_store(url) as store:
         assert _answers(store) == want
+        assert admin.fsck(store.table).clean
+
+
+class _MovesThenFails(_PutsThenFails):
+    """Fails at the put of a batch of ``S|`` columns after ``ok`` of them."""
+
+    def put(self, rows):
+        if any(k[:1] == rk.SCHEMAS for k in rows):
+            super().put(rows)
+        else:
+            self.inner.put(rows)
+
+
+@pytest.mark.parametrize("fails_after", [0, 1, 2])
+def test_a_format_6_store_moves_its_schema_rows_resumably_and_answers_as_before(
+        tmp_path, fails_after):
+    """Format 6 to 7: each run's schema row becomes a column of its dataset's
+    row, a batch at a time; an upgrade interrupted between batches, then run
+    again, leaves every schema answered as before and no row of format 6."""
+    url = f"sqlite:///{tmp_path}/six.db"
+    with open_store(url) as store:
+        _history(store)
+        for i in range(12):
+            store.record_schema("n", f"d{i % 3}", f"s{i}", 1_650_000_000_000 + i * DAY,
+                                [("a", "string"), ("b", f"t{i % 5}")])
+        store.record_schema("n", "d0", "tie", 1_650_000_000_000, [("tie", None)])
+        datasets = [("n", "dst")] + [("n", f"d{i}") for i in range(3)]
+        ranges = [(0, rk.MAX_TIME), (1_650_000_000_000, 1_650_000_000_001),
+                  (1_650_000_000_000 + DAY, 1_650_000_000_000 + 5 * DAY)]
+        want = [store.schemas(datasets, lo, hi) for lo, hi in ranges]
+        history = [store.schema_history(*d, 0, rk.MAX_TIME) for d in datasets]
+        to_older_format(store.table, 6)
+    table = open_url(url)
+    assert len([k for k in _older_rows(table) if k[:1] == rk.SCHEMA]) == 14
+    with pytest.raises(StoreError, match="connection lost"):
+        admin.upgrade(_MovesThenFails(table, fails_after), batch_size=5)
+    assert admin.store_format(table) == 6
+    report = admin.upgrade(table, batch_size=5)
+    assert report.schema_refs == 14 - 5 * fails_after and _older_rows(table) == []
+    table.close()
+    with open_store(url) as store:
+        assert [store.schemas(datasets, lo, hi) for lo, hi in ranges] == want
+        assert [store.schema_history(*d, 0, rk.MAX_TIME) for d in datasets] == history
         assert admin.fsck(store.table).clean
 
 
@@ -401,7 +456,7 @@ def test_a_set_whose_shape_is_missing_or_wrong_is_a_store_error_and_fsck_names_i
         assert admin.fsck(store.table).clean
 
 
-@pytest.mark.parametrize("fmt", [2, 3, 5])
+@pytest.mark.parametrize("fmt", [2, 3, 5, 6])
 @pytest.mark.parametrize("table_url", ["bigtable", "hbase-thrift"], indirect=True)
 def test_an_older_store_upgrades_in_place_on_backends_without_transactions(open_table_for,
                                                                            fmt):
@@ -412,8 +467,8 @@ def test_an_older_store_upgrades_in_place_on_backends_without_transactions(open_
     with pytest.raises(OlderFormat):
         LineageStore(store.table)
     report = admin.upgrade(store.table, batch_size=9)
-    assert report.index_rows == (80 if fmt < 4 else 0) and report.data_rows > 0
-    assert _older_rows(store.table) == []
+    assert report.index_rows == (80 if fmt < 4 else 0) and (report.data_rows > 0) == (fmt < 6)
+    assert report.schema_refs == 1 and _older_rows(store.table) == []
     store = LineageStore(store.table)
     assert store.format == FORMAT and _answers(store) == want
     fsck = admin.fsck(store.table)

@@ -95,6 +95,10 @@ def _fan_in(store: LineageStore, width: int, depth: int) -> EndPoint:
         run += 1
         batch.append((chain(src, root, ["a"], prefix=f"s{j}"), f"r{run}", T0 + run, None))
     store.record_many(batch)
+    for k, level in enumerate(levels):  # every dataset's schema, reported twice
+        for dataset in level:
+            for t in (T0, T0 + 1):
+                store.record_schema("w", dataset.name, f"s{k}-{t}", t, [("a", f"t{t}")])
     return root
 
 
@@ -110,9 +114,16 @@ def test_a_deep_question_reads_level_by_level(open_table_for):
         view = ReadView(store, SetMerges())
         answer = column_lineage(view, f"datasetField:w:{root.name}:a", 10, False, 0, MAX_TIME)
         assert len(answer["graph"]) == 1 + 4 * width
-        walk = [c for c in counting.calls if c != "scan"]  # schemas: one range each
+        assert {n["data"]["fieldType"] for n in answer["graph"]
+                if n["data"]["dataset"] != "root"} == {f"t{T0 + 1}"}
+        walk = counting.calls
         counts.append(len(walk))
         # 4 hops and one look past the last: a read of the level, its sets and
-        # their shapes; a few more at the root (its node id, its fields)
-        assert len(walk) <= 3 * 5 + 6, counting.calls
+        # their shapes; a few more at the root (its node id, its fields); the
+        # schemas of every node: one read of their latest reports, one of the
+        # schemas themselves
+        assert walk.count("first_cells") == 2, walk  # the root's fields; every node's type
+        assert walk.count("get_many schemas") == 1, walk
+        rest = [c for c in walk if c not in ("first_cells", "get_many schemas")]
+        assert len(rest) <= 3 * 5 + 6 + 1, " ".join(walk)  # and whether the root exists
     assert counts[0] == counts[1], counts

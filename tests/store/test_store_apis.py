@@ -248,12 +248,16 @@ class _Counting:
 
     def __getattr__(self, name):
         attr = getattr(self.inner, name)
-        if name in ("get", "get_many", "scan", "scan_ranges", "put", "delete", "check_and_put"):
+        if name in ("get", "get_many", "scan", "scan_ranges", "put", "delete", "check_and_put",
+                    "first_cells"):
             def counted(*a, **kw):
                 # a multi-get of shape rows is told apart: it is the one read a
-                # question may add when the shapes are not cached either
+                # question may add when the shapes are not cached either; one of
+                # schemas too (`LineageStore.schemas`)
                 shapes = name == "get_many" and a and all(k[:2] == b"p|" for k in a[0])
-                self.calls.append("get_many shapes" if shapes else name)
+                schemas = name == "get_many" and a and all(k[:2] == b"q|" for k in a[0])
+                self.calls.append("get_many shapes" if shapes else
+                                  "get_many schemas" if schemas else name)
                 return attr(*a, **kw)
             return counted
         return attr

@@ -35,6 +35,8 @@ class UpgradeReport:
     data_rows: int = 0
     #: ``s|`` rows that held their schema, now naming it (stored once, ``q|``)
     schema_rows: int = 0
+    #: ``s|`` rows (one per run and dataset) moved into their dataset's ``S|`` row (format 7)
+    schema_refs: int = 0
     resumed_from: bytes | None = None
 
     def to_dict(self) -> dict:
@@ -45,6 +47,7 @@ class UpgradeReport:
                 "older_rows_removed": self.removed_rows,
                 "data_rows_rewritten": self.data_rows,
                 "schema_rows_rewritten": self.schema_rows,
+                "schema_rows_moved": self.schema_refs,
                 "resumed_from": None if self.resumed_from is None
                 else printable_key(self.resumed_from)}
 
@@ -84,8 +87,9 @@ def _older_rows(table: Table) -> Iterator[bytes]:
 
 def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
             progress: Progress | None = None) -> UpgradeReport:
-    """Convert a store of format 1, 2, 3 or 4 to format 5 in place (from 4:
-    only the stamp, format 5 adds rows without changing any).
+    """Convert a store of format 1 to 6 to format 7 in place (from 4: format 5
+    adds rows without changing any; 5 to 6: data rows and schemas rewritten;
+    6 to 7: the schema rows moved, `_move_schema_rows`).
 
     First pass, over the narrow ``b|``/``f|`` rows (one per run and endpoint)
     in key order: write each run's format-4 cells (its run cell, its set's
@@ -178,6 +182,7 @@ def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
         _delete(table, older)
     report.data_rows = _upgrade_data_rows(table, dry_run, batch_size, progress)
     report.schema_rows = _upgrade_schema_rows(table, dry_run, batch_size)
+    report.schema_refs = _move_schema_rows(table, dry_run, batch_size)
     if not dry_run:
         table.put({rk.meta("format"): {"v": str(FORMAT).encode()}})
         table.delete([rk.meta("upgrade")])
@@ -205,6 +210,47 @@ def _upgrade_schema_rows(table: Table, dry_run: bool, batch_size: int) -> int:
             _put_replacing(table, batch)
     if batch:
         _put_replacing(table, batch)
+    return done
+
+
+def _move_schema_rows(table: Table, dry_run: bool, batch_size: int) -> int:
+    """Format 7: move each ``s|<ns>|<name>|<inv start>|<run>`` row (format 6,
+    naming its schema by digest; formats 1-5 held it, in a dry run not yet
+    converted) into a column of its dataset's ``S|`` row
+    (`fll.rowkeys.schema_column`), the same digest as its value; then delete
+    the ``s|`` rows of the batch. Blind puts, so an interrupted upgrade simply
+    runs it again over the ``s|`` rows left. A row that does not decode is
+    left as it is: fsck reports it. Returns the rows moved."""
+    done = 0
+    cells: dict[bytes, dict[str, bytes]] = {}
+    moved: list[bytes] = []
+
+    def flush() -> None:
+        if cells:
+            table.put(cells)  # the columns before the rows they replace go
+        _delete(table, moved)
+        cells.clear()
+        moved.clear()
+
+    for key, cols in table.scan(rk.SCHEMA + rk.SEP, rk.prefix_end(rk.SCHEMA + rk.SEP)):
+        try:
+            k = rk.decode(key)
+            column = rk.schema_column(k.start_ms or 0, k.run_id or "")
+        except (ValueError, UnicodeDecodeError):
+            continue
+        digest = cols.get(SCHEMA_REF)
+        if k.namespace is None or k.name is None or k.start_ms is None or not k.run_id or (
+                len(digest or b"") != 16 and not (dry_run and "f" in cols)):
+            continue
+        done += 1
+        if dry_run:
+            continue
+        cells.setdefault(rk.schemas(k.namespace, k.name), {})[column] = digest or b""
+        moved.append(key)
+        if len(moved) >= batch_size:
+            flush()
+    if not dry_run:
+        flush()
     return done
 
 

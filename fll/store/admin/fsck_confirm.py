@@ -26,7 +26,7 @@ from ...summaries import Summaries
 from .. import runs as run_model
 from ..base import Table
 from ..datarows import SHAPED, data_parts, decode_data, join_shape, shape_ref
-from ..layout import RUN_OF_FIRST, SCHEMA_REF, set_used_since
+from ..layout import RUN_OF_FIRST, set_used_since
 from .fsck_report import FsckReport
 from .rows import _BATCH, _BUCKETS, _BY_SET, _RUN_ROWS, Cell
 from .unused import _bucket_kept_since, _set_endpoints, _shapes_used
@@ -166,22 +166,22 @@ def _still_unfinished(t: Table, keys: list[bytes]) -> list[bytes]:
     return [k for k in keys if rows.get(k, {}).get("w") == b"0"]
 
 
-def _still_dangling_schemas(t: Table, keys: list[bytes]) -> list[bytes]:
-    """Schema rows still naming a body that is not there."""
-    rows = t.get_many(keys)
-    refs = {k: cols.get(SCHEMA_REF, b"") for k, cols in rows.items()}
+def _still_dangling_schemas(t: Table, cells: list[Cell]) -> list[Cell]:
+    """``S|`` cells still naming a body that is not there."""
+    rows = t.get_many(sorted({k for k, _ in cells}))
+    refs = {(k, c): rows.get(k, {}).get(c, b"") for k, c in cells}
     present = t.get_many([rk.schema_body(rk.checksum_of(d)) for d in set(refs.values())
                           if len(d) == 16])
-    return [k for k in keys if len(refs.get(k, b"")) == 16
-            and rk.schema_body(rk.checksum_of(refs[k])) not in present]
+    return [cell for cell in cells if len(refs[cell]) == 16
+            and rk.schema_body(rk.checksum_of(refs[cell])) not in present]
 
 
 def _still_unused_schemas(t: Table, keys: list[bytes]) -> list[bytes]:
     """Schema bodies still there that no schema row names (one scan of them)."""
     if not keys:
         return []
-    used = {cols.get(SCHEMA_REF) for _, cols in
-            t.scan(rk.SCHEMA + rk.SEP, rk.prefix_end(rk.SCHEMA + rk.SEP))}
+    used = {d for _, cols in t.scan(rk.SCHEMAS + rk.SEP, rk.prefix_end(rk.SCHEMAS + rk.SEP))
+            for d in cols.values()}
     present = t.get_many(keys)
     return [k for k in keys if k in present
             and rk.checksum_bytes(rk.decode(k).checksum or "") not in used]

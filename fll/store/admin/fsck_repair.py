@@ -67,10 +67,10 @@ def _repair(table: Table, report: FsckReport) -> int:
         t.delete_columns(_by_row(gone))
         return len(gone)
 
-    def drop_dangling_schemas(t: Table, keys: list[bytes]) -> int:
+    def drop_dangling_schemas(t: Table, cells: list[Cell]) -> int:
         # still naming a body that is not there (a writer writes both at once)
-        gone = _still_dangling_schemas(t, keys)
-        t.delete(gone)
+        gone = _still_dangling_schemas(t, cells)
+        t.delete_columns(_by_row(gone))
         return len(gone)
 
     def drop_stray_run_rows(t: Table, keys: list[bytes]) -> int:

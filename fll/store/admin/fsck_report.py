@@ -22,9 +22,9 @@ class FsckReport:
     #: ``i|``/``o|`` cells whose run cell is not the same (row, run)
     stray_firsts: list[tuple[bytes, str]] = field(default_factory=list)
     unfinished: list[bytes] = field(default_factory=list)  # r| rows still pending (w=0)
-    #: ``s|`` rows naming a schema whose ``q|`` row is missing
-    dangling_schemas: list[bytes] = field(default_factory=list)
-    #: ``q|`` rows (schema bodies) no ``s|`` row names
+    #: ``S|`` cells (row, run's column) naming a schema whose ``q|`` row is missing
+    dangling_schemas: list[tuple[bytes, str]] = field(default_factory=list)
+    #: ``q|`` rows (schema bodies) no ``S|`` cell names
     unused_schemas: list[bytes] = field(default_factory=list)
     #: run-model rows (``e|`` events, ``J|`` job runs) their run's ``n|`` row does not name
     stray_run_rows: list[bytes] = field(default_factory=list)
@@ -92,7 +92,7 @@ class FsckReport:
                 "stale_bucket_rows": cells(self.stale_buckets),
                 "first_run_cells_without_their_run": cells(self.stray_firsts),
                 "unfinished_runs": keys(self.unfinished),
-                "schema_rows_without_their_schema": keys(self.dangling_schemas),
+                "schema_rows_without_their_schema": cells(self.dangling_schemas),
                 "unused_schemas": keys(self.unused_schemas),
                 "run_rows_not_named_by_their_run": keys(self.stray_run_rows),
                 "run_events_missing": cells(self.broken_event_refs),

@@ -11,7 +11,7 @@ from ...errors import FllError, StoreError
 from .. import runs as run_model
 from ..base import Table
 from ..datarows import SHAPED, shape_ref
-from ..layout import FIRST_OF_RUN, RUN_OF_FIRST, SCHEMA_REF, row_sets, run_cells
+from ..layout import FIRST_OF_RUN, RUN_OF_FIRST, row_sets, run_cells
 from ..tags import decode_assignment, decode_def
 from .rows import _BATCH, _BUCKETS, _INDEX_KINDS, _T, Cell, Progress
 from .lease import maintenance
@@ -197,13 +197,17 @@ def _find_problems(table: Table, report: FsckReport, progress: Progress | None) 
                     failed_rows.clear()
                 continue
             if kind == rk.SCHEMA:
-                digest = cols[SCHEMA_REF]
-                if len(digest) != 16:
-                    raise ValueError("a schema reference of another size")
-                named_schemas.add(digest)
-                if digest not in bodies and table.get(rk.schema_body(
-                        rk.checksum_of(digest))) is None:  # (not written since the scan)
-                    report.dangling_schemas.append(key)
+                report.legacy.append(key)  # format 6's row per report, left by an upgrade
+                continue
+            if kind == rk.SCHEMAS:
+                for col, digest in sorted(cols.items()):
+                    rk.schema_column_of(col)  # a column of another shape: corrupt
+                    if len(digest) != 16:
+                        raise ValueError("a schema reference of another size")
+                    named_schemas.add(digest)
+                    if digest not in bodies and table.get(rk.schema_body(
+                            rk.checksum_of(digest))) is None:  # (not written since the scan)
+                        report.dangling_schemas.append((key, col))
                 continue
             if kind in (rk.ALIAS, rk.ALIASED_BY):
                 continue  # no operation set behind these

@@ -154,7 +154,7 @@ def migrate_runs(source: LineageStore, destination: LineageStore, *, batch_size:
     other: dict[bytes, dict[str, bytes]] = {}
     # a schema's body before the rows naming it
     # classification tags too: not lineage, but the store's (fll.store.tags)
-    for kind in (rk.SCHEMA_BODY, rk.SCHEMA, rk.ALIAS, rk.ALIASED_BY, rk.TAG, rk.TAGGED):
+    for kind in (rk.SCHEMA_BODY, rk.SCHEMAS, rk.ALIAS, rk.ALIASED_BY, rk.TAG, rk.TAGGED):
         for key, cols in source.table.scan(kind + rk.SEP, rk.prefix_end(kind + rk.SEP)):
             other[key] = cols
             if len(other) >= batch_size:

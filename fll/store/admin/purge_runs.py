@@ -99,12 +99,17 @@ def _purge(store: LineageStore, before_ms: int, *, dry_run: bool = False,
         report.shape_rows = _unused_shapes(table, report.counted) if dry_run \
             else drop_unused_shapes(table)
     if not dry_run:  # schemas reported by purged runs
-        old: list[bytes] = []
-        for key, _ in table.scan(rk.SCHEMA + rk.SEP, rk.prefix_end(rk.SCHEMA + rk.SEP)):
-            k = rk.decode(key)
-            if k.start_ms is not None and k.start_ms < before_ms:
-                old.append(key)
-        _delete(table, old)
+        old: dict[bytes, list[str]] = {}
+        for key, cols in table.scan(rk.SCHEMAS + rk.SEP, rk.prefix_end(rk.SCHEMAS + rk.SEP)):
+            for col in cols:
+                try:
+                    if rk.schema_column_of(col)[0] < before_ms:
+                        old.setdefault(key, []).append(col)
+                except ValueError:
+                    continue  # of no known shape: fsck reports it
+        cells = list(old.items())
+        for i in range(0, len(cells), _BATCH):
+            table.delete_columns(dict(cells[i:i + _BATCH]))
         if old:
             drop_unused_schemas(table)
         if report.runs:

@@ -189,6 +189,9 @@ def decode_column(kind: str, column: str, value: bytes) -> Any:
                     "s": _jsonable(msgpack.unpackb(summaries, raw=False, strict_map_key=False))}
         if kind == "schema" and column == SCHEMA_REF:  # the schema it names (format 6)
             return {"schema": rk.checksum_of(value)}
+        if kind == "schemas":  # a run's report (format 7): its start and the schema named
+            at, run_id = rk.schema_column_of(column)
+            return {"start_ms": at, "run": run_id, "schema": rk.checksum_of(value)}
         if kind == "schema-body" or (kind == "schema" and column == "f"):
             return _jsonable(msgpack.unpackb(value, raw=False))
         if kind == "run" and column == "t":

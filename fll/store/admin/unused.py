@@ -6,7 +6,7 @@ from __future__ import annotations
 from ... import rowkeys as rk
 from ..base import Table
 from ..datarows import SHAPED
-from ..layout import RUN_OF_BUCKET, SCHEMA_REF, row_sets
+from ..layout import RUN_OF_BUCKET, row_sets
 from .rows import Cell
 from .lease import atomically
 
@@ -72,13 +72,13 @@ def drop_unused_shapes(table: Table) -> int:
 
 
 def drop_unused_schemas(table: Table) -> int:
-    """Remove the ``q|`` rows (schema bodies) no ``s|`` row names any more, in one
+    """Remove the ``q|`` rows (schema bodies) no ``S|`` cell names any more, in one
     transaction with the scan that decides it (elsewhere under the maintenance
     lease): a writer writes a schema's body in the same batch as the row
     naming it. Returns how many went."""
     def drop(t: Table) -> int:
-        used = {cols.get(SCHEMA_REF) for _, cols in
-                t.scan(rk.SCHEMA + rk.SEP, rk.prefix_end(rk.SCHEMA + rk.SEP))}
+        used = {d for _, cols in t.scan(rk.SCHEMAS + rk.SEP, rk.prefix_end(rk.SCHEMAS + rk.SEP))
+                for d in cols.values()}
         gone = []
         for key, _ in t.scan(rk.SCHEMA_BODY + rk.SEP, rk.prefix_end(rk.SCHEMA_BODY + rk.SEP)):
             checksum = rk.decode(key).checksum or ""
