@@ -1,4 +1,4 @@
-"""The row layout of format 6: which keys and cells a run writes, and how a
+"""The row layout of format 7: which keys and cells a run writes, and how a
 time range is covered (see `fll.rowkeys` and docs/storage.md, "How runs are
 stored").
 
