@@ -746,6 +746,7 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
                     if problem:
                         wrong.append(f"one-hop {wh.node_id(f)} {rname}: {problem}")
                 for f in deep:
+                    cpu0 = _cpu_seconds(server.pid)
                     began, turns = time.perf_counter(), backend.turns()
                     try:
                         status, data = await conn.request("GET", deep_path(wh, f))
@@ -753,6 +754,7 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
                         errors.append(f"deep {f}: {type(e).__name__}: {e}")
                         continue
                     times["deep"].append(time.perf_counter() - began)
+                    times["deep cpu"].append(_cpu_seconds(server.pid) - cpu0)
                     if turns is not None:
                         trips[False].append((backend.turns() - turns, levels[f]))
                     if status != 200:
@@ -787,6 +789,13 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
                     "max": max(t for t, _ in got),
                     "max_per_level": round(max(per_level), 2),
                     "levels_max": max(lv for _, lv in got)}
+        for label, times in (("first", cold), ("warm", warm)):
+            v = times.get("deep cpu", [])
+            if v:  # CPU does not wait for a loaded machine as wall-clock does
+                report[f"deep_cpu_{label}"] = {
+                    "p50_ms": round(_percentile(v, 0.5) * 1000),
+                    "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+                    "p95_ms": round(_percentile(v, 0.95) * 1000)}
         print(f"asked {len(one_hop)} one-hop and {len(deep)} deep questions twice in "
               f"{report['ask_s']} s; wrong so far: {len(wrong)}", flush=True)
 
@@ -920,6 +929,11 @@ def render(r: dict[str, Any]) -> str:
             lines.append(f"store round trips per deep question ({label} pass): p50 {rt['p50']}, "
                          f"max {rt['max']}, at most {rt['max_per_level']} per hop level "
                          f"(target <= 3; up to {rt['levels_max']} levels)")
+    for label in ("first", "warm"):
+        c = r.get(f"deep_cpu_{label}")
+        if c:
+            lines.append(f"server CPU per deep question ({label} pass): p50 {c['p50_ms']} ms, "
+                         f"p95 {c['p95_ms']} ms; load average {c['load']}")
     if r.get("restart_largest_round_trips"):
         rt = r["restart_largest_round_trips"]
         lines.append(f"largest deep question after restart: {rt['round_trips']} round trips "
