@@ -51,6 +51,40 @@ def test_a_put_merges_columns_into_an_existing_row_and_overwrites_values(open_ta
     assert t.get(b"r") == {"a": b"1", "b": b"3", "c": b"4"}
 
 
+@pytest.mark.parametrize("declared", [True, False])
+def test_first_cells_answer_each_rows_first_column_in_a_range(open_table_for, declared):
+    """`first_cells`: of every row asked, its first column in ``[lo, hi)`` in
+    byte order and that cell's value, absent rows and rows without one left
+    out; a deleted column is gone. On rows a SQLite table keeps a cell at a
+    time (declared wide) and on rows it packs alike."""
+    t = open_table_for()
+    prefix = b"S|" if declared else b"P|"
+    if declared and callable(getattr(t, "declare_wide", None)):
+        t.declare_wide([prefix])
+    rng = random.Random(7)
+    names = [f"{rng.randrange(16**3):03x}|r{rng.randrange(9)}" for _ in range(40)] + \
+        ["0ff|\u00e9t\u00e9", "0ff|z", "100", "0fe|%7C", "a", "~"]
+    rows = {prefix + b"n|d" + bytes([65 + i]): {c: f"{i}:{c}".encode() for c in
+                                                  rng.sample(names, rng.randrange(1, 12))}
+            for i in range(14)}
+    t.put(rows)
+    some = sorted(rows)[3]
+    gone = sorted(rows[some])[:2]
+    t.delete_columns({some: gone})
+    stored = {k: {c: v for c, v in cols.items() if k != some or c not in gone}
+              for k, cols in rows.items()}
+    asked = sorted(rows) + [prefix + b"n|absent", b"zz"]
+    for lo, hi in [("", "~~"), ("0ff", "100"), ("0ff|z", "0ff|\u00e9"), ("5", "a"),
+                   ("a", "a"), ("b", "a"), ("100", "101"), ("000", "0ff")]:
+        want = {}
+        for k, cols in stored.items():
+            inside = sorted((c.encode(), c) for c in cols if lo.encode() <= c.encode() < hi.encode())
+            if inside:
+                want[k] = (inside[0][1], cols[inside[0][1]])
+        assert t.first_cells(asked, lo, hi) == want, (lo, hi)
+    assert t.first_cells([], "", "~") == {}
+
+
 def test_get_many_returns_present_rows_and_leaves_out_absent_ones(open_table_for):
     t = open_table_for()
     t.put({bytes([i]) + b"k": {"v": bytes([i])} for i in range(20)})
