@@ -3,14 +3,18 @@
 A Thrift client may write several requests before it reads any answer: the
 answers come back in the order the requests were sent, because HBase's
 Thrift 1 servers handle a connection's requests one at a time. The default
-server (``hbase.regionserver.thrift.server.type=threadpool``,
-``TBoundedThreadPoolServer``) gives each connection one worker thread that
-loops ``processor.process(in, out)``, reading the next request only after
-answering the last; the non-blocking servers (``nonblocking``, ``hsha``,
-``threadedselector``, always framed) read one frame of a connection, answer
-it, then read the next. So N calls cost one round trip instead of N
-(`Burst`): a level of a walk opens every scanner in one burst and reads and
-closes them all in the next.
+server (``hbase.regionserver.thrift.server.type=threadpool``, HBase's
+``TBoundedThreadPoolServer``) gives each connection one worker thread whose
+``ClientConnnection.run`` loops ``processor.process(in, out)``: the next
+request is read only after the last was answered. The non-blocking servers
+(``nonblocking``, ``hsha``, ``threadedselector``, always framed) are
+libthrift's: a connection's ``FrameBuffer`` reads a 4-byte size and exactly
+that frame, drops its read interest (``interestOps(0)``) until the answer is
+written, then reads the next frame, which meanwhile waits in the socket. So N
+calls cost one round trip instead of N (`Burst`): a level of a walk opens
+every scanner in one burst and reads and closes them all in the next. (The
+sequence ids of thriftpy2's requests are all 0; the order alone pairs each
+answer with its call, as it does for one call at a time.)
 
 thriftpy2 (happybase's Thrift library) sends and reads a call in one step;
 `Burst` uses its two halves, ``TClient._send`` and ``TClient._recv``, which

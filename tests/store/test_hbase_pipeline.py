@@ -222,3 +222,52 @@ def test_a_level_of_40_datasets_costs_at_most_3_round_trips(proxied):
         assert got.aliases[("n", "d05")] == [("ref", "raw")]
         assert got.checksums == {d: store.checksums(EndPoint(*d), start, end) for d in level}
         assert sum(1 for c in got.checksums.values() if c) >= 30
+
+
+@pytest.mark.parametrize("wire", WIRE, ids=lambda w: "-".join(w))
+def test_the_double_answers_pipelined_calls_in_order(hbase_servers, wire):
+    """Raw calls written together on one connection get the answers the same
+    calls get one at a time, errors included, and the connection goes on."""
+    import happybase
+
+    from fll.store.hbase_conn import thrift_idl
+    from fll.store.hbase_pipe import Burst, Failed
+
+    server = hbase_servers[wire]
+    name = f"raw{next(_ids)}"
+    open_table(server.url(name)).put(_rows())
+    idl = thrift_idl()
+    conn = happybase.Connection("127.0.0.1", server.port, transport=wire[0], protocol=wire[1])
+    table = name.encode()
+    calls = [("getRow", dict(tableName=table, row=b"p%02d-%03d" % (p, p % 7), attributes={}))
+             for p in range(40)]
+    calls.insert(7, ("scannerGetList", dict(id=987654, nbRows=3)))  # no such scanner
+    calls.insert(20, ("getRow", dict(tableName=b"missing", row=b"a", attributes={})))
+    calls.append(("getRowsWithColumns", dict(tableName=table, rows=[b"p01-001", b"p02-002"],
+                                             columns=[b"c:v"], attributes={})))
+
+    def one_at_a_time() -> list:
+        client = happybase.Connection("127.0.0.1", server.port, transport=wire[0],
+                                      protocol=wire[1])
+        from thriftpy2.thrift import TClient
+        c = TClient(idl.Hbase, client.client._iprot)
+        out = []
+        for api, kwargs in calls:
+            try:
+                out.append(getattr(c, api)(**kwargs))
+            except (idl.IOError, idl.IllegalArgument) as e:
+                out.append(type(e).__name__)
+        client.close()
+        return out
+    want = one_at_a_time()
+    for _ in range(2):  # the same connection, twice
+        burst = Burst(conn, idl.Hbase, framed=wire[0] == "framed", protocol=wire[1],
+                      declared=(idl.IOError, idl.IllegalArgument))
+        for api, kwargs in calls:
+            burst.add(api, **kwargs)
+        got = [type(a.error).__name__ if isinstance(a, Failed) else a for a in burst.run()]
+        assert got == want
+    absent = sum(1 for p in range(40) if b"p%02d-%03d" % (p, p % 7) not in _rows())
+    assert sum(1 for a in want if a == []) == absent and 5 < absent < 30
+    assert want[7] == "IllegalArgument" and want[20] == "IOError"
+    conn.close()
