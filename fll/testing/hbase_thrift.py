@@ -181,6 +181,13 @@ class HBaseThriftServer:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
+        # libthrift's TSocket turns Nagle's algorithm off on every accepted
+        # socket (setTcpNoDelay(true)), as HBase's Thrift server serves them:
+        # answers to pipelined requests leave at once, not one per ACK
+        try:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
         tsock = TSocket()
         tsock.set_handle(conn)
         trans: Any = (_LimitedFramedTransport(tsock, self.max_frame)
