@@ -12,7 +12,9 @@ URL: ``hbase://host:9090/table`` (table default ``fll``) with optional
 Each call borrows a pooled connection for one short exchange: scans read one
 bounded page with a fresh scanner and resume after the last row, so no scanner
 stays open while a caller walks the generator, and a retried page starts
-cleanly. Transient Thrift and socket errors are retried with jittered backoff
+cleanly. A read's scanners and ``getRows`` are pipelined on that connection
+(`fll.store.hbase_pipe`): all opened in one burst, all read and closed in the
+next, two round trips however many spans. Transient Thrift and socket errors are retried with jittered backoff
 (happybase's pool replaces the broken connection); everything else becomes a
 `StoreError` naming the host, port and table. HBase applies each row
 atomically but not a batch of rows, so ``atomic_batches`` is False.
