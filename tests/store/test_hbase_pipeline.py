@@ -203,6 +203,12 @@ def test_many_ranges_cost_two_round_trips(proxied, reference):
     assert table.first_rows(ranges) == [next(iter(reference.scan(lo, hi, limit=1)), None)
                                         for lo, hi in ranges]
     assert proxy.turns - before == 2
+    # 320 ranges apart: scanners opened at most 128 a burst (MAX_BURST), so 3 × 2
+    single = [(b"p%02d-%03d" % (p, j), b"p%02d-%03d\x00" % (p, j))
+              for p in range(40) for j in range(8)]
+    before = proxy.turns
+    assert table.scan_ranges(single) == reference.scan_ranges(single)
+    assert proxy.turns - before == 6
 
 
 def test_a_level_of_40_datasets_costs_at_most_3_round_trips(proxied):
