@@ -205,10 +205,14 @@ class HBaseTable(HBaseConnection):
         """The distinct non-empty keys of ``rows`` in lists that each fit one
         request under the server's frame limit."""
         budget = self.frame_bytes - _REQUEST_OVERHEAD
+        keys = list(dict.fromkeys(map(bytes, rows)))
+        keys = [k for k in keys if k] if b"" in keys else keys
+        if not keys or sum(map(len, keys)) + 8 * len(keys) <= budget:
+            return [keys] if keys else []  # the usual case: one request
         chunk: list[bytes] = []
         size = 0
         chunks: list[list[bytes]] = []
-        for key in dict.fromkeys(bytes(r) for r in rows if r):
+        for key in keys:
             if chunk and size + len(key) + 8 > budget:
                 chunks.append(chunk)
                 chunk, size = [], 0

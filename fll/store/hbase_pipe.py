@@ -73,26 +73,28 @@ class Failed:
 
 
 class _Frames:
-    """A write-only Thrift transport keeping each flushed message, framed when
-    the connection is."""
+    """Requests written one after another into one buffer, each framed when
+    the connection is: thriftpy2's (Cython) protocol writes a message into a
+    memory buffer, taken out after each (``TClient._send`` ends every message
+    with a flush, which a memory buffer ignores)."""
 
-    def __init__(self, framed: bool) -> None:
+    def __init__(self, framed: bool, protocol: str) -> None:
+        from thriftpy2.protocol import TBinaryProtocol, TCompactProtocol
+        from thriftpy2.transport import TMemoryBuffer
         self.framed = framed
         self.out = bytearray()
-        self._msg: list[bytes] = []
+        self.buffer = TMemoryBuffer()
+        self.proto = (TCompactProtocol if protocol == "compact" else TBinaryProtocol)(
+            self.buffer)
 
-    def write(self, data: bytes) -> None:
-        self._msg.append(bytes(data))
-
-    def flush(self) -> None:
-        msg = b"".join(self._msg)
-        self._msg.clear()
+    def take(self) -> None:
+        """Move the message just written to ``out``."""
+        msg = self.buffer.getvalue()
+        self.buffer = type(self.buffer)()
+        self.proto.trans = self.buffer
         if self.framed:
             self.out += struct.pack("!i", len(msg))
         self.out += msg
-
-    def is_open(self) -> bool:
-        return True
 
 
 _HAPPYBASE_FIELDS = ("host", "port", "timeout", "transport", "client", "_transport_class",
@@ -152,12 +154,9 @@ class Burst:
     def __init__(self, conn: Any, service: Any, *, framed: bool, protocol: str,
                  declared: tuple[type[BaseException], ...]) -> None:
         TClient = check_thriftpy2()
-        from thriftpy2.protocol.binary import TBinaryProtocol
-        from thriftpy2.protocol.compact import TCompactProtocol
-        Proto: Any = TCompactProtocol if protocol == "compact" else TBinaryProtocol
         self._conn = conn
-        self._frames = _Frames(framed)
-        self._writer = TClient(service, Proto(self._frames))
+        self._frames = _Frames(framed, protocol)
+        self._writer = TClient(service, self._frames.proto)
         self._service = service
         self._declared = declared
         self._apis: list[str] = []
@@ -168,6 +167,7 @@ class Burst:
     def add(self, api: str, **kwargs: Any) -> int:
         """Queue one call (arguments by their IDL names); its index in `run`'s answer."""
         self._writer._send(api, **kwargs)
+        self._frames.take()
         self._apis.append(api)
         return len(self._apis) - 1
 
