@@ -59,7 +59,7 @@ def check_thriftpy2() -> Any:
         raise PipelineUnavailable(
             f"thriftpy2's TClient has no {', '.join(missing)}: fll's HBase backend "
             f"pipelines Thrift calls with them; install a thriftpy2 that has them "
-            f"(0.4 to 0.7 do)")
+            f"(0.7 does)")
     return TClient
 
 
