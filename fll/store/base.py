@@ -170,6 +170,13 @@ def read_span_groups_by_rows(table: "Table", groups: Sequence[SpanGroup], *,
         keys = sorted({k for s in every if s.keys is not None for k in s.keys})
         if keys:
             found.update(table.get_many(keys))
+    return answer_span_groups(groups, found)
+
+
+def answer_span_groups(groups: Sequence[SpanGroup], found: dict[bytes, dict[str, bytes]]
+                       ) -> list[SpanRead]:
+    """Each group's `SpanRead` from ``found``, every row its spans can hold
+    (read together for all the groups)."""
     ordered = sorted(found)
 
     def rows_of(part: Iterable[Span]) -> Iterator[tuple[bytes, dict[str, bytes]]]:

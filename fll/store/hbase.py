@@ -12,7 +12,9 @@ URL: ``hbase://host:9090/table`` (table default ``fll``) with optional
 Each call borrows a pooled connection for one short exchange: scans read one
 bounded page with a fresh scanner and resume after the last row, so no scanner
 stays open while a caller walks the generator, and a retried page starts
-cleanly. Transient Thrift and socket errors are retried with jittered backoff
+cleanly. A read's scanners and ``getRows`` are pipelined on that connection
+(`fll.store.hbase_pipe`): all opened in one burst, all read and closed in the
+next, two round trips however many spans. Transient Thrift and socket errors are retried with jittered backoff
 (happybase's pool replaces the broken connection); everything else becomes a
 `StoreError` naming the host, port and table. HBase applies each row
 atomically but not a batch of rows, so ``atomic_batches`` is False.
@@ -30,13 +32,13 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..errors import StoreError
-from .base import (Row, Span, SpanGroup, SpanRead, first_cells_by_rows, in_ranges,
-                   read_span_groups_by_rows,
-                   read_spans_by_rows, redact,
+from . import hbase_pipe as pipe
+from .base import (Row, Span, SpanGroup, SpanRead, answer_span_groups, first_cells_by_rows,
+                   in_ranges, redact,
                    register_backend, scan_bounds)
 from .hbase_conn import _COL, FAMILY, HBaseConnection
 
@@ -190,9 +192,24 @@ class HBaseTable(HBaseConnection):
         """Thrift ``getRows``: every row in ONE call, split only where the
         request would pass the server's frame limit (a field question's cover
         is a few hundred short keys, far below it)."""
-        keys = list(dict.fromkeys(bytes(r) for r in rows if r))
         out: dict[bytes, dict[str, bytes]] = {}
+        for part in self._key_chunks(rows):
+            def read(table: Any, part: list[bytes] = part) -> list:
+                return self._client(table).getRows(table.name, part, {})
+            for r in self._call("read", read):
+                cols = _cells(r.columns)
+                if cols:
+                    out[r.row] = cols
+        return out
+
+    def _key_chunks(self, rows: Iterable[bytes]) -> list[list[bytes]]:
+        """The distinct non-empty keys of ``rows`` in lists that each fit one
+        request under the server's frame limit."""
         budget = self.frame_bytes - _REQUEST_OVERHEAD
+        keys = list(dict.fromkeys(map(bytes, rows)))
+        keys = [k for k in keys if k] if b"" in keys else keys
+        if not keys or sum(map(len, keys)) + 8 * len(keys) <= budget:
+            return [keys] if keys else []  # the usual case: one request
         chunk: list[bytes] = []
         size = 0
         chunks: list[list[bytes]] = []
@@ -204,14 +221,7 @@ class HBaseTable(HBaseConnection):
             size += len(key) + 8
         if chunk:
             chunks.append(chunk)
-        for part in chunks:
-            def read(table: Any, part: list[bytes] = part) -> list:
-                return self._client(table).getRows(table.name, part, {})
-            for r in self._call("read", read):
-                cols = _cells(r.columns)
-                if cols:
-                    out[r.row] = cols
-        return out
+        return chunks
 
     def first_cells(self, rows: Sequence[bytes], lo: str, hi: str
                     ) -> dict[bytes, tuple[str, bytes]]:
@@ -251,83 +261,100 @@ class HBaseTable(HBaseConnection):
 
     def read_spans(self, spans: Sequence[Span], names: Sequence[Span] = (),
                    values: Sequence[Span] = ()) -> SpanRead:
-        """One ``getRows`` of every key the spans give, a scanner per span
-        without keys (see `scan_ranges`: each costs three calls here)."""
-        return read_spans_by_rows(self, spans, names, values, by_keys=True)
+        """`read_span_groups` of one group."""
+        return self.read_span_groups([(spans, names, values)])[0]
 
     def read_span_groups(self, groups: Sequence[SpanGroup]) -> list[SpanRead]:
-        """One ``getRows`` of every key the groups give, a scanner per keyless span."""
-        return read_span_groups_by_rows(self, groups, by_keys=True)
+        """One ``getRows`` of every key the groups' spans give and a scanner
+        per keyless span (runs of touching spans merged), all pipelined on one
+        connection: two round trips (`fll.store.hbase_pipe.read_scans`)."""
+        every = [sp for group in groups for part in group for sp in part]
+        ranged = [b for b in (scan_bounds(s.lo, s.hi, None) for s in every if s.keys is None)
+                  if b is not None]
+        keys = sorted({k for s in every if s.keys is not None for k in s.keys})
+        scans, found = self._read(_merged(ranged), keys)
+        for part in scans:
+            found.update(part)
+        return answer_span_groups(groups, found)
 
     def scan_ranges(self, ranges: list[tuple[bytes, bytes]]
                     ) -> list[tuple[bytes, dict[str, bytes]]]:
-        """Several ranges: one scanner per run of overlapping or touching ranges,
-        three Thrift calls each (open, one ``scannerGetList`` per page, close).
+        """Several ranges: one scanner per run of overlapping or touching
+        ranges, every scanner opened in one pipelined burst and read and
+        closed in the next (`fll.store.hbase_pipe.read_scans`): two round
+        trips however many ranges, more only for a range past a page.
 
         HBase reads several ranges in one scanner only through
         ``MultiRowRangeFilter``, which the filter language of Thrift 1
         (``ParseFilter``) does not register, and a ``RowFilter`` OR-list over the
         covering span would make the region server read every row between the
-        ranges (all the history between two bucket levels). So the calls grow
-        with the ranges, not with the rows: happybase's own scan costs a fourth
-        call per range (an empty ``scannerGetList`` to learn that the scanner
-        is done), which a short page already says. Rows come range by range,
-        each in key order, a row in two overlapping ranges twice."""
+        ranges (all the history between two bucket levels); hence a scanner
+        per range. happybase's own scan costs a fourth call per range (an
+        empty ``scannerGetList`` to learn that the scanner is done), which a
+        short page already says. Rows come range by range, each in key order,
+        a row in two overlapping ranges twice."""
         wanted = [b for b in (scan_bounds(lo, hi, None) for lo, hi in ranges) if b is not None]
         if not wanted:
             return []
-        merged: list[list[bytes]] = []
-        for lo, hi in sorted(wanted):
-            last = merged[-1] if merged else None
-            if last is not None and (not last[1] or lo <= last[1]):
-                if last[1] and (not hi or hi > last[1]):
-                    last[1] = hi
-                continue
-            merged.append([lo, hi])
-        rows: list[tuple[bytes, dict[str, bytes]]] = []
-        for lo, hi in merged:
-            rows.extend(self._one_scanner(lo, hi))
+        merged = _merged(wanted)
+        scans, _ = self._read(merged, [])
+        rows = [row for part in scans for row in part]
         if len(merged) == len(wanted) and wanted == sorted(wanted):
             return rows
         return in_ranges(rows, wanted)
 
-    def _one_scanner(self, lo: bytes, hi: bytes) -> list[tuple[bytes, dict[str, bytes]]]:
-        """Every row of ``[lo, hi)`` through one scanner on one pooled connection:
-        open, a page per ``scannerGetList`` until one comes back short, close."""
-        idl = self._x["idl"]
-        want = self.page_rows
+    def first_rows(self, ranges: Sequence[tuple[bytes, bytes]]
+                   ) -> list[tuple[bytes, dict[str, bytes]] | None]:
+        """The first row of each ``[start, stop)`` range (None: the range is
+        empty), in the order asked: a one-row scanner per range, all in the
+        same two pipelined round trips."""
+        scans = [pipe.Scan(lo, hi, 1, whole=False) for lo, hi in
+                 ((bytes(a), bytes(b)) for a, b in ranges)]
+        live = [i for i, (lo, hi) in enumerate(ranges) if not (hi and bytes(hi) <= bytes(lo))]
+        pages = self._scan([scans[i] for i in live])
+        out: list[tuple[bytes, dict[str, bytes]] | None] = [None] * len(scans)
+        for i, page in zip(live, pages, strict=True):
+            out[i] = page[0] if page else None
+        return out
 
-        def read(table: Any) -> list[tuple[bytes, dict[str, bytes]]]:
-            client = self._client(table)
-            sid = client.scannerOpenWithScan(
-                table.name, idl.TScan(startRow=lo or None, stopRow=hi or None, caching=want), {})
-            out: list[tuple[bytes, dict[str, bytes]]] = []
-            try:
-                while True:
-                    page = client.scannerGetList(sid, want)
-                    out.extend((r.row, _cells(r.columns)) for r in page)
-                    # HBase's scannerGetList fills the page unless the scan is over
-                    if len(page) < want:
-                        return out
-            finally:
-                client.scannerClose(sid)
-        return self._call("scan", read)
+    def _read(self, ranges: list[tuple[bytes, bytes]], keys: list[bytes]
+              ) -> tuple[list[list[tuple[bytes, dict[str, bytes]]]], dict[bytes, dict[str, bytes]]]:
+        """Every row of each range (a scanner each, read whole) and the rows
+        of ``keys``, pipelined on one pooled connection."""
+        return self._pipelined([pipe.Scan(lo, hi, self.page_rows) for lo, hi in ranges], keys)
+
+    def _scan(self, scans: list[pipe.Scan]) -> list[list[tuple[bytes, dict[str, bytes]]]]:
+        return self._pipelined(scans, [])[0] if scans else []
+
+    def _pipelined(self, scans: list[pipe.Scan], keys: list[bytes]
+                   ) -> tuple[list[list[tuple[bytes, dict[str, bytes]]]],
+                              dict[bytes, dict[str, bytes]]]:
+        gets = self._key_chunks(keys)
+        if not scans and not gets:
+            return [], {}
+
+        def read(table: Any) -> tuple[list[list[Any]], list[Any]]:
+            return pipe.read_scans(table.connection, self._x["idl"], table.name, scans, gets,
+                                   framed=self.transport == "framed", protocol=self.protocol)
+        found, rows = self._call("read", read)
+        by_key: dict[bytes, dict[str, bytes]] = {}
+        for r in rows:
+            cols = _cells(r.columns)
+            if cols:
+                by_key[r.row] = cols
+        return [[(r.row, _cells(r.columns)) for r in part] for part in found], by_key
 
     def _forward_page(self, lo: bytes, hi: bytes, want: int):
-        raw = self._call("scan", lambda t: list(t.scan(
-            row_start=lo or None, row_stop=hi or None, limit=want,
-            batch_size=min(want, 1000))))
-        page = [(k, _columns(d)) for k, d in raw]
-        return page, len(raw) < want
+        page = self._scan([pipe.Scan(lo, hi, want, whole=False)])[0]
+        return page, len(page) < want
 
     def _reverse_page(self, lo: bytes, hi: bytes, want: int):
-        # HBase reverse: row_start is an inclusive upper bound, so ask for one
-        # row more and drop ``hi`` itself; row_stop is an exclusive lower bound
-        # and ``lo`` has no finite predecessor, so stop just below it and trim
-        below = _below(lo)
-        raw = self._call("scan", lambda t: list(t.scan(
-            row_start=hi or None, row_stop=below, limit=want + 1,
-            batch_size=min(want + 1, 1000), reverse=True)))
+        # HBase reverse: the start row is an inclusive upper bound, so ask for
+        # one row more and drop ``hi`` itself; the stop row is an exclusive
+        # lower bound and ``lo`` has no finite predecessor, so stop just below
+        # it and trim
+        raw = self._scan([pipe.Scan(hi, _below(lo) or b"", want + 1, whole=False,
+                                    reverse=True)])[0]
         done = len(raw) < want + 1
         page = []
         for key, data in raw:
@@ -336,8 +363,21 @@ class HBaseTable(HBaseConnection):
             if key < lo:
                 done = True
                 break
-            page.append((key, _columns(data)))
+            page.append((key, data))
         return page[:want], done
+
+
+def _merged(ranges: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Sorted ``[start, stop)`` ranges with overlapping or touching ones joined."""
+    merged: list[list[bytes]] = []
+    for lo, hi in sorted(ranges):
+        last = merged[-1] if merged else None
+        if last is not None and (not last[1] or lo <= last[1]):
+            if last[1] and (not hi or hi > last[1]):
+                last[1] = hi
+            continue
+        merged.append([lo, hi])
+    return [(lo, hi) for lo, hi in merged]
 
 
 def _below(key: bytes) -> bytes | None:

@@ -31,7 +31,8 @@ class Levels(Reader):
         (`resolve_dataset`), the aliases naming it (`aliases`), and its
         operation sets in the range (`checksums`). The aliases are read as one
         span over the hop's datasets (the aliased-by rows between the first and
-        the last: only aliases have them); a second read confirms any found.
+        the last: only aliases have them); a second read confirms any found,
+        with the top buckets the index rows name (`_index_answers_and_rows`).
         A dataset that turns out to be an alias is answered under its own
         name here; the walk reads its target as it reads any other dataset."""
         ds = list(dict.fromkeys(datasets))
@@ -55,14 +56,13 @@ class Levels(Reader):
             target = (k.namespace, k.name)
             if k.alias is not None and target in wanted:
                 candidates[target].append(k.alias)
+        # the aliases found are confirmed in the call that reads any top
+        # buckets the index reads named: one more call at most
+        answers, rows = self._index_answers_and_rows(
+            plans, reads[2:], sorted({rk.alias(*a) for c in candidates.values() for a in c}))
         named = {}
-        if any(candidates.values()):
-            rows = self.table.get_many(sorted({rk.alias(*a) for c in candidates.values()
-                                               for a in c}))
-            for d, found in candidates.items():
-                want = msgpack.packb(list(d), use_bin_type=True)
-                named[d] = sorted(a for a in found if rows.get(rk.alias(*a), {}).get("t") == want)
-        else:
-            named = {d: [] for d in ds}
-        sets = dict(zip(ds, self._index_answers(plans, *reads[2:]), strict=True))
+        for d, found in candidates.items():
+            want = msgpack.packb(list(d), use_bin_type=True)
+            named[d] = sorted(a for a in found if rows.get(rk.alias(*a), {}).get("t") == want)
+        sets = dict(zip(ds, answers, strict=True))
         return Level(resolved, named, sets)

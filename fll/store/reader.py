@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import struct
-from typing import Iterable, Iterator, NamedTuple
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from .. import rowkeys as rk
 from ..errors import FllError, StoreError
@@ -197,6 +197,13 @@ class Reader(StoreState):
         """Each plan's sorted checksums from its read (`read_spans` answers, one
         per plan), reading the top buckets a directory row names, for every
         plan that needs them, in one more call."""
+        return self._index_answers_and_rows(plans, reads)[0]
+
+    def _index_answers_and_rows(self, plans: list["_IndexPlan"], reads: Sequence[SpanRead],
+                                also: Sequence[bytes] = ()
+                                ) -> tuple[list[list[str]], dict[bytes, dict[str, bytes]]]:
+        """`_index_answers`, and the rows of the keys ``also`` read in the same
+        call as the top buckets (one call in all when either is wanted)."""
         found: list[set[str]] = []
         tops: list[list[bytes]] = []
         for plan, read in zip(plans, reads, strict=True):
@@ -225,11 +232,16 @@ class Reader(StoreState):
                     raise _corrupt(self.url, key) from None
             found.append(got)
             tops.append(wanted)
-        if any(tops):
-            groups = [((), [Span(k, k + b"\x00", (k,)) for k in keys], ()) for keys in tops]
-            for got, read in zip(found, self.table.read_span_groups(groups), strict=True):
+        rows: dict[bytes, dict[str, bytes]] = {}
+        if any(tops) or also:
+            groups: list[SpanGroup] = [
+                ((), [Span(k, k + b"\x00", (k,)) for k in keys], ()) for keys in tops]
+            groups.append(([Span(k, k + b"\x00", (k,)) for k in also], (), ()))
+            *answers, extra = self.table.read_span_groups(groups)
+            for got, read in zip(found, answers, strict=True):
                 got.update(read.names)
-        return [sorted(got) for got in found]
+            rows = extra.rows
+        return [sorted(got) for got in found], rows
 
     def _failed_runs(self, direction: str, endpoint: EndPoint, start: int, end: int
                      ) -> Iterator[RunInfo]:

@@ -26,6 +26,11 @@ and HBase's defaults, because fll's HBase backend depends on each of them:
   (``TableNotFoundException``, ``NoSuchColumnFamilyException``, …); batched
   mutations on a missing table fail with HBase 2's
   ``RetriesExhaustedWithDetailsException … Table 'x' was not found`` text;
+- a connection's requests answered one at a time in the order they came,
+  however many a client writes before reading (pipelining): a thread per
+  connection reads a request, answers it, then reads the next, as HBase's
+  ``TBoundedThreadPoolServer`` does (its non-blocking servers read a
+  connection's next frame only after answering the last, too);
 - framed transport refuses a frame over ``max_frame`` bytes (HBase's
   ``hbase.regionserver.thrift.framed.max_frame_size_in_mb``, default 2 MiB) by
   closing the connection.
@@ -176,6 +181,13 @@ class HBaseThriftServer:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
+        # libthrift's TSocket turns Nagle's algorithm off on every accepted
+        # socket (setTcpNoDelay(true)), as HBase's Thrift server serves them:
+        # answers to pipelined requests leave at once, not one per ACK
+        try:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
         tsock = TSocket()
         tsock.set_handle(conn)
         trans: Any = (_LimitedFramedTransport(tsock, self.max_frame)
