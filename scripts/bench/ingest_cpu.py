@@ -117,8 +117,10 @@ def main(datasets: int, runs: int, connections: int, profile_path: str | None) -
     cpu, took = time.process_time() - cpu0, time.monotonic() - t0
     store.close()
     n = sent[0]
+    writer = app.state.writer
     click.echo(f"{n:,} events in {took:.1f} s; CPU {cpu:.2f} s: {cpu / n * 1000:.3f} ms per "
-               f"event; answers {dict(sorted(statuses.items()))}; rows digest "
+               f"event; {writer.events / max(writer.batches, 1):.1f} events per "
+               f"transaction; answers {dict(sorted(statuses.items()))}; rows digest "
                f"{rows_digest(path)}; load average "
                f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if profiler is not None and profile_path:
