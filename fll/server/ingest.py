@@ -11,7 +11,8 @@ writes); what is left is its write, a function of the store. The first
 ingest to write on an event loop leads: it takes the workers' write lock
 (at once when it is free; held by another worker, whose commit is about a
 millisecond, it waits for it on the loop up to `TURN_SPIN`, within
-`SPIN_BUDGET` a second, then polls) and records its write with every write
+`SPIN_BUDGET` a second, then polls; while ingests stream in, it first lets
+the loop turn twice, `STREAM_GAP`) and records its write with every write
 queued meanwhile by other ingests of the loop, in ONE transaction
 (`SQLiteTable.atomic`: nested writes join it), and answers each request only
 after the commit. The reads and writes of every write in a batch see one
