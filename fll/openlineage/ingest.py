@@ -177,16 +177,21 @@ def normal_checksum(info: FieldLineageInfo) -> str:
     return found
 
 
-def union(prior: FieldLineageInfo, event: Any) -> FieldLineageInfo | None:
+def union(prior: FieldLineageInfo, event: Any, built: FieldLineageInfo | None = None
+          ) -> FieldLineageInfo | None:
     """The operation set of a run whose recorded set is ``prior`` after ``event``
     (a later RunEvent of the same run): the union of both column lineages, with
     the transformation tags of an edge merged. None when ``prior`` is not an
     operation set OpenLineage ingest made (a run recorded through the store API
-    or a pipeline keeps CDAP's rule: one run, one operation set)."""
+    or a pipeline keeps CDAP's rule: one run, one operation set). ``built``:
+    the set `run_event_to_lineage` gave for ``event``, when it is in normal
+    form (then it is the set the event's column lineage builds: not built or
+    looked up again)."""
     if normal_checksum(prior) != prior.checksum:
         return None
     ev = _obj(event, "$")
-    mine_info = _BUILT.get([ev.get("inputs"), ev.get("outputs")], lambda: _lineage_info(ev))
+    mine_info = built if built is not None and normal_checksum(built) == built.checksum \
+        else _BUILT.get([ev.get("inputs"), ev.get("outputs")], lambda: _lineage_info(ev))
     if mine_info is None:  # no column lineage: what the prior set says, read back
         return _union(prior, ev, None)
     pair = (prior.checksum, mine_info.checksum)

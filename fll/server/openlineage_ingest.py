@@ -170,8 +170,11 @@ class OpenLineageIngest:
             elif prior.checksum == info.checksum:
                 target = info
             else:
-                merged = ol.union(self.lineage.operation_set(prior.checksum), event)
-                if merged is None or (info.checksum != ol.normal_checksum(info)):
+                # an event whose set is not in normal form (an fllRun facet's own
+                # operations) cannot extend a run: the union is not built for it
+                merged = ol.union(self.lineage.operation_set(prior.checksum), event, info) \
+                    if info.checksum == ol.normal_checksum(info) else None
+                if merged is None:
                     raise ApiError(409, f"run {run_id!r} is already recorded with other "
                                         f"operations (operation set {prior.checksum}) that "
                                         f"OpenLineage events cannot extend; nothing was changed")

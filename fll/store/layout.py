@@ -203,6 +203,15 @@ def unused_buckets(table: Table, wanted: Iterable[Bucket], *, ignore: Set[str] =
         # the children that exist, read as one span per parent (SQLite and
         # Bigtable read only the rows there; HBase gets the 64 keys)
         children = {p: _children(p[0], p[1], p[2], k, p[4], parent_size) for p in parents}
+        # a backend that can find the children holding the set's cell itself
+        # (SQLite: `SQLiteTable.rows_holding`) sends back no other set's cells
+        holding = getattr(table, "rows_holding", None)
+        asked = list(children.items())
+        held = holding([(sp, p[3]) for p, sp in asked]) if holding is not None else None
+        if held is not None:
+            level = {p for (p, _), rows in zip(asked, held, strict=True)
+                     if not any((key, p[3]) not in gone for key in rows)}
+            continue
         present = table.read_spans(list({sp.lo: sp for sp in children.values()}.values())).rows
         keys = sorted(present)
         level = {p for p, sp in children.items()

@@ -287,6 +287,35 @@ class SQLiteTable(SQLiteConnections):
         rows = dict(self.scan_ranges([(s.lo, s.hi) for s in spans])) if spans else {}
         return SpanRead(rows, *distinct)
 
+    def rows_holding(self, queries: Sequence[tuple[Span, str]]) -> list[list[bytes]] | None:
+        """For each (span, column), the keys of the span's rows that hold the
+        column, found by SQLite (one statement per 100 spans: no cell of
+        another column comes back). None when a row there may be packed
+        (written before its prefix was declared wide): the caller reads the
+        rows instead. What `fll.store.layout.unused_buckets` asks of a bucket's
+        64 children, each a cell per set that ran in it."""
+        wide = self._wide
+        if self._packed_wide or not wide or not all(
+                s.hi and any(s.lo.startswith(p) and s.hi.startswith(p) for p in wide)
+                for s, _ in queries):
+            return None
+        out: list[list[bytes]] = [[] for _ in queries]
+
+        def read(conn: sqlite3.Connection) -> None:
+            for i in range(0, len(queries), 100):
+                part = queries[i:i + 100]
+                sql = " UNION ALL ".join(
+                    f"SELECT {i + n}, row FROM wide WHERE row >= ? AND row < ? AND col = ?"
+                    for n in range(len(part)))
+                args = [a for s, col in part for a in (s.lo, s.hi, _col_in(col))]
+                for n, row in conn.execute(sql, args):
+                    out[n].append(bytes(row))
+        if len(queries) <= 100:
+            self._retry(read, write=False)
+        else:
+            self._read_txn(read)
+        return out
+
     def read_span_groups(self, groups: Sequence[SpanGroup]) -> list[SpanRead]:
         """Each group's `read_spans`: statements on a local file, no round trip
         to save, and each keeps its names and values distinct in SQL."""
@@ -354,12 +383,22 @@ class SQLiteTable(SQLiteConnections):
             conn.executemany("DELETE FROM wide WHERE row = ? AND col = ?",
                              [(r, _col_in(c)) for r, cols in todo.items() for c in cols])
             # a row may be packed whatever the prefixes (written before they
-            # were declared, or by a raw copy): look there too
-            for r, cols in todo.items():
-                found = conn.execute("SELECT val FROM rows WHERE row = ?", (r,)).fetchone()
-                if not found:
+            # were declared, or by a raw copy): look there too, one statement
+            # for every row that may be (a wide row of a file where none is
+            # packed is not: reads look for it in the cell table alone too)
+            maybe = [r for r in todo if self._packed_wide or not self._is_wide(r)]
+            packed: dict[bytes, bytes] = {}
+            for i in range(0, len(maybe), 500):
+                chunk = maybe[i:i + 500]
+                packed.update(conn.execute(
+                    f"SELECT row, val FROM rows WHERE row IN ({','.join('?' * len(chunk))})",
+                    chunk).fetchall())
+            for r in maybe:
+                found = packed.get(r)
+                if found is None:
                     continue
-                left = self._cols(r, found[0])
+                cols = todo[r]
+                left = self._cols(r, found)
                 if not any(c in left for c in cols):
                     continue
                 for c in cols:

@@ -9,8 +9,9 @@ machine and can be profiled.
 The app (`fll.server.create_app` over an SQLite store in a temp dir) is
 called as uvicorn would call it, with ``--connections`` concurrent clients
 each sending a run's START then its COMPLETE (`warehouse.Warehouse`, same
-seed, the first ``--runs`` runs in time order). What survives is frozen every
-50 events, as `fll serve`'s collector does. Prints the events, the CPU per
+seed, the first ``--runs`` runs in time order). The garbage collector is
+handled as `fll serve` does (`fll.server.collector`: survivors frozen every
+0.1 s). Prints the events, the CPU per
 event (this process: the client's share is the events' templating, a few
 microseconds), the answers' statuses and a digest of every stored row, which
 two checkouts given the same arguments must print alike (same rows).
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import cProfile
-import gc
 import hashlib
 import os
 import pstats
@@ -77,7 +77,7 @@ def main(datasets: int, runs: int, connections: int, profile_path: str | None) -
     directory = tempfile.mkdtemp(prefix="fll-ingest-cpu-")
     path = os.path.join(directory, "fll.db")
     store = open_store(f"sqlite:///{path}", cache_size=32_768)
-    app = create_app(store, checkpoint_every=None)
+    app = create_app(store, checkpoint_every=None, gc_freeze=True)
     statuses: dict[int, int] = {}
     sent = [0]
 
@@ -94,11 +94,10 @@ def main(datasets: int, runs: int, connections: int, profile_path: str | None) -
         status = messages[0]["status"]
         statuses[status] = statuses.get(status, 0) + 1
         sent[0] += 1
-        if sent[0] % 50 == 0:
-            gc.freeze()  # what fll serve's collector does every 0.1 s
 
     async def ingest() -> None:
         queue = iter(bodies)
+        app.state.freezer.start()  # what fll serve's lifespan does
 
         async def client() -> None:
             for start, complete in queue:
@@ -106,6 +105,7 @@ def main(datasets: int, runs: int, connections: int, profile_path: str | None) -
                 await post(complete)
                 await asyncio.sleep(0)  # another client's turn, as sockets give it
         await asyncio.gather(*[client() for _ in range(connections)])
+        app.state.freezer.stop()
 
     profiler = cProfile.Profile(time.process_time) if profile_path else None
     cpu0, t0 = time.process_time(), time.monotonic()
@@ -117,8 +117,10 @@ def main(datasets: int, runs: int, connections: int, profile_path: str | None) -
     cpu, took = time.process_time() - cpu0, time.monotonic() - t0
     store.close()
     n = sent[0]
+    writer = app.state.writer
     click.echo(f"{n:,} events in {took:.1f} s; CPU {cpu:.2f} s: {cpu / n * 1000:.3f} ms per "
-               f"event; answers {dict(sorted(statuses.items()))}; rows digest "
+               f"event; {writer.events / max(writer.batches, 1):.1f} events per "
+               f"transaction; answers {dict(sorted(statuses.items()))}; rows digest "
                f"{rows_digest(path)}; load average "
                f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if profiler is not None and profile_path:

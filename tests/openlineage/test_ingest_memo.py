@@ -77,6 +77,15 @@ def test_the_union_remembered_is_the_union_built_afresh():
     ingest._UNIONS.clear()
     assert ol.union(fresh_prior, complete).checksum == merged.checksum
 
+    # given the set the event built (as the ingest route does): the same union,
+    # without building or looking the event's lineage up again
+    _forget()
+    built = ol.run_event_to_lineage(complete)[0]
+    ingest._BUILT._data.clear()
+    given = ol.union(ol.run_event_to_lineage(start)[0], complete, built)
+    assert given is not None and given.checksum == merged.checksum
+    assert len(ingest._BUILT._data) == 1  # the START's only: the COMPLETE was not built again
+
 
 def test_a_union_that_adds_nothing_answers_the_prior_set_s_own_checksum():
     _forget()

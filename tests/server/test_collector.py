@@ -89,6 +89,24 @@ def test_the_event_loop_task_takes_a_turn_every_period(thawed):
     assert asyncio.run(run()) >= 4
 
 
+def test_while_turns_run_young_collections_wait_for_more_objects_and_then_as_before(thawed):
+    from fll.server.collector import YOUNG
+
+    before = gc.get_threshold()
+
+    async def run() -> tuple[int, ...]:
+        freezer = FreezeOld(period=0.02)
+        freezer.start()
+        freezer.start()  # a second start changes nothing more
+        during = gc.get_threshold()
+        freezer.stop()
+        return during
+
+    during = asyncio.run(run())
+    assert during == (YOUNG, *before[1:]) and YOUNG > before[0]
+    assert gc.get_threshold() == before
+
+
 def test_a_timed_section_over_the_threshold_is_logged_with_its_cause(caplog):
     log = StallLog(5)
     with caplog.at_level(logging.WARNING, "fll.server"):

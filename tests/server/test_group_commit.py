@@ -364,3 +364,43 @@ def test_the_event_loop_waits_for_the_write_lock_only_within_its_budget(
     assert turns > 5
     # the loop is blocked only inside a waiting acquire; a poll returns at once
     assert least <= timed.blocked <= most, f"the loop was held {timed.blocked:.3f} s"
+
+
+def test_ingests_streaming_in_with_the_lock_free_share_transactions(store):
+    """One worker (its write lock always free): while ingests stream in, a
+    leader lets the event loop turn before it commits, so the ingests ready
+    by then join its transaction; a lone ingest commits alone at once. The
+    answers and the runs are those of the events one by one."""
+    import asyncio
+
+    import httpx
+
+    app = create_app(store)
+    writer = app.state.writer
+    runs = [_rid() for _ in range(24)]
+
+    async def ingest() -> list[tuple[int, dict]]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://x") as client:
+            lone = await client.post("/api/v1/lineage", json=event(_rid(), "COMPLETE", ["x"]))
+            assert lone.status_code == 201 and writer.batches == writer.events == 1
+            await asyncio.sleep(0.05)  # the stream that follows starts after a pause
+
+            async def run(r: str) -> list[tuple[int, dict]]:
+                out = []
+                for state, fields in (("START", ["x"]), ("COMPLETE", ["x", "y"])):
+                    answer = await client.post("/api/v1/lineage", json=event(r, state, fields))
+                    out.append((answer.status_code, answer.json()))
+                return out
+            return [a for got in await asyncio.gather(*map(run, runs)) for a in got]
+
+    answers = asyncio.run(ingest())
+    assert [s for s, _ in answers] == [201] * 2 * len(runs)
+    assert all(a["recorded"] and a["runId"] in runs for _, a in answers)
+    # fewer transactions than events: they were shared
+    assert writer.events == 1 + 2 * len(runs) and writer.batches < writer.events / 2
+    recorded = [r.run_id for r in store.runs(OUT, 0, MAX_TIME)]
+    assert len(recorded) == len(runs) + 1 and set(runs) <= set(recorded)
+    for r in runs:
+        assert store.run(r).checksum == store.run(runs[0]).checksum
+    assert sorted(store.fields(OUT, 0, MAX_TIME)) == ["x", "y"]
