@@ -12,8 +12,8 @@ the CLI never wait for a writer's group.
 How a group forms (one "lane" per kind of call): the first caller finds
 nothing on the wire and sends its own call at once (a lone writer pays
 nothing, there is no timer); whoever arrives while a call is on the wire
-joins the next group, and the first of them to wake once the wire is free
-sends it for all. Every caller returns only after the call that carried
+joins the next group, whose first caller sends it for all once the wire is
+free. Every caller returns only after the call that carried
 its rows came back, so the calls of one thread keep their order (a put
 before a delete before a put stays so), and every check-then-act above
 (`check_and_put`, never grouped) sees the writes its caller made before.
@@ -54,11 +54,14 @@ def _grouped() -> bool:
 
 
 class _Group:
-    __slots__ = ("parts", "done", "error", "result")
+    __slots__ = ("parts", "lead", "done", "error", "result")
 
     def __init__(self) -> None:
         self.parts: list[Any] = []
-        self.done = False
+        # its first caller waits on ``lead`` to send it, the others on ``done``
+        # (each caller is woken once, by the call that concerns it)
+        self.lead = threading.Event()
+        self.done = threading.Event()
         self.error: BaseException | None = None
         self.result: Any = None
 
@@ -68,7 +71,7 @@ class _Lane:
 
     def __init__(self, send: Callable[[list[Any]], Any]):
         self._send = send
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
         self._open: _Group | None = None
         self._busy = False
         #: calls sent and the parts they carried (benchmarks and tests read these)
@@ -78,30 +81,35 @@ class _Lane:
     def call(self, part: Any) -> tuple[_Group, bool]:
         """Send ``part`` in a group; (the group once its call came back, whether
         the call failed for a group of several, so the caller must go alone)."""
-        with self._cond:
+        with self._lock:
             group = self._open
             if group is None:
                 group = self._open = _Group()
             group.parts.append(part)
-            while not group.done:
-                if not self._busy and self._open is group:
-                    self._busy = True  # this caller leads: the group closes now
-                    self._open = None
-                    break
-                self._cond.wait()
-            else:
-                return group, group.error is not None and len(group.parts) > 1
+            first = len(group.parts) == 1
+            if first and not self._busy:
+                self._busy = True  # nothing on the wire: this caller sends at once
+                self._open = None
+                group.lead.set()
+        if not first:
+            group.done.wait()
+            return group, group.error is not None and len(group.parts) > 1
+        group.lead.wait()  # set by the call before it once that one came back
         try:
             group.result = self._send(group.parts)
         except BaseException as e:  # noqa: BLE001 - kept for the group's callers
             group.error = e
         finally:
-            with self._cond:
+            with self._lock:
                 self.calls += 1
                 self.parts += len(group.parts)
-                group.done = True
-                self._busy = False
-                self._cond.notify_all()
+                following = self._open
+                if following is None:
+                    self._busy = False
+                else:  # the group that gathered meanwhile closes and goes next
+                    self._open = None
+                    following.lead.set()
+            group.done.set()
         return group, group.error is not None and len(group.parts) > 1
 
 
