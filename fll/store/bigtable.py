@@ -112,10 +112,12 @@ class BigtableTable:
                     channel=self._channel))
             else:
                 self._channel = None
-                self._client = BigtableClient()
+                self._client = BigtableClient(transport="grpc")
                 self._admin = BigtableTableAdminClient()
-            self._data = DataCalls(self._client.transport.grpc_channel, self.table_path,
-                                   app_profile)
+            # the channel the client made (with its credentials), for the data calls
+            transport = self._client.transport
+            assert isinstance(transport, BigtableGrpcTransport)
+            self._data = DataCalls(transport.grpc_channel, self.table_path, app_profile)
         except Exception as e:  # google.auth raises DefaultCredentialsError, among others
             raise StoreError(f"{self._where}: cannot create the client: {_brief(e)} (set "
                              f"GOOGLE_APPLICATION_CREDENTIALS, or BIGTABLE_EMULATOR_HOST "
