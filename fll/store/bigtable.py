@@ -104,7 +104,10 @@ class BigtableTable:
                            ("grpc.max_receive_message_length", -1),
                            ("grpc.initial_reconnect_backoff_ms", 100),
                            ("grpc.min_reconnect_backoff_ms", 100),
-                           ("grpc.max_reconnect_backoff_ms", 1000)]
+                           ("grpc.max_reconnect_backoff_ms", 1000),
+                           # ReadRows and MutateRows read on the calling thread, not
+                           # through the channel's spin thread: less CPU per call
+                           (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)]
                 self._channel = grpc.insecure_channel(emulator, options=options)
                 self._client = BigtableClient(transport=BigtableGrpcTransport(
                     channel=self._channel))
