@@ -18,6 +18,9 @@ its rows came back, so the calls of one thread keep their order (a put
 before a delete before a put stays so), and every check-then-act above
 (`check_and_put`, never grouped) sees the writes its caller made before.
 
+A grouped thread's `read_spans` of spans that know their keys is such a
+multi-get on a backend that reads keys, not ranges, in one call (HBase).
+
 Rows of one group: puts to the same row are merged (two writers of one cell
 at the same moment: one of them wins, as it would unbatched); column deletes
 are unioned; a multi-get reads every key once and each caller gets copies of
@@ -31,9 +34,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from .base import Row
+from .base import Row, Span, SpanRead, read_spans_by_rows
 
 _local = threading.local()
 
@@ -67,13 +70,14 @@ class _Group:
 
 
 class _Lane:
-    """One kind of call: at most one group on the wire, the next one gathering."""
+    """One kind of call: at most ``flights`` groups on the wire, the next one gathering."""
 
-    def __init__(self, send: Callable[[list[Any]], Any]):
+    def __init__(self, send: Callable[[list[Any]], Any], flights: int = 1):
         self._send = send
         self._lock = threading.Lock()
         self._open: _Group | None = None
-        self._busy = False
+        self._flights = flights
+        self._flying = 0
         #: calls sent and the parts they carried (benchmarks and tests read these)
         self.calls = 0
         self.parts = 0
@@ -87,8 +91,8 @@ class _Lane:
                 group = self._open = _Group()
             group.parts.append(part)
             first = len(group.parts) == 1
-            if first and not self._busy:
-                self._busy = True  # nothing on the wire: this caller sends at once
+            if first and self._flying < self._flights:
+                self._flying += 1  # room on the wire: this caller sends at once
                 self._open = None
                 group.lead.set()
         if not first:
@@ -105,7 +109,7 @@ class _Lane:
                 self.parts += len(group.parts)
                 following = self._open
                 if following is None:
-                    self._busy = False
+                    self._flying -= 1
                 else:  # the group that gathered meanwhile closes and goes next
                     self._open = None
                     following.lead.set()
@@ -116,12 +120,12 @@ class _Lane:
 class GroupedTable:
     """A `Table` whose grouped threads share their write calls (module doc)."""
 
-    def __init__(self, table: Any):
+    def __init__(self, table: Any, flights: int = 1):
         self.table = table
         self.url = table.url
-        self.puts = _Lane(self._put_all)
-        self.deletes = _Lane(self._delete_all)
-        self.reads = _Lane(self._get_all)
+        self.puts = _Lane(self._put_all, flights)
+        self.deletes = _Lane(self._delete_all, flights)
+        self.reads = _Lane(self._get_all, flights)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.table, name)
@@ -212,8 +216,15 @@ class GroupedTable:
     def scan_ranges(self, ranges: list[tuple[bytes, bytes]]) -> Any:
         return self.table.scan_ranges(ranges)
 
-    def read_spans(self, *args: Any, **kwargs: Any) -> Any:
-        return self.table.read_spans(*args, **kwargs)
+    def read_spans(self, spans: Sequence[Span], names: Sequence[Span] = (),
+                   values: Sequence[Span] = ()) -> SpanRead:
+        """A grouped thread's spans that all know their keys, on a backend that
+        reads them as a multi-get anyway (HBase: ``getRows``), go as a grouped
+        `get_many` (how a writer looks which bucket cells other runs keep)."""
+        if _grouped() and not getattr(self.table, "one_call_ranges", False) and all(
+                s.keys is not None for part in (spans, names, values) for s in part):
+            return read_spans_by_rows(self, spans, names, values, by_keys=True)
+        return self.table.read_spans(spans, names, values)
 
     def read_span_groups(self, groups: Any) -> Any:
         return self.table.read_span_groups(groups)

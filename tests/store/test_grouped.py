@@ -211,3 +211,31 @@ def test_many_threads_at_once_each_keep_their_order_and_rows(table_url):
         assert calls < 3 * THREADS * rounds  # some grouping happened
     finally:
         grouped.close()
+
+
+@pytest.mark.parametrize("table_url", ["hbase-thrift", "bigtable", "sqlite"], indirect=True)
+def test_a_writers_span_read_of_known_keys_is_a_grouped_multi_get_where_keys_are_read(
+        table_url):
+    """On HBase (keys, not ranges, in one call) a grouped thread's spans that
+    know their keys are read through the grouped multi-get; elsewhere, and for
+    a span without keys, the table reads them itself. The answer is the same."""
+    from fll.store.base import Span
+
+    table = open_table(table_url())
+    table.put({b"k%02d" % i: {f"c{i % 3}": b"%d" % (i % 4)} for i in range(20)})
+    grouped = GroupedTable(table)
+    keyed = [Span(b"k00", b"k10", [b"k%02d" % i for i in range(10)]),
+             Span(b"k15", b"k18", [b"k15", b"k16", b"k17"])]
+    names = [Span(b"k10", b"k13", [b"k10", b"k11", b"k12"])]
+    try:
+        want = table.read_spans(keyed, names, names)
+        with grouping():
+            got = grouped.read_spans(keyed, names, names)
+            assert got == want
+            by_keys = not getattr(table, "one_call_ranges", False)
+            assert grouped.reads.calls == (1 if by_keys else 0)
+            assert grouped.read_spans([Span(b"k00", b"k05")]) == table.read_spans(
+                [Span(b"k00", b"k05")])
+            assert grouped.reads.calls == (1 if by_keys else 0)  # no keys: the table's own
+    finally:
+        grouped.close()
