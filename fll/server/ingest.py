@@ -219,11 +219,10 @@ class GroupCommit:
         # a backend without transactions: events written concurrently by a pool
         # of threads, their calls grouped (the module doc)
         table = getattr(store, "table", None)
-        self._pool: ThreadPoolExecutor | None = None
-        if table is not None and not callable(getattr(table, "atomic", None)):
-            if not isinstance(table, GroupedTable):
-                store.table = GroupedTable(table, FLIGHTS)
-            self._pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="fll-writer")
+        self._pool: ThreadPoolExecutor | None = None  # made on first use
+        self._concurrent = table is not None and not callable(getattr(table, "atomic", None))
+        if self._concurrent and not isinstance(table, GroupedTable):
+            store.table = GroupedTable(table, FLIGHTS)
 
     async def _take_turn(self) -> bool:
         """The write lock, waited for on the loop within `SPIN_BUDGET`."""
@@ -237,11 +236,17 @@ class GroupCommit:
         self._spun += min(time.monotonic() - now, spin)
         return got
 
+    def close(self) -> None:
+        """Let the writer threads end once their writes are done (the app's end)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
+
     @property
     def concurrent(self) -> bool:
         """Whether events are written several at once (a backend without
         transactions): the ingest then keeps events of one output apart."""
-        return self._pool is not None
+        return self._concurrent
 
     def waiting(self) -> int:
         """Writes queued and not yet taken into a batch, on every loop."""
@@ -250,7 +255,7 @@ class GroupCommit:
     async def submit(self, write: Write) -> Any:
         """Run ``write`` in the next batch; its result once committed (or its error)."""
         loop = asyncio.get_running_loop()
-        if self._pool is not None:
+        if self._concurrent:
             return await self._beside(loop, write)
         queue = self._queues.get(loop)
         if queue is None:
@@ -267,7 +272,8 @@ class GroupCommit:
 
     async def _beside(self, loop: asyncio.AbstractEventLoop, write: Write) -> Any:
         """``write`` in a writer thread, beside the others (no transactions)."""
-        assert self._pool is not None
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="fll-writer")
         outcome = await loop.run_in_executor(self._pool, self._grouped, write)
         self.batches += 1
         self.events += 1

@@ -208,3 +208,18 @@ def test_runs_sharing_sets_at_once_answer_as_one_at_a_time(backend, request):
         assert got == want
         concurrent.close()
         alone.close()
+
+
+@pytest.mark.reliability("an app started, stopped and started again over an HBase double")
+def test_an_app_started_again_writes_again(request):
+    """The writer threads end with the app; started again, it makes new ones."""
+    store = open_store(_url("hbase", request))
+    app = create_app(store)
+    for n in range(2):
+        with TestClient(app) as client:
+            rid = str(uuid.UUID(int=9000 + n))
+            body = _event(rid, "COMPLETE", ["x"], "2024-05-01T10:00:00Z", "again")
+            assert client.post("/api/v1/lineage", json=body).status_code == 201
+        assert app.state.writer._pool is None  # closed with the app
+    assert store.run(str(uuid.UUID(int=9001))) is not None
+    store.close()
