@@ -9,8 +9,9 @@ column family when missing), ``batch=1000`` (rows per MutateRows request) and
 ``page=500`` (rows per ReadRows page).
 
 It speaks the v2 admin API through the generated gRPC client, and the data
-API on that client's channel with bare protobuf messages (`fll.store.bigtable_wire`:
-half the CPU of a call), so that it alone decides what is retried: every mutation's per-row status is checked
+API on that client's channel with bare protobuf messages
+(`fll.store.bigtable_wire`: half the CPU of a call), so that it alone decides
+what is retried: every mutation's per-row status is checked
 (a row the server did not confirm is retried while the error is transient and
 otherwise raises `StoreError` naming the row), reads are paged and resumed from
 the last row received, and reverse scans use Bigtable's native reversed reads

@@ -18,7 +18,8 @@ its rows came back, so the calls of one thread keep their order (a put
 before a delete before a put stays so), and every check-then-act above
 (`check_and_put`, never grouped) sees the writes its caller made before.
 
-A grouped thread's `read_spans` of spans that know their keys is such a
+A grouped thread's `get` is a one-key multi-get, and its `read_spans` of
+spans that know their keys is such a
 multi-get on a backend that reads keys, not ranges, in one call (HBase).
 
 Rows of one group: puts to the same row are merged (two writers of one cell
@@ -208,7 +209,11 @@ class GroupedTable:
 
     # -- the rest of the protocol, unchanged ----------------------------------
     def get(self, row: bytes) -> dict[str, bytes] | None:
-        return self.table.get(row)
+        """A grouped thread's one-row read joins the multi-gets (the same answer:
+        None for a row without columns)."""
+        if not _grouped() or not row:
+            return self.table.get(row)
+        return self.get_many([row]).get(bytes(row)) or None
 
     def scan(self, *args: Any, **kwargs: Any) -> Any:
         return self.table.scan(*args, **kwargs)

@@ -239,3 +239,21 @@ def test_a_writers_span_read_of_known_keys_is_a_grouped_multi_get_where_keys_are
             assert grouped.reads.calls == (1 if by_keys else 0)  # no keys: the table's own
     finally:
         grouped.close()
+
+
+@pytest.mark.parametrize("table_url", REMOTE, indirect=True)
+def test_a_writers_one_row_read_joins_the_multi_gets_with_the_same_answer(table_url):
+    table = open_table(table_url())
+    table.put({b"here": {"a": b"1"}})
+    held = _Held(table, "get_many")
+    grouped = GroupedTable(held)
+    try:
+        work = [lambda: grouped.get_many([b"here"])] + \
+            [lambda k=k: grouped.get(k) for k in (b"here", b"absent", b"here", b"absent")]
+        got = _in_one_group(grouped, held, grouped.reads, work)
+        assert got == [{b"here": {"a": b"1"}}, {"a": b"1"}, None, {"a": b"1"}, None]
+        assert len(held.sent) == 2 and sorted(held.sent[1]) == [b"absent", b"here"]
+        with grouping():
+            assert grouped.get(b"") is None
+    finally:
+        grouped.close()
