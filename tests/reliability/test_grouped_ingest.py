@@ -223,3 +223,30 @@ def test_an_app_started_again_writes_again(request):
         assert app.state.writer._pool is None  # closed with the app
     assert store.run(str(uuid.UUID(int=9001))) is not None
     store.close()
+
+
+@pytest.mark.reliability("a conflicting event among 30 posted at once, Bigtable "
+                         "emulator and HBase double")
+@pytest.mark.parametrize("backend", ["bigtable", "hbase"])
+def test_one_events_error_answers_only_that_event(backend, request):
+    """Events written at once, one of them a run the store API recorded with
+    other operations (409): only that one fails, the store keeps its run as it
+    was, and every other event is recorded."""
+    from ..server.fixtures import ab_info
+
+    store = open_store(_url(backend, request))
+    taken = str(uuid.UUID(int=7777))
+    store.record(ab_info(), taken, 1_000, "chain/ab")  # not an OpenLineage set: no union
+    before = store.run(taken)
+    good = [str(uuid.UUID(int=8000 + i)) for i in range(29)]
+    bodies = [_event(r, "COMPLETE", ["x"], "2024-05-01T10:00:00Z", f"t{i % 10}")
+              for i, r in enumerate(good)]
+    bodies.insert(13, _event(taken, "COMPLETE", ["x"], "2024-05-01T10:00:00Z", "t3"))
+    barrier = threading.Barrier(len(bodies))
+    with TestClient(create_app(store, max_ingests=64)) as client, \
+            ThreadPoolExecutor(len(bodies)) as pool:
+        answers = list(pool.map(lambda b: _post_all(client, [b], barrier)[0], bodies))
+    assert answers == [201] * 13 + [409] + [201] * 16
+    assert store.run(taken) == before
+    assert all(store.run(r) is not None for r in good)
+    store.close()
