@@ -27,17 +27,21 @@ def init(state: State) -> None:
 
 
 @admin.command()
-@click.option("--repair", is_flag=True, help="Delete dangling and orphaned rows, rebuild "
-              "lost run rows and index twins.")
+@click.option("--repair", is_flag=True, help="Delete dangling rows and the rows nothing "
+              "references, rebuild lost run rows and index twins.")
 @format_option("text", "json")
 @pass_state
 def fsck(state: State, repair: bool, fmt: str) -> None:
-    """Find index rows whose data row is missing, data rows nothing references,
-    index rows without their twins and bucket rows no run keeps.
+    """Find index rows whose data row is missing, index rows without their
+    twins, bucket rows no run keeps, and the rows nothing references.
 
-    Exit status: 0 when the store is clean or every problem was repaired, 1 when
-    problems remain (found without --repair, or corrupt and unknown rows, which
-    are reported and never changed), 3 when the store cannot be read.
+    Rows nothing references (the set of a START its COMPLETE superseded, a
+    schema no run names any more) are reclaimable, not wrong: no answer reads
+    them, and --repair removes them.
+
+    Exit status: 0 when the store is sound (or every problem was repaired), 1
+    when problems remain (found without --repair, or corrupt and unknown rows,
+    which are reported and never changed), 3 when the store cannot be read.
     Each repair is re-checked in the transaction that applies it, so it is safe
     beside writers on SQLite.
     """
@@ -49,33 +53,41 @@ def fsck(state: State, repair: bool, fmt: str) -> None:
         click.get_current_context().exit(report.exit_code)
     d = report.to_dict()
     labels = [("dangling_index_rows", "dangling index row (data row missing)"),
-              ("orphaned_data_rows", "orphaned data or shape row (nothing references it)"),
               ("missing_run_rows", "run row missing (index rows present)"),
               ("missing_index_twins", "index twin missing"),
               ("stale_bucket_rows", "bucket row no run keeps"),
               ("first_run_cells_without_their_run", "first-run cell without its run cell"),
               ("unfinished_runs", "run whose index rows were never all written"),
               ("schema_rows_without_their_schema", "schema row naming a missing schema"),
-              ("unused_schemas", "schema no schema row names"),
               ("older_format_rows", "row of an older format left by an upgrade"),
               ("corrupt_rows", "corrupt row"),
-              ("unknown_rows", "row of no fll shape")]
+              ("unknown_rows", "row of no fll shape"),
+              ("orphaned_data_rows", "reclaimable: data or shape row nothing references"),
+              ("unused_schemas", "reclaimable: schema no schema row names")]
     for name, label in labels:
         for key in d[name]:
             click.echo(f"{label}: {key}")
     n = report.problems
+    spare = (f"{report.reclaimable} row(s) nothing references"
+             if report.reclaimable and not report.repaired else "")
     if report.clean:
         click.echo(f"clean: {report.rows} rows checked")
     elif report.repaired:
         left = f"; {report.unrepaired} left (corrupt and unknown rows are reported, " \
                f"not changed)" if report.unrepaired else ""
-        gone = n - report.unrepaired
-        click.echo(f"found {gone} problem(s) in {report.rows} rows, repaired {report.fixed} "
-                   f"(the rest a writer had already finished){left}"
+        gone = n + report.reclaimable - report.unrepaired
+        click.echo(f"found {gone} problem(s) or reclaimable row(s) in {report.rows} rows, "
+                   f"repaired {report.fixed} (the rest a writer had already finished){left}"
                    if report.fixed < gone else
-                   f"repaired {report.fixed} problem(s) in {report.rows} rows{left}")
+                   f"repaired {report.fixed} problem(s) or reclaimable row(s) in "
+                   f"{report.rows} rows{left}")
+    elif report.sound:
+        click.echo(f"sound: {report.rows} rows checked, no problem; {spare}, "
+                   f"reclaimable with --repair")
     else:
-        click.echo(f"found {n} problem(s) in {report.rows} rows; run with --repair to fix")
+        also = f" (and {spare}, reclaimable)" if spare else ""
+        click.echo(f"found {n} problem(s) in {report.rows} rows{also}; "
+                   f"run with --repair to fix")
     click.get_current_context().exit(report.exit_code)
 
 

@@ -51,7 +51,11 @@ def test_fsck_finds_then_repairs_then_reports_clean(run_cli, broken_store):
                                              " column ghost-run"]
     assert report["missing_run_rows"] == ["r|r-ab"]
     text = run_cli("admin", "fsck", store=url).stdout
-    assert "found 3 problem(s)" in text and "--repair" in text
+    # the orphaned data row is reclaimable, not one of the problems
+    assert "found 2 problem(s)" in text and "1 row(s) nothing references" in text
+    assert "--repair" in text
+    assert f"reclaimable: data or shape row nothing references: " \
+           f"{admin.printable_key(orphan_key)}" in text
     before = full_scan(url)
     assert full_scan(url) == before  # fsck without --repair changed nothing
 

@@ -256,7 +256,7 @@ def _confirm(table: Table, report: FsckReport, *, settle: bool) -> None:
     """Keep in ``report`` only the problems a fresh read still shows (after
     `SETTLE_S` when ``settle``: a backend without transactions, whose writers
     may be between two puts)."""
-    before = report.problems
+    before = report.problems + report.reclaimable
     if settle:
         time.sleep(SETTLE_S)
 
@@ -281,7 +281,7 @@ def _confirm(table: Table, report: FsckReport, *, settle: bool) -> None:
     report.broken_event_refs = each(run_model.still_broken, report.broken_event_refs)
     report.unused_schemas = _still_unused_schemas(table, report.unused_schemas)
     report.orphans = _still_orphans(table, report.orphans, set(report.corrupt))
-    report.unconfirmed += before - report.problems
+    report.unconfirmed += before - report.problems - report.reclaimable
 
 
 def _row_checksum(key: bytes, cols: dict[str, bytes]) -> str | None:

@@ -15,7 +15,9 @@ class FsckReport:
     dangling: list[bytes] = field(default_factory=list)   # index/run rows, data row missing
     #: cells of wide rows naming a set whose data row is missing (row, column)
     dangling_cells: list[tuple[bytes, str]] = field(default_factory=list)
-    orphans: list[bytes] = field(default_factory=list)    # d| rows nothing references
+    #: ``d|``/``p|`` rows nothing references: reclaimable, not wrong (a set a
+    #: COMPLETE superseded, a write that stopped before its run row)
+    orphans: list[bytes] = field(default_factory=list)
     missing_runs: dict[bytes, dict[str, bytes]] = field(default_factory=dict)  # r| to rebuild
     missing_twins: dict[bytes, dict[str, bytes]] = field(default_factory=dict)  # index rows
     stale_buckets: list[tuple[bytes, str]] = field(default_factory=list)  # g|/h| cells no run keeps
@@ -24,7 +26,7 @@ class FsckReport:
     unfinished: list[bytes] = field(default_factory=list)  # r| rows still pending (w=0)
     #: ``s|`` rows naming a schema whose ``q|`` row is missing
     dangling_schemas: list[bytes] = field(default_factory=list)
-    #: ``q|`` rows (schema bodies) no ``s|`` row names
+    #: ``q|`` rows (schema bodies) no ``s|`` row names: reclaimable, not wrong
     unused_schemas: list[bytes] = field(default_factory=list)
     #: run-model rows (``e|`` events, ``J|`` job runs) their run's ``n|`` row does not name
     stray_run_rows: list[bytes] = field(default_factory=list)
@@ -54,24 +56,42 @@ class FsckReport:
 
     @property
     def problems(self) -> int:
-        return (len(self.dangling) + len(self.dangling_cells) + len(self.orphans)
+        """What is wrong: rows that make (or could make) an answer wrong or
+        unreadable. Rows nothing references are not counted (`reclaimable`)."""
+        return (len(self.dangling) + len(self.dangling_cells)
                 + len(self.missing_runs)
                 + len(self.missing_twins) + len(self.stale_buckets) + len(self.unfinished)
                 + len(self.stray_firsts)
-                + len(self.dangling_schemas) + len(self.unused_schemas)
+                + len(self.dangling_schemas)
                 + len(self.stray_run_rows) + len(self.broken_event_refs)
                 + len(self.stray_failed)
                 + len(self.legacy) + len(self.corrupt)
                 + len(self.unknown))
 
     @property
-    def clean(self) -> bool:
+    def reclaimable(self) -> int:
+        """Rows nothing references: data and shape rows of sets no run has (the
+        START's set a COMPLETE superseded, a write that stopped before its run
+        row) and schema bodies no schema row names. No answer reads them;
+        ``--repair`` (or a purge) removes them. A set's data row is kept when
+        its run moves to another set, since another run may share it and, on a
+        backend without transactions, checking that is a race with its writer."""
+        return len(self.orphans) + len(self.unused_schemas)
+
+    @property
+    def sound(self) -> bool:
+        """Nothing wrong (rows nothing references may be left)."""
         return self.problems == 0
 
     @property
+    def clean(self) -> bool:
+        """Nothing wrong and nothing to reclaim."""
+        return self.problems == 0 and self.reclaimable == 0
+
+    @property
     def exit_code(self) -> int:
-        """0 when clean or fully repaired, 1 when problems remain (for scripts)."""
-        if self.clean:
+        """0 when sound or fully repaired, 1 when problems remain (for scripts)."""
+        if self.sound:
             return 0
         return 1 if (not self.repaired or self.unrepaired) else 0
 
@@ -82,6 +102,7 @@ class FsckReport:
         def cells(items) -> list[str]:
             return [f"{printable_key(k)} column {c}" for k, c in items]
         return {"rows": self.rows, "format": self.format, "clean": self.clean,
+                "sound": self.sound, "reclaimable": self.reclaimable,
                 "repaired": self.repaired, "unrepaired": self.unrepaired,
                 "fixed": self.fixed, "unconfirmed": self.unconfirmed,
                 "exit_code": self.exit_code,
