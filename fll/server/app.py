@@ -130,6 +130,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
         finally:
             if checkpointer is not None:
                 checkpointer.stop()
+            writer.close()
             # the stall log first: the accounting collection at shutdown is no stall
             if stalls is not None:
                 stalls.stop()

@@ -12,9 +12,10 @@ lineage, and never answer a valid event with a 4xx.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, ContextManager, Iterable, Iterator
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
@@ -83,6 +84,10 @@ class OpenLineageIngest:
         self.max_fields = max_fields
         # serialises the events of one run in this process (the union is read-merge-write)
         self.run_locks = [threading.Lock() for _ in range(64)]
+        # on a backend without transactions, events are written several at once
+        # (fll.server.ingest): those writing the same output datasets one at a
+        # time (`_datasets_held`)
+        self.dataset_locks = _DatasetLocks() if writer.concurrent else None
 
     async def answer(self, declared: str | None, encoding: str,
                      stream: AsyncIterator[bytes]) -> JSONResponse:
@@ -122,12 +127,15 @@ class OpenLineageIngest:
             symlinks = any(f.symlinks for f in facts)
             model = run_model.event_facts(event, run_id, at)
 
+            outputs = _outputs(event)
+
             def claim() -> JSONResponse:
                 # the first event the STORE saw fixes the start, whichever server got
                 # it (recording lineage does the same claim itself)
-                start_ms = self.lineage.claim_run_start(run_id, at)
-                run_model.record_event(self.lineage, model, start_ms)
-                schemas = self._keep_facts(facts, run_id, start_ms)
+                with self._datasets_held(outputs):
+                    start_ms = self.lineage.claim_run_start(run_id, at)
+                    run_model.record_event(self.lineage, model, start_ms)
+                    schemas = self._keep_facts(facts, run_id, start_ms)
                 # a schema or symlink kept is something recorded: 201, as the
                 # route says (a START often carries only its datasets' schemas)
                 kept = schemas > 0 or symlinks
@@ -142,20 +150,36 @@ class OpenLineageIngest:
                                       or event_time_ms(event))
 
         failing = model.state in ("FAIL", "ABORT")
+        written = {(e.namespace, e.name) for e in info.destinations} | set(_outputs(event))
 
         def record() -> JSONResponse:
-            with self.run_locks[hash(run_id) % len(self.run_locks)]:
+            with self._datasets_held(written), \
+                    self.run_locks[hash(run_id) % len(self.run_locks)]:
                 if failing:  # first, so the lineage lands in the failed-run rows at once
                     run_model.record_event(self.lineage, model,
                                            self.lineage.claim_run_start(run_id, start_ms))
                 body, status, start = self._record_run(event, info, run_id, start_ms, program)
                 if not failing:  # after its lineage (a FAIL elsewhere moves it then)
                     run_model.record_event(self.lineage, model, start)
-            # schemas go under the run's stored start, after its lineage (a resend
-            # repairs a crash in between: both writes are idempotent)
-            body["schemas"] = self._keep_facts(facts, run_id, start)
+                # schemas go under the run's stored start, after its lineage (a resend
+                # repairs a crash in between: both writes are idempotent)
+                body["schemas"] = self._keep_facts(facts, run_id, start)
             return JSONResponse(body, status_code=status)
         return record
+
+    def _datasets_held(self, datasets: Iterable[tuple[str, str]]) -> ContextManager:
+        """While writing to these output datasets, on a backend without
+        transactions: no other event of this process writes to one of them.
+        Runs of one operation set write the same outputs, so their index
+        writes never race here: the guarded write path's checks of which
+        bucket cells another run keeps, and whether a set is new, each read
+        then write (`fll.store.writer`), which between servers only fsck
+        repairs. A run's events name the same outputs in practice (a run
+        whose COMPLETE names outputs its START did not is covered by those
+        it names)."""
+        if self.dataset_locks is None:
+            return contextlib.nullcontext()
+        return self.dataset_locks.holding(datasets)
 
     def _record_run(self, event: Any, info: Any, run_id: str, start_ms: int,
                     program: str) -> tuple[dict, int, int]:
@@ -224,6 +248,31 @@ class OpenLineageIngest:
                                   f"notKept) and it has no schema or symlinks facets")
             return JSONResponse(body, status_code=201 if recorded else 202)
         return keep
+
+
+class _DatasetLocks:
+    """Striped locks by dataset, taken in one order (no deadlock)."""
+
+    def __init__(self, stripes: int = 1024):
+        self._locks = [threading.Lock() for _ in range(stripes)]
+
+    @contextlib.contextmanager
+    def holding(self, datasets: Iterable[tuple[str, str]]) -> Iterator[None]:
+        held = [self._locks[i] for i in sorted({hash(d) % len(self._locks) for d in datasets})]
+        for lock in held:
+            lock.acquire()
+        try:
+            yield
+        finally:
+            for lock in reversed(held):
+                lock.release()
+
+
+def _outputs(event: dict) -> list[tuple[str, str]]:
+    """The (namespace, name) of an event's outputs (checked by `check_shape`)."""
+    outputs = event.get("outputs")
+    return [(str(o.get("namespace")), str(o.get("name"))) for o in outputs
+            if isinstance(o, dict)] if isinstance(outputs, list) else []
 
 
 def _has_column_lineage(event: Any) -> bool:

@@ -8,8 +8,10 @@ of retrying before giving up), ``create=true|false`` (create the table and
 column family when missing), ``batch=1000`` (rows per MutateRows request) and
 ``page=500`` (rows per ReadRows page).
 
-It speaks the v2 data and admin APIs through the generated gRPC clients so that
-it alone decides what is retried: every mutation's per-row status is checked
+It speaks the v2 admin API through the generated gRPC client, and the data
+API on that client's channel with bare protobuf messages
+(`fll.store.bigtable_wire`: half the CPU of a call), so that it alone decides
+what is retried: every mutation's per-row status is checked
 (a row the server did not confirm is retried while the error is transient and
 otherwise raises `StoreError` naming the row), reads are paged and resumed from
 the last row received, and reverse scans use Bigtable's native reversed reads
@@ -37,9 +39,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..errors import StoreError
 from .base import (Row, Span, SpanGroup, SpanRead, in_ranges, read_span_groups_by_rows,
-                   read_spans_by_rows, redact, register_backend, scan_bounds)
+                   read_spans_by_rows, redact,
+                   register_backend, scan_bounds)
+from .bigtable_wire import FAMILY, DataCalls, merge_chunks, messages
 
-FAMILY = "c"
 _EXTRA_HINT = "pip install 'fll[bigtable]'"
 # gRPC status codes worth another attempt: DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED,
 # ABORTED, UNAVAILABLE. Anything else (INVALID_ARGUMENT, PERMISSION_DENIED…) will
@@ -102,16 +105,23 @@ class BigtableTable:
                            ("grpc.max_receive_message_length", -1),
                            ("grpc.initial_reconnect_backoff_ms", 100),
                            ("grpc.min_reconnect_backoff_ms", 100),
-                           ("grpc.max_reconnect_backoff_ms", 1000)]
+                           ("grpc.max_reconnect_backoff_ms", 1000),
+                           # ReadRows and MutateRows read on the calling thread, not
+                           # through the channel's spin thread: less CPU per call
+                           (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)]
                 self._channel = grpc.insecure_channel(emulator, options=options)
-                self._data = BigtableClient(transport=BigtableGrpcTransport(
+                self._client = BigtableClient(transport=BigtableGrpcTransport(
                     channel=self._channel))
                 self._admin = BigtableTableAdminClient(transport=BigtableTableAdminGrpcTransport(
                     channel=self._channel))
             else:
                 self._channel = None
-                self._data = BigtableClient()
+                self._client = BigtableClient(transport="grpc")
                 self._admin = BigtableTableAdminClient()
+            # the channel the client made (with its credentials), for the data calls
+            transport = self._client.transport
+            assert isinstance(transport, BigtableGrpcTransport)
+            self._data = DataCalls(transport.grpc_channel, self.table_path, app_profile)
         except Exception as e:  # google.auth raises DefaultCredentialsError, among others
             raise StoreError(f"{self._where}: cannot create the client: {_brief(e)} (set "
                              f"GOOGLE_APPLICATION_CREDENTIALS, or BIGTABLE_EMULATOR_HOST "
@@ -215,7 +225,8 @@ class BigtableTable:
 
     # -- writes ----------------------------------------------------------------
     def put(self, rows: Mapping[bytes, Row]) -> None:
-        from google.cloud.bigtable_v2.types import MutateRowsRequest, Mutation
+        m = messages()
+        Mutation = m.Mutation
 
         entries = []
         for key, cols in rows.items():
@@ -228,23 +239,25 @@ class BigtableTable:
                 family_name=FAMILY, column_qualifier=c.encode("utf-8"),
                 timestamp_micros=-1, value=bytes(v))) for c, v in cols.items()],
                 len(key) + sum(len(c) + len(v) + 16 for c, v in cols.items())))
-        self._mutate("write", entries, MutateRowsRequest)
+        self._mutate("write", entries, m.MutateRowsRequest)
 
     def delete_columns(self, cells: Mapping[bytes, list[str]]) -> None:
         """Remove single columns (``DeleteFromColumn`` mutations)."""
-        from google.cloud.bigtable_v2.types import MutateRowsRequest, Mutation
+        m = messages()
+        Mutation = m.Mutation
 
         entries = [(bytes(k), [Mutation(delete_from_column=Mutation.DeleteFromColumn(
             family_name=FAMILY, column_qualifier=c.encode("utf-8"))) for c in cols],
             len(k) + sum(len(c) + 16 for c in cols)) for k, cols in cells.items() if k and cols]
-        self._mutate("delete", entries, MutateRowsRequest)
+        self._mutate("delete", entries, m.MutateRowsRequest)
 
     def delete(self, rows: list[bytes]) -> None:
-        from google.cloud.bigtable_v2.types import MutateRowsRequest, Mutation
+        m = messages()
+        Mutation = m.Mutation
 
         entries = [(bytes(k), [Mutation(delete_from_row=Mutation.DeleteFromRow())], len(k) + 8)
                    for k in dict.fromkeys(rows) if k]
-        self._mutate("delete", entries, MutateRowsRequest)
+        self._mutate("delete", entries, m.MutateRowsRequest)
 
     def check_and_put(self, row: bytes, column: str, expected: bytes | None,
                       values: Mapping[str, bytes]) -> bool:
@@ -254,13 +267,9 @@ class BigtableTable:
         true branch when a value is expected and in the false branch when the
         cell must be absent. A retried call that already applied reports False;
         callers re-read the row to tell "mine" from "someone else's"."""
-        from google.cloud.bigtable_v2.types import (
-            CheckAndMutateRowRequest,
-            ColumnRange,
-            Mutation,
-            RowFilter,
-            ValueRange,
-        )
+        m = messages()
+        CheckAndMutateRowRequest, ColumnRange, Mutation, RowFilter, ValueRange = (
+            m.CheckAndMutateRowRequest, m.ColumnRange, m.Mutation, m.RowFilter, m.ValueRange)
 
         key = bytes(row)
         if not key:
@@ -371,8 +380,9 @@ class BigtableTable:
               columns: tuple[str, str] | None = None) -> list[tuple[bytes, dict[str, bytes]]]:
         """One bounded ReadRows call, returned whole so no stream outlives it
         (``columns``: only each row's first cell in that column range)."""
-        from google.cloud.bigtable_v2.types import (ColumnRange, ReadRowsRequest, RowFilter,
-                                                    RowRange, RowSet)
+        m = messages()
+        ColumnRange, ReadRowsRequest, RowFilter, RowRange, RowSet = (
+            m.ColumnRange, m.ReadRowsRequest, m.RowFilter, m.RowRange, m.RowSet)
 
         if keys is not None:
             row_set = RowSet(row_keys=keys)
@@ -403,7 +413,7 @@ class BigtableTable:
         def attempt() -> list[tuple[bytes, dict[str, bytes]]]:
             try:
                 # the first response is fetched by read_rows itself, hence inside
-                return list(_merge_chunks(self._data.read_rows(
+                return list(merge_chunks(self._data.read_rows(
                     request=request, timeout=self.timeout, retry=None,
                     metadata=self._features)))
             except Exception as e:
@@ -478,7 +488,7 @@ class BigtableTable:
             if self._channel is not None:
                 self._channel.close()
             else:
-                self._data.transport.close()
+                self._client.transport.close()
                 self._admin.transport.close()
         except Exception:  # closing twice or a dead channel: nothing left to release
             pass
@@ -494,35 +504,6 @@ class _Transient(Exception):
     def __init__(self, code: int, message: str):
         super().__init__(message)
         self.grpc_code = code
-
-
-def _merge_chunks(stream) -> Iterator[tuple[bytes, dict[str, bytes]]]:
-    """Rows from ReadRows responses: a row's cells arrive as chunks, a cell's
-    value may be split over several (value_size > 0 until the last piece)."""
-    key = b""
-    cols: dict[str, bytes] = {}
-    family = qualifier = None
-    parts: list[bytes] = []
-    for response in stream:
-        for ch in response.chunks:
-            if ch.reset_row:
-                key, cols, family, qualifier, parts = b"", {}, None, None, []
-                continue
-            if ch.row_key and ch.row_key != key:
-                # a new row (the emulator repeats the key on every chunk of a row)
-                key, cols = ch.row_key, {}
-            if "family_name" in ch:
-                family = ch.family_name
-            if "qualifier" in ch:
-                qualifier = ch.qualifier
-            parts.append(ch.value)
-            if ch.value_size == 0:
-                if family == FAMILY and qualifier is not None:
-                    cols[qualifier.decode("utf-8")] = b"".join(parts)
-                parts = []
-            if ch.commit_row:
-                yield key, cols
-                key, cols = b"", {}
 
 
 def _code(e: BaseException) -> int | None:
@@ -551,7 +532,9 @@ def _code_name(code: int) -> str:
 def _brief(e: BaseException) -> str:
     """One line: the gRPC code name and the server's message, no debug blob."""
     code = _code(e)
-    message = getattr(e, "message", None) or str(e)
+    details = getattr(e, "details", None)  # a bare grpc.RpcError: its server message
+    message = (details() if callable(details) else None) or getattr(e, "message", None) \
+        or str(e)
     message = message.splitlines()[0] if message else type(e).__name__
     if code is not None and _code_name(code) not in message:
         return f"{_code_name(code)}: {message}"

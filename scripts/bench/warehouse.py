@@ -673,6 +673,7 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
 
         # -- ingest (with --reuse: the store holds it already; the figures say so)
         t0, cpu0, own0 = time.monotonic(), _cpu_seconds(server.pid), time.process_time()
+        turns0 = backend.turns()
         events, sent_bytes = (0, 0) if reuse else asyncio.run(ingest(wh, port, connections,
                                                                       errors))
         took = time.monotonic() - t0
@@ -685,13 +686,17 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
                             "server_cpu_s": round(server_cpu, 1),
                             "server_ms_per_event": round(server_cpu / max(events, 1) * 1000, 2),
                             "client_cpu_s": round(own_cpu, 1),
+                            "round_trips_per_event": (
+                                None if turns0 is None or not events
+                                else round((backend.turns() - turns0) / events, 1)),
                             "load_average": " ".join(f"{x:.1f}" for x in os.getloadavg())}
         report["rss_after_ingest_mb"] = round(watch.peak_kb / 1024, 1)
         print(f"ingested {events:,} events in {took:.1f} s ({events / took:.0f}/s), "
               f"{sent_bytes / 2**20:.1f} MB sent, store {report['ingest']['store_mb']} MB, "
               f"{len(errors)} errors; server CPU {server_cpu:.1f} s "
               f"({report['ingest']['server_ms_per_event']} ms/event), this script's "
-              f"{own_cpu:.1f} s", flush=True)
+              f"{own_cpu:.1f} s; {report['ingest']['round_trips_per_event']} store round "
+              f"trips per event; load {report['ingest']['load_average']}", flush=True)
 
         # -- the expected graphs
         rnd = random.Random(seed + 1)

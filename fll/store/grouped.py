@@ -1,0 +1,245 @@
+"""The write calls of concurrent writers on a backend without transactions
+(Bigtable, HBase) sent together: the `put`, `get_many` and `delete_columns`
+of every thread that asks while one such call is on the wire go out as ONE
+call (one MutateRows / ReadRows on Bigtable, one ``mutateRowsTs`` /
+``getRows`` on HBase) as soon as it is back.
+
+`GroupedTable` wraps a `Table`. A call is grouped only in a thread inside
+`grouping()` (the server's ingest writers, `fll.server.ingest`); any other
+call, and every other method, goes to the table unchanged, so questions and
+the CLI never wait for a writer's group.
+
+How a group forms (one "lane" per kind of call): the first caller finds
+nothing on the wire and sends its own call at once (a lone writer pays
+nothing, there is no timer); whoever arrives while a call is on the wire
+joins the next group, whose first caller sends it for all once the wire is
+free. Every caller returns only after the call that carried
+its rows came back, so the calls of one thread keep their order (a put
+before a delete before a put stays so), and every check-then-act above
+(`check_and_put`, never grouped) sees the writes its caller made before.
+
+A grouped thread's `get` is a one-key multi-get, and its `read_spans` of
+spans that know their keys is such a
+multi-get on a backend that reads keys, not ranges, in one call (HBase).
+
+Rows of one group: puts to the same row are merged (two writers of one cell
+at the same moment: one of them wins, as it would unbatched); column deletes
+are unioned; a multi-get reads every key once and each caller gets copies of
+its own rows.
+
+This module must never let one caller's error answer another: when a group's
+call fails and it carried more than one caller, each caller then sends its own
+part alone and gets its own outcome (puts and deletes are idempotent).
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from .base import Row, Span, SpanRead, read_spans_by_rows
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def grouping() -> Iterator[None]:
+    """Group this thread's write calls with other threads' (see the module doc)."""
+    prior = getattr(_local, "on", False)
+    _local.on = True
+    try:
+        yield
+    finally:
+        _local.on = prior
+
+
+def _grouped() -> bool:
+    return getattr(_local, "on", False)
+
+
+class _Group:
+    __slots__ = ("parts", "lead", "done", "error", "result")
+
+    def __init__(self) -> None:
+        self.parts: list[Any] = []
+        # its first caller waits on ``lead`` to send it, the others on ``done``
+        # (each caller is woken once, by the call that concerns it)
+        self.lead = threading.Event()
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self.result: Any = None
+
+
+class _Lane:
+    """One kind of call: at most ``flights`` groups on the wire, the next one gathering."""
+
+    def __init__(self, send: Callable[[list[Any]], Any], flights: int = 1):
+        self._send = send
+        self._lock = threading.Lock()
+        self._open: _Group | None = None
+        self._flights = flights
+        self._flying = 0
+        #: calls sent and the parts they carried (benchmarks and tests read these)
+        self.calls = 0
+        self.parts = 0
+
+    def call(self, part: Any) -> tuple[_Group, bool]:
+        """Send ``part`` in a group; (the group once its call came back, whether
+        the call failed for a group of several, so the caller must go alone)."""
+        with self._lock:
+            group = self._open
+            if group is None:
+                group = self._open = _Group()
+            group.parts.append(part)
+            first = len(group.parts) == 1
+            if first and self._flying < self._flights:
+                self._flying += 1  # room on the wire: this caller sends at once
+                self._open = None
+                group.lead.set()
+        if not first:
+            group.done.wait()
+            return group, group.error is not None and len(group.parts) > 1
+        group.lead.wait()  # set by the call before it once that one came back
+        try:
+            group.result = self._send(group.parts)
+        except BaseException as e:  # noqa: BLE001 - kept for the group's callers
+            group.error = e
+        finally:
+            with self._lock:
+                self.calls += 1
+                self.parts += len(group.parts)
+                following = self._open
+                if following is None:
+                    self._flying -= 1
+                else:  # the group that gathered meanwhile closes and goes next
+                    self._open = None
+                    following.lead.set()
+            group.done.set()
+        return group, group.error is not None and len(group.parts) > 1
+
+
+class GroupedTable:
+    """A `Table` whose grouped threads share their write calls (module doc)."""
+
+    def __init__(self, table: Any, flights: int = 1):
+        self.table = table
+        self.url = table.url
+        self.puts = _Lane(self._put_all, flights)
+        self.deletes = _Lane(self._delete_all, flights)
+        self.reads = _Lane(self._get_all, flights)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.table, name)
+
+    # -- the grouped calls ----------------------------------------------------
+    def put(self, rows: Mapping[bytes, Row]) -> None:
+        if not _grouped():
+            return self.table.put(rows)
+        group, alone = self.puts.call(rows)
+        if alone:
+            return self.table.put(rows)
+        if group.error is not None:
+            raise group.error
+        return None
+
+    def delete_columns(self, cells: Mapping[bytes, list[str]]) -> None:
+        if not _grouped():
+            return self.table.delete_columns(cells)
+        group, alone = self.deletes.call(cells)
+        if alone:
+            return self.table.delete_columns(cells)
+        if group.error is not None:
+            raise group.error
+        return None
+
+    def get_many(self, rows: list[bytes]) -> dict[bytes, dict[str, bytes]]:
+        if not _grouped():
+            return self.table.get_many(rows)
+        group, alone = self.reads.call(rows)
+        if alone:
+            return self.table.get_many(rows)
+        if group.error is not None:
+            raise group.error
+        found = group.result
+        if len(group.parts) == 1:
+            return found
+        out: dict[bytes, dict[str, bytes]] = {}
+        for key in rows:
+            key = bytes(key)
+            cols = found.get(key)
+            if cols is not None:
+                out[key] = dict(cols)  # a copy: another caller may change its own
+        return out
+
+    # -- what a group sends ---------------------------------------------------
+    def _put_all(self, parts: list[Mapping[bytes, Row]]) -> None:
+        if len(parts) == 1:
+            return self.table.put(parts[0])
+        merged: dict[bytes, dict[str, bytes]] = {}
+        for rows in parts:
+            for key, cols in rows.items():
+                if not cols:
+                    continue
+                have = merged.get(bytes(key))
+                if have is None:
+                    merged[bytes(key)] = dict(cols)
+                else:
+                    have.update(cols)
+        if merged:
+            self.table.put(merged)
+        return None
+
+    def _delete_all(self, parts: list[Mapping[bytes, list[str]]]) -> None:
+        if len(parts) == 1:
+            return self.table.delete_columns(parts[0])
+        merged: dict[bytes, dict[str, None]] = {}
+        for cells in parts:
+            for key, cols in cells.items():
+                merged.setdefault(bytes(key), {}).update(dict.fromkeys(cols))
+        wanted = {k: list(cols) for k, cols in merged.items() if cols}
+        if wanted:
+            self.table.delete_columns(wanted)
+        return None
+
+    def _get_all(self, parts: list[list[bytes]]) -> dict[bytes, dict[str, bytes]]:
+        if len(parts) == 1:
+            return self.table.get_many(parts[0])
+        keys = list(dict.fromkeys(bytes(k) for rows in parts for k in rows))
+        return self.table.get_many(keys)
+
+    # -- the rest of the protocol, unchanged ----------------------------------
+    def get(self, row: bytes) -> dict[str, bytes] | None:
+        """A grouped thread's one-row read joins the multi-gets (the same answer:
+        None for a row without columns)."""
+        if not _grouped() or not row:
+            return self.table.get(row)
+        return self.get_many([row]).get(bytes(row)) or None
+
+    def scan(self, *args: Any, **kwargs: Any) -> Any:
+        return self.table.scan(*args, **kwargs)
+
+    def scan_ranges(self, ranges: list[tuple[bytes, bytes]]) -> Any:
+        return self.table.scan_ranges(ranges)
+
+    def read_spans(self, spans: Sequence[Span], names: Sequence[Span] = (),
+                   values: Sequence[Span] = ()) -> SpanRead:
+        """A grouped thread's spans that all know their keys, on a backend that
+        reads them as a multi-get anyway (HBase: ``getRows``), go as a grouped
+        `get_many` (how a writer looks which bucket cells other runs keep)."""
+        if _grouped() and not getattr(self.table, "one_call_ranges", False) and all(
+                s.keys is not None for part in (spans, names, values) for s in part):
+            return read_spans_by_rows(self, spans, names, values, by_keys=True)
+        return self.table.read_spans(spans, names, values)
+
+    def read_span_groups(self, groups: Any) -> Any:
+        return self.table.read_span_groups(groups)
+
+    def delete(self, rows: list[bytes]) -> None:
+        self.table.delete(rows)
+
+    def check_and_put(self, row: bytes, column: str, expected: bytes | None,
+                      values: Row) -> bool:
+        return self.table.check_and_put(row, column, expected, values)
+
+    def close(self) -> None:
+        self.table.close()
