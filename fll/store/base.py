@@ -22,6 +22,14 @@ from ..errors import StoreError
 Row = Mapping[str, bytes]
 
 
+class Compressed(bytes):
+    """A column value that is already compressed (a run model's event body):
+    a backend that compresses long rows stores a row of these as it is,
+    since compressing it again spends CPU to win nothing."""
+
+    __slots__ = ()
+
+
 class Span(NamedTuple):
     """The rows ``lo <= key < hi``. ``keys``, when the caller knows them, are
     every key the span can hold (a few buckets of a time index): a backend

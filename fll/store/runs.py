@@ -38,7 +38,7 @@ import xxhash
 
 from .. import rowkeys as rk
 from ..errors import BadRequest, StoreError
-from .base import Table
+from .base import Compressed, Table
 from .layout import FAILED_STATES
 from .lineage import LineageStore
 
@@ -96,7 +96,8 @@ def _parse_column(col: str) -> tuple[int, str] | None:
 def model_rows(facts: RunEvent, start_ms: int) -> dict[bytes, dict[str, bytes]]:
     """Every row one event writes, the ``n|`` row (which names the event) last."""
     return {
-        rk.event(facts.at_ms, facts.run_id, facts.digest): {"z": zlib.compress(facts.body, 6)},
+        rk.event(facts.at_ms, facts.run_id, facts.digest): {
+            "z": Compressed(zlib.compress(facts.body, 6))},
         rk.job(facts.job_namespace, facts.job_name): {"x": b""},
         rk.job_run(facts.job_namespace, facts.job_name, start_ms, facts.run_id): {"x": b""},
         rk.run_model(facts.run_id): {

@@ -14,6 +14,8 @@ from typing import Mapping
 
 import msgpack
 
+from .base import Compressed
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS rows (
@@ -80,7 +82,7 @@ def pack(cols: Mapping[str, bytes]) -> bytes:
     if packer is None:
         packer = _packers.p = msgpack.Packer(use_bin_type=True)
     raw = packer.pack(d)
-    if len(raw) > _COMPRESS_OVER:
+    if len(raw) > _COMPRESS_OVER and not all(type(v) is Compressed for v in d.values()):
         small = _ZLIB + zlib.compress(raw, 6)
         if len(small) < len(raw):
             return small
