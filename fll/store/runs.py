@@ -93,11 +93,17 @@ def _parse_column(col: str) -> tuple[int, str] | None:
         return None
 
 
+# an event body's zlib level: 3 costs half of level 6's CPU on the warehouse
+# benchmark's events (35 against 76 us for 15.8 KB of JSON, ~3% of an
+# event's ingest) for bodies 11% larger (1,080 against 971 bytes)
+_EVENT_ZLIB_LEVEL = 3
+
+
 def model_rows(facts: RunEvent, start_ms: int) -> dict[bytes, dict[str, bytes]]:
     """Every row one event writes, the ``n|`` row (which names the event) last."""
     return {
         rk.event(facts.at_ms, facts.run_id, facts.digest): {
-            "z": Compressed(zlib.compress(facts.body, 6))},
+            "z": Compressed(zlib.compress(facts.body, _EVENT_ZLIB_LEVEL))},
         rk.job(facts.job_namespace, facts.job_name): {"x": b""},
         rk.job_run(facts.job_namespace, facts.job_name, start_ms, facts.run_id): {"x": b""},
         rk.run_model(facts.run_id): {
