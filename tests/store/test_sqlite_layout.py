@@ -9,6 +9,7 @@ import multiprocessing
 import os
 import sqlite3
 import subprocess
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -18,7 +19,8 @@ import pytest
 from fll import StoreError, open_store
 from fll import rowkeys as rk
 from fll.store import open_table
-from fll.store.base import Span
+from fll.store.base import Compressed, Span
+from fll.store import sqlite_layout as layout
 from fll.store.sqlite_layout import pack, unpack
 
 from .test_format import _answers, _history
@@ -192,6 +194,27 @@ def test_values_of_any_length_round_trip_and_long_ones_are_stored_compressed(tmp
         assert len(pack(cols)) < raw // 4
     if cols.get("c", b"").islower() and len(cols["c"]) == 32:
         assert len(pack(cols)) < len(pack({**cols, "c": b""})) + 20
+    table.close()
+
+
+def test_a_row_of_values_already_compressed_is_stored_as_packed_and_reads_back(
+        tmp_path, monkeypatch):
+    # a run model's event body: zlib output, which a second pass never shrinks
+    body = zlib.compress(os.urandom(1000).hex().encode() * 2, 3)
+    assert len(body) > 400
+    passes: list[int] = []
+    real = layout.zlib.compress
+    monkeypatch.setattr(layout.zlib, "compress",
+                        lambda raw, level=-1: passes.append(len(raw)) or real(raw, level))
+    table = open_table(f"sqlite:///{tmp_path}/t.db")
+    table.put({b"e|x": {"z": Compressed(body)}, b"e|y": {"z": body}})
+    assert table.get(b"e|x") == table.get(b"e|y") == {"z": body}
+    assert pack({"z": Compressed(body)})[:1] != b"\x00"  # not compressed again
+    assert unpack(pack({"z": Compressed(body)})) == {"z": body}
+    assert len(passes) == 1  # the unmarked copy's, never the marked one's
+    # a row with any value not marked is still compressed when that pays
+    cols = {"z": Compressed(body), "s": b"x" * 5000}
+    assert pack(cols)[:1] == b"\x00" and unpack(pack(cols)) == cols
     table.close()
 
 
