@@ -183,9 +183,20 @@ class OpenLineageIngest:
 
     def _record_run(self, event: Any, info: Any, run_id: str, start_ms: int,
                     program: str) -> tuple[dict, int, int]:
+        atomic = getattr(self.lineage.table, "atomic", None)
+        if callable(atomic):
+            # one transaction (joining the batch's, if one is open): nothing
+            # else writes the run between its read and its write
+            return atomic(lambda _table: self._merge_run(event, info, run_id, start_ms,
+                                                         program, True))
+        return self._merge_run(event, info, run_id, start_ms, program, False)
+
+    def _merge_run(self, event: Any, info: Any, run_id: str, start_ms: int, program: str,
+                   in_txn: bool) -> tuple[dict, int, int]:
         # a run's lineage is the union of its events (fll.openlineage): merge
         # with what is stored, and re-check after writing, since another server
-        # may have merged another event of the run at the same moment
+        # may have merged another event of the run at the same moment (not in
+        # a transaction: there a superseded run's row is what was just written)
         changed = False
         for _ in range(8):
             prior = self.lineage.run(run_id)
@@ -213,6 +224,11 @@ class OpenLineageIngest:
                 if self.lineage.run(run_id) is None:
                     raise
                 # another writer recorded the run first: merge with that instead
+                continue
+            if in_txn and prior is not None:
+                # superseded: its start stays, its set and program are the ones given
+                return (_receipt(run_id, target.checksum, prior.start_ms, program or None,
+                                 changed), 201 if changed else 200, prior.start_ms)
         raise ApiError(503, f"run {run_id!r} kept changing under concurrent events; retry")
 
     def _keep_facts(self, facts: list, run_id: str, start_ms: int) -> int:
