@@ -31,8 +31,9 @@ class Levels(Reader):
         (`resolve_dataset`), the aliases naming it (`aliases`), and its
         operation sets in the range (`checksums`). The aliases are read as one
         span over the hop's datasets (the aliased-by rows between the first and
-        the last: only aliases have them); a second read confirms any found,
-        with the top buckets the index rows name (`_index_answers_and_rows`).
+        the last: only aliases have them), the top buckets of a range over
+        more than 64 of them as one span per dataset (no directory row to read
+        first); a second read confirms any aliases found.
         A dataset that turns out to be an alias is answered under its own
         name here; the walk reads its target as it reads any other dataset."""
         ds = list(dict.fromkeys(datasets))
@@ -40,7 +41,7 @@ class Levels(Reader):
             return Level({}, {}, {})
         alias_keys = [rk.alias(ns, n) for ns, n in ds]
         heads = sorted(rk.dataset_prefix(rk.ALIASED_BY, ns, n) for ns, n in ds)
-        plans = [self._index_plan(ns, n, start, end, direction) for ns, n in ds]
+        plans = [self._index_plan(ns, n, start, end, direction, top_span=True) for ns, n in ds]
         reads = self.table.read_span_groups(
             [([Span(k, k + b"\x00", (k,)) for k in alias_keys], (), ()),
              ([Span(heads[0], rk.prefix_end(heads[-1]))], (), ())] + [p.group for p in plans])
@@ -56,8 +57,7 @@ class Levels(Reader):
             target = (k.namespace, k.name)
             if k.alias is not None and target in wanted:
                 candidates[target].append(k.alias)
-        # the aliases found are confirmed in the call that reads any top
-        # buckets the index reads named: one more call at most
+        # the aliases found are confirmed in one more call (none without)
         answers, rows = self._index_answers_and_rows(
             plans, reads[2:], sorted({rk.alias(*a) for c in candidates.values() for a in c}))
         named = {}

@@ -167,8 +167,13 @@ class Reader(StoreState):
                                                          strict=True)}
 
     def _index_plan(self, ns: str, name: str, start: int, end: int,
-                    direction: str) -> "_IndexPlan":
-        """What `checksums` reads for one dataset: the spans of its range's cover."""
+                    direction: str, *, top_span: bool = False) -> "_IndexPlan":
+        """What `checksums` reads for one dataset: the spans of its range's
+        cover. A range over more than 64 top buckets reads those the directory
+        row lists in a second call, or, with ``top_span``, reads them as one
+        keyless span in the same call: what a read that opens a scanner anyway
+        (`Levels.read_level` on HBase) or reads key ranges in one call
+        (Bigtable, SQLite) does at no extra round trip."""
         bucket_kind, run_kind = _BUCKET_KINDS[direction], _RUN_KINDS[direction]
         runs, top = rk.cover4_runs(start, end)
         # the keys as rk.run_row / rk.bucket4 build them, a prefix per level made once
@@ -188,7 +193,12 @@ class Reader(StoreState):
             edges += _first_run_spans(rk.dataset_prefix(_FIRST_KINDS[direction], ns, name),
                                       start, end, interior)
         index = rk.directory(bucket_kind, ns, name)
-        if top:  # more top buckets than are worth enumerating: the directory lists them
+        if top and top_span:  # the top buckets in the range, newest first, as one span
+            head = heads[rk.TOP]
+            buckets.append(Span(head + rk.invert(top[1] - rk.LEVELS4[rk.TOP]),
+                                head + rk.invert(top[0]) + b"\x00"))
+            top = None
+        elif top:  # more top buckets than are worth enumerating: the directory lists them
             edges.append(Span(index, index + b"\x00", (index,)))
         return _IndexPlan((ns, name), start, end, direction, (edges, buckets, interior),
                           index, top)
