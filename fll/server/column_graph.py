@@ -76,6 +76,9 @@ def _parse_node_id(store: LineageStore, node_id: str) -> tuple[EndPoint, str | N
     if not candidates:
         raise BadRequest(f"nodeId {node_id!r} does not name a namespace, dataset"
                          + (" and field" if kind == "datasetField" else ""), "nodeId")
+    prefetch_names = getattr(store, "prefetch_names", None)
+    if prefetch_names is not None:  # every name the id may mean, read at once
+        prefetch_names({(ep.namespace, ep.name) for ep, _ in candidates}, *ALL_TIME)
     names = Names(store)
     known = []
     for ep, fld in candidates:  # a name that is an alias stands for its dataset
