@@ -522,6 +522,22 @@ class Reader(StoreState):
                     for t, r, c in sorted(items, key=lambda x: (-x[0], x[1]))]
         return {ep: (infos(w), infos(rd)) for ep, (w, rd) in found.items()}
 
+    def exists_many(self, endpoints: Iterable[EndPoint]) -> dict[EndPoint, bool]:
+        """`exists` of several datasets: on a backend that reads the first row
+        of several ranges at once (HBase's ``first_rows``: one-row scanners
+        pipelined, two round trips) every prefix in one call, else one by one."""
+        eps = list(dict.fromkeys(endpoints))
+        first_rows = getattr(self.table, "first_rows", None)
+        if first_rows is None:
+            return {e: self.exists(e) for e in eps}
+        kinds = (rk.BACKWARD, rk.FORWARD) + ((rk.FAILED_BACKWARD, rk.FAILED_FORWARD)
+                                            if self.include_failed else ())
+        prefixes = [rk.dataset_prefix(k, e.namespace, e.name) for e in eps for k in kinds]
+        found = first_rows([(p, rk.prefix_end(p)) for p in prefixes]) if prefixes else []
+        n = len(kinds)
+        return {e: any(r is not None for r in found[i * n:(i + 1) * n])
+                for i, e in enumerate(eps)}
+
     def exists(self, endpoint: EndPoint) -> bool:
         """Whether any run ever read or wrote ``endpoint`` (a failed run
         counts only for a store `including_failed`)."""

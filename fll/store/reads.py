@@ -203,6 +203,12 @@ class ReadView:
             if level.checksums[d] or outgoing[d]:  # a run in the range: it exists
                 self._memo.setdefault(("e", ns, name), True)
         self.summaries({c for d in todo for c in (*level.checksums[d], *outgoing[d])})
+        # the others may still have runs outside the range: asked all at once
+        unsure = [EndPoint(*d) for d in todo if ("e", *d) not in self._memo]
+        many = getattr(self.store, "exists_many", None)
+        if unsure and many is not None:
+            for e, found in many(unsure).items():
+                self._memo[("e", e.namespace, e.name)] = found
 
     def prefetch_schemas(self, datasets: Iterable[tuple[str, str]], start_ms: int,
                          end_ms: int) -> None:

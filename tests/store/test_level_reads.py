@@ -127,3 +127,24 @@ def test_a_deep_question_reads_level_by_level(open_table_for):
         rest = [c for c in walk if c not in ("first_cells", "get_many schemas")]
         assert len(rest) <= 3 * 5 + 6 + 1, " ".join(walk)  # and whether the root exists
     assert counts[0] == counts[1], counts
+
+
+def test_exists_many_answers_what_exists_answers(open_table_for):
+    store = LineageStore(open_table_for())
+    eps = _history(store)  # d0..d5 read or written; "never" and other:d1 not
+    assert store.exists_many(eps) == {e: store.exists(e) for e in eps}
+    assert store.exists_many(eps)[EndPoint("n", "d0")] is True
+    assert store.exists_many(eps)[EndPoint("n", "never")] is False
+    assert store.exists_many([]) == {}
+
+
+def test_read_level_both_answers_both_directions(open_table_for):
+    store = LineageStore(open_table_for())
+    eps = _history(store)
+    asked = [(e.namespace, e.name) for e in eps]
+    for start, end in RANGES:
+        level, outgoing = store.read_level_both(asked, start, end)
+        for d in asked:
+            assert level.checksums[d] == store.checksums(EndPoint(*d), start, end), d
+            assert outgoing[d] == store.checksums(EndPoint(*d), start, end, "outgoing"), d
+        assert any(outgoing.values()) and any(level.checksums.values())
