@@ -148,3 +148,24 @@ def test_read_level_both_answers_both_directions(open_table_for):
             assert level.checksums[d] == store.checksums(EndPoint(*d), start, end), d
             assert outgoing[d] == store.checksums(EndPoint(*d), start, end, "outgoing"), d
         assert any(outgoing.values()) and any(level.checksums.values())
+
+
+def test_a_node_id_with_many_splits_reads_its_names_at_once(open_table_for):
+    """A namespace with colons makes a node id split many ways: the names it
+    may mean are read together, not one existence scan and schema read each."""
+    counting = _Counting(open_table_for())
+    store = LineageStore(counting)
+    src, dst = EndPoint("postgres://h:5432", "db:s.t"), EndPoint("postgres://h:5432", "db:s.u")
+    store.record_many([(chain(src, dst, ["a"]), "r1", T0, None)])
+    counting.calls.clear()
+    view = ReadView(store, SetMerges())
+    answer = column_lineage(view, f"datasetField:{dst.namespace}:{dst.name}:a", 5, False,
+                            0, MAX_TIME)
+    assert {n["id"] for n in answer["graph"]} == {f"datasetField:{e.namespace}:{e.name}:a"
+                                                  for e in (src, dst)}
+    walk = counting.calls
+    assert walk.count("first_cells") == 2, walk  # every candidate's schema; every node's
+    if getattr(counting.inner, "first_rows", None) is not None:  # HBase: one call for all
+        assert "scan" not in walk, walk
+    else:  # a backend without it asks the names without sets one by one (SQLite: local)
+        assert "scan" in walk, walk
