@@ -76,6 +76,14 @@ def _parse_node_id(store: LineageStore, node_id: str) -> tuple[EndPoint, str | N
     if not candidates:
         raise BadRequest(f"nodeId {node_id!r} does not name a namespace, dataset"
                          + (" and field" if kind == "datasetField" else ""), "nodeId")
+    prefetch_names = getattr(store, "prefetch_names", None)
+    if prefetch_names is not None:  # every name the id may mean, read at once
+        asked = {(ep.namespace, ep.name) for ep, _ in candidates}
+        prefetch_names(asked, *ALL_TIME)
+        # and their schemas (a dataset known only by one; a field of it)
+        prefetch_schemas = getattr(store, "prefetch_schemas", None)
+        if prefetch_schemas is not None:
+            prefetch_schemas(asked, *ALL_TIME)
     names = Names(store)
     known = []
     for ep, fld in candidates:  # a name that is an alias stands for its dataset

@@ -167,8 +167,13 @@ class Reader(StoreState):
                                                          strict=True)}
 
     def _index_plan(self, ns: str, name: str, start: int, end: int,
-                    direction: str) -> "_IndexPlan":
-        """What `checksums` reads for one dataset: the spans of its range's cover."""
+                    direction: str, *, top_span: bool = False) -> "_IndexPlan":
+        """What `checksums` reads for one dataset: the spans of its range's
+        cover. A range over more than 64 top buckets reads those the directory
+        row lists in a second call, or, with ``top_span``, reads them as one
+        keyless span in the same call: what a read that opens a scanner anyway
+        (`Levels.read_level` on HBase) or reads key ranges in one call
+        (Bigtable, SQLite) does at no extra round trip."""
         bucket_kind, run_kind = _BUCKET_KINDS[direction], _RUN_KINDS[direction]
         runs, top = rk.cover4_runs(start, end)
         # the keys as rk.run_row / rk.bucket4 build them, a prefix per level made once
@@ -188,7 +193,12 @@ class Reader(StoreState):
             edges += _first_run_spans(rk.dataset_prefix(_FIRST_KINDS[direction], ns, name),
                                       start, end, interior)
         index = rk.directory(bucket_kind, ns, name)
-        if top:  # more top buckets than are worth enumerating: the directory lists them
+        if top and top_span:  # the top buckets in the range, newest first, as one span
+            head = heads[rk.TOP]
+            buckets.append(Span(head + rk.invert(top[1] - rk.LEVELS4[rk.TOP]),
+                                head + rk.invert(top[0]) + b"\x00"))
+            top = None
+        elif top:  # more top buckets than are worth enumerating: the directory lists them
             edges.append(Span(index, index + b"\x00", (index,)))
         return _IndexPlan((ns, name), start, end, direction, (edges, buckets, interior),
                           index, top)
@@ -511,6 +521,22 @@ class Reader(StoreState):
             return [RunInfo(r, t, programs[r], c)
                     for t, r, c in sorted(items, key=lambda x: (-x[0], x[1]))]
         return {ep: (infos(w), infos(rd)) for ep, (w, rd) in found.items()}
+
+    def exists_many(self, endpoints: Iterable[EndPoint]) -> dict[EndPoint, bool]:
+        """`exists` of several datasets: on a backend that reads the first row
+        of several ranges at once (HBase's ``first_rows``: one-row scanners
+        pipelined, two round trips) every prefix in one call, else one by one."""
+        eps = list(dict.fromkeys(endpoints))
+        first_rows = getattr(self.table, "first_rows", None)
+        if first_rows is None:
+            return {e: self.exists(e) for e in eps}
+        kinds = (rk.BACKWARD, rk.FORWARD) + ((rk.FAILED_BACKWARD, rk.FAILED_FORWARD)
+                                            if self.include_failed else ())
+        prefixes = [rk.dataset_prefix(k, e.namespace, e.name) for e in eps for k in kinds]
+        found = first_rows([(p, rk.prefix_end(p)) for p in prefixes]) if prefixes else []
+        n = len(kinds)
+        return {e: any(r is not None for r in found[i * n:(i + 1) * n])
+                for i, e in enumerate(eps)}
 
     def exists(self, endpoint: EndPoint) -> bool:
         """Whether any run ever read or wrote ``endpoint`` (a failed run

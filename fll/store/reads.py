@@ -180,6 +180,36 @@ class ReadView:
             self._memo[("c", ns, name, start, end, direction)] = tuple(level.checksums[d])
         self.summaries({c for d in todo for c in level.checksums[d]})
 
+    def prefetch_names(self, datasets: Iterable[tuple[str, str]], start: int, end: int
+                       ) -> None:
+        """What a question naming a dataset asks of each name it may mean, in
+        one store read (`LineageStore.read_level_both`): the dataset it stands
+        for, its aliases, its operation sets both ways in the range (its
+        fields), and so whether a run ever touched it (sets found: yes), then
+        the sets not cached in one multi-get; remembered for the request."""
+        read_both = getattr(self.store, "read_level_both", None)
+        todo = [d for d in dict.fromkeys(datasets)
+                if ("c", d[0], d[1], start, end, "incoming") not in self._memo
+                or ("c", d[0], d[1], start, end, "outgoing") not in self._memo]
+        if read_both is None or not todo:
+            return
+        level, outgoing = read_both(todo, start, end)
+        for d in todo:
+            ns, name = d
+            self._memo.setdefault(("r", ns, name), level.resolved[d])
+            self._memo.setdefault(("a", ns, name), tuple(level.aliases[d]))
+            self._memo[("c", ns, name, start, end, "incoming")] = tuple(level.checksums[d])
+            self._memo[("c", ns, name, start, end, "outgoing")] = tuple(outgoing[d])
+            if level.checksums[d] or outgoing[d]:  # a run in the range: it exists
+                self._memo.setdefault(("e", ns, name), True)
+        self.summaries({c for d in todo for c in (*level.checksums[d], *outgoing[d])})
+        # the others may still have runs outside the range: asked all at once
+        unsure = [EndPoint(*d) for d in todo if ("e", *d) not in self._memo]
+        many = getattr(self.store, "exists_many", None)
+        if unsure and many is not None:
+            for e, found in many(unsure).items():
+                self._memo[("e", e.namespace, e.name)] = found
+
     def prefetch_schemas(self, datasets: Iterable[tuple[str, str]], start_ms: int,
                          end_ms: int) -> None:
         """`schema` of several datasets at once (`LineageStore.schemas`),

@@ -127,3 +127,45 @@ def test_a_deep_question_reads_level_by_level(open_table_for):
         rest = [c for c in walk if c not in ("first_cells", "get_many schemas")]
         assert len(rest) <= 3 * 5 + 6 + 1, " ".join(walk)  # and whether the root exists
     assert counts[0] == counts[1], counts
+
+
+def test_exists_many_answers_what_exists_answers(open_table_for):
+    store = LineageStore(open_table_for())
+    eps = _history(store)  # d0..d5 read or written; "never" and other:d1 not
+    assert store.exists_many(eps) == {e: store.exists(e) for e in eps}
+    assert store.exists_many(eps)[EndPoint("n", "d0")] is True
+    assert store.exists_many(eps)[EndPoint("n", "never")] is False
+    assert store.exists_many([]) == {}
+
+
+def test_read_level_both_answers_both_directions(open_table_for):
+    store = LineageStore(open_table_for())
+    eps = _history(store)
+    asked = [(e.namespace, e.name) for e in eps]
+    for start, end in RANGES:
+        level, outgoing = store.read_level_both(asked, start, end)
+        for d in asked:
+            assert level.checksums[d] == store.checksums(EndPoint(*d), start, end), d
+            assert outgoing[d] == store.checksums(EndPoint(*d), start, end, "outgoing"), d
+        assert any(outgoing.values()) and any(level.checksums.values())
+
+
+def test_a_node_id_with_many_splits_reads_its_names_at_once(open_table_for):
+    """A namespace with colons makes a node id split many ways: the names it
+    may mean are read together, not one existence scan and schema read each."""
+    counting = _Counting(open_table_for())
+    store = LineageStore(counting)
+    src, dst = EndPoint("postgres://h:5432", "db:s.t"), EndPoint("postgres://h:5432", "db:s.u")
+    store.record_many([(chain(src, dst, ["a"]), "r1", T0, None)])
+    counting.calls.clear()
+    view = ReadView(store, SetMerges())
+    answer = column_lineage(view, f"datasetField:{dst.namespace}:{dst.name}:a", 5, False,
+                            0, MAX_TIME)
+    assert {n["id"] for n in answer["graph"]} == {f"datasetField:{e.namespace}:{e.name}:a"
+                                                  for e in (src, dst)}
+    walk = counting.calls
+    assert walk.count("first_cells") == 2, walk  # every candidate's schema; every node's
+    if getattr(counting.inner, "first_rows", None) is not None:  # HBase: one call for all
+        assert "scan" not in walk, walk
+    else:  # a backend without it asks the names without sets one by one (SQLite: local)
+        assert "scan" in walk, walk
