@@ -28,6 +28,7 @@ from ..store.lineage import LineageStore
 from . import shared
 from .errors import ApiError
 from .guard import check_fields
+from .guarded_ingest import GuardedRuns, receipt
 from .ingest import GroupCommit, parse_json
 from .responses import JSONResponse
 from .shared import decoded, read_body
@@ -88,6 +89,8 @@ class OpenLineageIngest:
         # (fll.server.ingest): those writing the same output datasets one at a
         # time (`_datasets_held`)
         self.dataset_locks = _DatasetLocks() if writer.concurrent else None
+        # there too, a run's events merge with the set kept from its last one
+        self.runs = GuardedRuns(lineage) if writer.concurrent else None
 
     async def answer(self, declared: str | None, encoding: str,
                      stream: AsyncIterator[bytes]) -> JSONResponse:
@@ -158,6 +161,9 @@ class OpenLineageIngest:
                 if failing:  # first, so the lineage lands in the failed-run rows at once
                     run_model.record_event(self.lineage, model,
                                            self.lineage.claim_run_start(run_id, start_ms))
+                if self.runs is not None:  # no transactions: the rows join the calls
+                    return self._record_guarded(event, info, run_id, start_ms, program,
+                                                None if failing else model, facts)
                 body, status, start = self._record_run(event, info, run_id, start_ms, program)
                 if not failing:  # after its lineage (a FAIL elsewhere moves it then)
                     run_model.record_event(self.lineage, model, start)
@@ -166,6 +172,29 @@ class OpenLineageIngest:
                 body["schemas"] = self._keep_facts(facts, run_id, start)
             return JSONResponse(body, status_code=status)
         return record
+
+    def _record_guarded(self, event: Any, info: Any, run_id: str, start_ms: int,
+                        program: str, model: Any, facts: list) -> JSONResponse:
+        """`_record_run` and the event's other rows on a backend without
+        transactions (`fll.server.guarded_ingest`); ``model``: the run-model
+        facts still to write (None: written already, a FAIL/ABORT)."""
+        assert self.runs is not None
+
+        def rest(start: int) -> int:  # what a 200 still writes, one by one
+            if model is not None:
+                run_model.record_event(self.lineage, model, start)
+            kept = 0
+            for f in facts:
+                if f.schema is not None:
+                    self.lineage.record_schema(f.namespace, f.name, run_id, start, f.schema)
+                    kept += 1
+            return kept
+        body, status, _start = self.runs.merge(event, info, run_id, start_ms, program, model,
+                                               facts, rest)
+        for f in facts:  # symlinks: each a check-and-put of its own
+            for alias_ns, alias_name in f.symlinks:
+                self.lineage.record_alias(alias_ns, alias_name, f.namespace, f.name)
+        return JSONResponse(body, status_code=status)
 
     def _datasets_held(self, datasets: Iterable[tuple[str, str]]) -> ContextManager:
         """While writing to these output datasets, on a backend without
@@ -215,7 +244,7 @@ class OpenLineageIngest:
                                         f"OpenLineage events cannot extend; nothing was changed")
                 target = merged
             if prior is not None and prior.checksum == target.checksum:
-                return (_receipt(run_id, target.checksum, prior.start_ms, prior.program,
+                return (receipt(run_id, target.checksum, prior.start_ms, prior.program,
                                  changed), 201 if changed else 200, prior.start_ms)
             try:
                 changed = self.lineage.record(target, run_id, start_ms, program,
@@ -227,7 +256,7 @@ class OpenLineageIngest:
                 continue
             if in_txn and prior is not None:
                 # superseded: its start stays, its set and program are the ones given
-                return (_receipt(run_id, target.checksum, prior.start_ms, program or None,
+                return (receipt(run_id, target.checksum, prior.start_ms, program or None,
                                  changed), 201 if changed else 200, prior.start_ms)
         raise ApiError(503, f"run {run_id!r} kept changing under concurrent events; retry")
 
@@ -297,7 +326,3 @@ def _has_column_lineage(event: Any) -> bool:
         isinstance(o, dict) and isinstance(o.get("facets"), dict)
         and o["facets"].get("columnLineage") is not None for o in outputs)
 
-
-def _receipt(run_id: str, checksum: str, start_ms: int, program: str | None, new: bool) -> dict:
-    return {"recorded": new, "runId": run_id, "checksum": checksum,
-            "startTimeInSeconds": start_ms // 1000, "program": program}

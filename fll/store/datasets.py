@@ -19,6 +19,23 @@ from .state import StoreState
 _SCHEMAS_KEPT = 1024
 
 
+def schema_body(namespace: str, name: str, fields: Sequence[tuple[str, str | None]]
+                ) -> tuple[bytes, bytes]:
+    """A dataset's reported schema checked, as its ``q|`` body and digest
+    (`Datasets.record_schema`; the ingest joins these rows to its others)."""
+    _check_name(namespace, "namespace")
+    _check_name(name, "dataset name")
+    pairs: list[list[str | None]] = []
+    for i, f in enumerate(fields):
+        if not (isinstance(f, (tuple, list)) and len(f) == 2 and isinstance(f[0], str)
+                and f[0] and (f[1] is None or isinstance(f[1], str))):
+            raise InvalidLineageError(f"schema of {namespace}:{name}, field {i + 1}: "
+                                      f"expected (name, type or None), got {f!r}")
+        pairs.append([f[0], f[1]])
+    body = msgpack.packb(pairs, use_bin_type=True)
+    return body, xxhash.xxh3_128_digest(body)
+
+
 class Datasets(StoreState):
     """Schemas and aliases of datasets."""
 
@@ -28,18 +45,8 @@ class Datasets(StoreState):
         Idempotent (a blind put); time-ranged like runs, so `schema` answers for
         any range. The fields are stored once per distinct schema (``q|``), the
         run's column of the dataset's ``S|`` row names them by digest."""
-        _check_name(namespace, "namespace")
-        _check_name(name, "dataset name")
         _check_run(run_id, start_ms)
-        pairs: list[list[str | None]] = []
-        for i, f in enumerate(fields):
-            if not (isinstance(f, (tuple, list)) and len(f) == 2 and isinstance(f[0], str)
-                    and f[0] and (f[1] is None or isinstance(f[1], str))):
-                raise InvalidLineageError(f"schema of {namespace}:{name}, field {i + 1}: "
-                                          f"expected (name, type or None), got {f!r}")
-            pairs.append([f[0], f[1]])
-        body = msgpack.packb(pairs, use_bin_type=True)
-        digest = xxhash.xxh3_128_digest(body)
+        body, digest = schema_body(namespace, name, fields)
         # the body always, first in the batch (one transaction on SQLite): a purge
         # removing an unused body between a cached "already there" and the
         # reference would leave the reference naming nothing. Content-addressed,

@@ -5,7 +5,7 @@ and `claim_run_start`."""
 from __future__ import annotations
 
 import time
-from typing import Iterable, NamedTuple
+from typing import Callable, Iterable, NamedTuple
 
 import xxhash
 
@@ -43,6 +43,50 @@ class _Pending(NamedTuple):
     run_id: str
     start: int
     program: str | None
+
+
+Rows = dict[bytes, dict[str, bytes]]
+
+
+class StaleRun(Exception):
+    """The run's stored set is not the one the caller merged with (`RunWrite`):
+    ``found`` is what is stored, (checksum, start, program), or None (no set)."""
+
+    def __init__(self, found: tuple[str, int, str | None] | None):
+        super().__init__(found)
+        self.found = found
+
+
+class RunWrite:
+    """What an ingest writes with one run's lineage on a backend without
+    transactions (`Writer.record_run`), in the write path's own calls:
+    ``expect`` is the set the caller merged with (None: no set stored) and
+    is checked against the run row read and claimed (else `StaleRun`, before
+    any index or run row is written); ``before`` rows go with the data rows
+    (content-addressed, naming nothing); ``beside(start)`` with the index
+    rows, ``after(start)`` with the run marked written, at the start stored.
+    Afterwards ``start`` and ``program`` are the run's as stored."""
+
+    __slots__ = ("expect", "before", "beside", "after", "start", "program")
+
+    def __init__(self, expect: str | None, before: Rows, beside: Callable[[int], Rows],
+                 after: Callable[[int], Rows]):
+        self.expect = expect
+        self.before = before
+        self.beside = beside
+        self.after = after
+        self.start: int | None = None
+        self.program: str | None = None
+
+    def check(self, old: dict[str, bytes] | None) -> None:
+        """`StaleRun` unless the run row ``old`` holds the expected set."""
+        stored = old.get("c") if old else None
+        if stored == (None if self.expect is None else self.expect.encode()):
+            return
+        if stored is None or old is None:
+            raise StaleRun(None)
+        raise StaleRun((stored.decode(), _T.unpack(old["t"])[0] if "t" in old else -1,
+                        old.get("p", b"").decode() or None))
 
 
 def _conflict(run_id: str, prior: str, checksum: str) -> InvalidLineageError:
@@ -96,6 +140,25 @@ class Writer(IndexCells):
             new = atomic(lambda _table: self._record_in_txn(self.table, items, supersede))
         else:
             new = self._record_guarded(items, supersede)
+        self._keep_written(items)
+        return new
+
+    def record_run(self, info: FieldLineageInfo, run_id: str, start_ms: int,
+                   program: str | None, write: RunWrite, *, supersede: bool) -> bool:
+        """`record` of one run on a backend without transactions, with the rows
+        and the check of ``write`` (`RunWrite`) joined to the write path's calls;
+        `StaleRun` when the run's set is not ``write.expect``. True when
+        something changed."""
+        if not isinstance(info, FieldLineageInfo):
+            raise InvalidLineageError(f"run {run_id!r}: expected a FieldLineageInfo")
+        _check_run(run_id, start_ms)
+        items = {run_id: _Pending(info, run_id, start_ms, program)}
+        self._check_key_lengths(items)
+        new = self._record_guarded(items, supersede, write)
+        self._keep_written(items)
+        return new == 1
+
+    def _keep_written(self, items: "dict[str, _Pending]") -> None:
         # a set is its checksum's for good: kept as given, right even if an outer
         # transaction rolls this write back (then nothing stored names it)
         with self._lock:
@@ -106,7 +169,6 @@ class Writer(IndexCells):
                 self._written.move_to_end(p.info.checksum)
             while len(self._written) > _WRITTEN_KEPT:
                 self._written.popitem(last=False)
-        return new
 
     def _check_key_lengths(self, items: "dict[str, _Pending]") -> None:
         """A backend with a row-key limit (HBase: 32,767 bytes) refuses a run
@@ -194,14 +256,16 @@ class Writer(IndexCells):
             table.put(puts)
         return new
 
-    def _record_guarded(self, items: dict[str, "_Pending"], supersede: bool) -> int:
+    def _record_guarded(self, items: dict[str, "_Pending"], supersede: bool,
+                        extra: RunWrite | None = None) -> int:
         """The write path on a backend without transactions (HBase, Bigtable):
         data rows first (content-addressed, so a blind put is always right),
         then each run row claimed with check-and-put and marked pending
         (``w=0``), then the index rows at the start time that won, then the run
         rows marked written (``w=1``). A crash leaves at worst a data row
         nothing uses or a pending run, which reads as not recorded; recording
-        it again finishes it, and fsck repairs both."""
+        it again finishes it, and fsck repairs both. ``extra``: one run's
+        `RunWrite` (its rows joined to these calls)."""
         table = self.table
         self._announce_writer()
         # the data rows too, read before any is put: a set whose row is absent
@@ -214,6 +278,8 @@ class Writer(IndexCells):
             raise StoreError(f"store {self.url}: maintenance in progress "
                              f"({lease.get('w', b'?').decode(errors='replace')}); "
                              f"writes resume when it ends")
+        if extra is not None:
+            extra.check(existing.get(rk.run(next(iter(items)))))
         for p in items.values():  # a conflict visible now fails before any write
             old = existing.get(rk.run(p.run_id)) or {}
             if "c" in old and old["c"].decode() != p.info.checksum and not supersede:
@@ -226,8 +292,14 @@ class Writer(IndexCells):
             if rk.data(p.info.checksum) not in data_rows:
                 data_rows.update(self._data_rows(p.info))
         if not data_rows:
+            if extra is not None:  # recorded before: the rows alone, in order
+                old = existing[rk.run(next(iter(items)))]
+                extra.start = _T.unpack(old["t"])[0]
+                extra.program = old.get("p", b"").decode() or None
+                table.put({**extra.before, **extra.beside(extra.start)})
+                table.put(extra.after(extra.start))
             return 0
-        table.put(data_rows)
+        table.put({**extra.before, **data_rows} if extra is not None else data_rows)
         index: dict[bytes, dict[str, bytes]] = {}
         written: dict[bytes, dict[str, bytes]] = {}
         gone_cells: dict[bytes, set[str]] = {}
@@ -237,7 +309,7 @@ class Writer(IndexCells):
         try:
             for p in items.values():
                 outcome, start, prior = self._claim_run(p, existing.get(rk.run(p.run_id)),
-                                                        supersede)
+                                                        supersede, extra)
                 if outcome is None:
                     continue  # recorded and written before: nothing to do
                 prog = (p.program or "").encode("utf-8")
@@ -255,13 +327,19 @@ class Writer(IndexCells):
                         gone_cells.setdefault(key, set()).update(cols)
         finally:
             # runs claimed before a conflict found mid-batch still get their index rows
-            if index:
-                table.put(index)
+            beside = extra.beside(extra.start) if extra is not None and \
+                extra.start is not None else {}
+            if index or beside:
+                table.put({**beside, **index})
         cells_gone = _not_put(gone_cells, index)
         if cells_gone:
             table.delete_columns(cells_gone)
+        after = extra.after(extra.start) if extra is not None and \
+            extra.start is not None else {}
+        if after and not written:
+            table.put(after)
         if written:
-            table.put(written)
+            table.put({**after, **written})
             # a FAIL/ABORT recorded before or meanwhile (`fll.store.runs` puts its
             # event, then moves): checked after the index is written, so either
             # this check sees it or that move sees this run's set
@@ -285,9 +363,11 @@ class Writer(IndexCells):
                         {"t": _T.pack(now + WRITER_TTL_MS)}})
         self._announced = now
 
-    def _claim_run(self, p: "_Pending", old: dict[str, bytes] | None,
-                   supersede: bool) -> tuple[bool | None, int, str | None]:
-        """Make the ``r|`` row say this run has ``p``'s set, by check-and-put.
+    def _claim_run(self, p: "_Pending", old: dict[str, bytes] | None, supersede: bool,
+                   extra: RunWrite | None = None) -> tuple[bool | None, int, str | None]:
+        """Make the ``r|`` row say this run has ``p``'s set, by check-and-put
+        (with ``extra``: only while it holds ``extra.expect``, whose ``start``
+        and ``program`` are set to the run's).
 
         Returns (True when this call must write the run's index rows, None when
         the run has this set and is fully written; the run's start time; the
@@ -296,6 +376,8 @@ class Writer(IndexCells):
         mine = p.info.checksum.encode()
         prog = (p.program or "").encode("utf-8")
         for _ in range(16):
+            if extra is not None:
+                extra.check(old)
             if old is None:
                 # Claim the start alone first, then the set on "c" below: HBase's
                 # checkAndPut guards one cell, so a claim of t, c, p and w in one
@@ -307,6 +389,8 @@ class Writer(IndexCells):
                 start = _T.unpack(old["t"])[0] if "t" in old else p.start
                 prior = old.get("c")
                 if prior == mine:
+                    if extra is not None:
+                        extra.start, extra.program = start, old.get("p", b"").decode() or None
                     if old.get("w") == _PENDING:
                         return True, start, None  # a crashed or concurrent write: finish it
                     return None, start, None
@@ -316,6 +400,8 @@ class Writer(IndexCells):
                 if "t" not in old:
                     values["t"] = _T.pack(start)
                 if self.table.check_and_put(key, "c", prior, values):
+                    if extra is not None:
+                        extra.start, extra.program = start, p.program or None
                     return True, start, None if prior is None else prior.decode()
             old = self.table.get(key)
         raise StoreError(f"store {self.url}: run {p.run_id!r} kept changing under 16 "
