@@ -8,6 +8,9 @@ direction, keeping order and never holding one direction for the other (bytes
 in flight overlap, as on a wire), and counts the **turns** of each
 connection: a turn is a burst a client sends after the server last answered
 on that connection, which is what a round trip costs a synchronous client.
+It is written on asyncio's protocols (one timer per burst each way, no
+task or queue per chunk): it shares the benchmark's cores with the server
+it measures, so its own CPU per round trip is kept small.
 
     with LatencyProxy(("127.0.0.1", emulator_port), rtt_ms=1.0) as proxy:
         store = open_store(f"bigtable://p/i/t?emulator=127.0.0.1:{proxy.port}")
@@ -20,9 +23,9 @@ It listens on 127.0.0.1 only and stops with `stop()` (or the ``with``).
 from __future__ import annotations
 
 import asyncio
+import collections
 import socket
 import threading
-import time
 
 
 class LatencyProxy:
@@ -39,6 +42,7 @@ class LatencyProxy:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
+        self._sides: set[_Side] = set()  # open sockets, closed on stop
 
     @property
     def port(self) -> int:
@@ -78,8 +82,8 @@ class LatencyProxy:
         loop = self._loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         try:
-            self._server = loop.run_until_complete(asyncio.start_server(
-                self._connection, "127.0.0.1", self._port, family=socket.AF_INET))
+            self._server = loop.run_until_complete(loop.create_server(
+                self._accepted, "127.0.0.1", self._port, family=socket.AF_INET))
             self._port = self._server.sockets[0].getsockname()[1]
         except BaseException as exc:  # noqa: BLE001 - handed to start()
             self._error = exc
@@ -91,74 +95,147 @@ class LatencyProxy:
             loop.run_forever()
         finally:
             self._server.close()
+            for side in list(self._sides):
+                side.close()
             pending = asyncio.all_tasks(loop)
             for task in pending:
                 task.cancel()
             loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             loop.close()
 
-    async def _connection(self, client_r: asyncio.StreamReader,
-                          client_w: asyncio.StreamWriter) -> None:
-        try:
-            await self._relay(client_r, client_w)
-        except asyncio.CancelledError:  # the proxy stopping: the sockets close below
-            client_w.close()
+    def _accepted(self) -> "_Side":
+        """A client connected: its side of a pair, the server's side connecting."""
+        assert self._loop is not None
+        pair = _Pair(self)
+        client = _Side(pair, upstream=True)
+        server = _Side(pair, upstream=False)
+        pair.sides = (client, server)
+        self._sides.update(pair.sides)
 
-    async def _relay(self, client_r: asyncio.StreamReader,
-                     client_w: asyncio.StreamWriter) -> None:
-        try:
-            server_r, server_w = await asyncio.open_connection(*self.target)
-        except OSError:
-            client_w.close()
-            return
-        turn = {"answered": True}  # a first burst is a turn
-        tasks = [asyncio.ensure_future(self._pipe(client_r, server_w, turn, upstream=True)),
-                 asyncio.ensure_future(self._pipe(server_r, client_w, turn, upstream=False))]
-        try:
-            # each side's end of stream reaches the other through its pipe
-            await asyncio.gather(*tasks, return_exceptions=True)
-        finally:
-            for task in tasks:
-                task.cancel()
-            for w in (client_w, server_w):
-                w.close()
+        async def connect() -> None:
+            try:
+                await self._loop.create_connection(  # type: ignore[union-attr]
+                    lambda: server, *self.target)
+            except OSError:
+                client.close()
+        self._loop.create_task(connect())
+        return client
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                    turn: dict, *, upstream: bool) -> None:
-        """Copy ``reader`` to ``writer``, each chunk delivered ``delay`` after it arrived."""
-        queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+    def _count_turn(self) -> None:
+        with self._lock:
+            self._turns += 1
 
-        async def deliver() -> None:
-            while True:
-                due, data = await queue.get()
-                wait = due - time.monotonic()
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                if not data:
-                    if writer.can_write_eof():
-                        writer.write_eof()
-                    else:
-                        writer.close()
-                    return
-                writer.write(data)
-                await writer.drain()
 
-        sender = asyncio.ensure_future(deliver())
-        try:
-            while True:
-                try:
-                    data = await reader.read(65536)
-                except ConnectionError:
-                    data = b""
-                if upstream and data and turn["answered"]:
-                    turn["answered"] = False
-                    with self._lock:
-                        self._turns += 1
-                elif not upstream and data:
-                    turn["answered"] = True
-                queue.put_nowait((time.monotonic() + self.delay, data))
-                if not data:
-                    break
-            await sender
-        finally:
-            sender.cancel()
+class _Pair:
+    """One client's connection and its connection to the target; ``answered``:
+    the server answered since the client last sent (a first burst is a turn)."""
+
+    __slots__ = ("proxy", "sides", "answered")
+
+    def __init__(self, proxy: LatencyProxy):
+        self.proxy = proxy
+        self.sides: tuple[_Side, _Side] = ()  # type: ignore[assignment]
+        self.answered = True
+
+
+class _Side(asyncio.Protocol):
+    """One socket of a pair: what it receives is written to the other side
+    ``delay`` after it arrived, in order (one timer per burst, not one per
+    chunk); a full write buffer on the other side pauses reading here."""
+
+    def __init__(self, pair: _Pair, *, upstream: bool):
+        self.pair = pair
+        self.upstream = upstream  # bytes read here go to the server
+        self.transport: asyncio.Transport | None = None
+        self.queue: collections.deque[tuple[float, bytes]] = collections.deque()
+        self.timer: asyncio.TimerHandle | None = None
+        self.closed = False
+        self.ended = False  # its end of stream was passed on
+
+    @property
+    def other(self) -> "_Side":
+        a, b = self.pair.sides
+        return b if self is a else a
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        # bytes the other side received before this one connected
+        other = self.other
+        if other.queue and other.timer is None:
+            other._schedule()
+
+    def data_received(self, data: bytes) -> None:
+        pair = self.pair
+        if self.upstream:
+            if pair.answered:
+                pair.answered = False
+                pair.proxy._count_turn()
+        else:
+            pair.answered = True
+        self._enqueue(data)
+
+    def eof_received(self) -> bool:
+        self._enqueue(b"")
+        return True  # keep the transport open: the other direction may still carry bytes
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.closed = True
+        self.pair.proxy._sides.discard(self)
+        if not self.ended:
+            self._enqueue(b"")
+
+    def pause_writing(self) -> None:
+        if self.other.transport is not None:
+            self.other.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        other = self.other
+        if other.transport is not None and not other.closed:
+            other.transport.resume_reading()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+        self.closed = True
+
+    def _enqueue(self, data: bytes) -> None:
+        loop = self.pair.proxy._loop
+        assert loop is not None
+        self.queue.append((loop.time() + self.pair.proxy.delay, data))
+        if self.timer is None:
+            self._schedule()
+
+    def _schedule(self) -> None:
+        loop = self.pair.proxy._loop
+        assert loop is not None
+        if self.queue and self.other.transport is not None:
+            self.timer = loop.call_at(self.queue[0][0], self._deliver)
+
+    def _deliver(self) -> None:
+        """Write to the other side what is due, in order."""
+        self.timer = None
+        target = self.other.transport
+        loop = self.pair.proxy._loop
+        assert loop is not None and target is not None
+        now = loop.time()
+        out: list[bytes] = []
+        while self.queue and self.queue[0][0] <= now:
+            _, data = self.queue.popleft()
+            if not data:  # end of stream
+                if out:
+                    target.write(b"".join(out))
+                    out = []
+                self.queue.clear()
+                self.ended = True
+                if not self.closed and not self.other.ended and target.can_write_eof():
+                    target.write_eof()
+                else:  # closed here, or both directions ended
+                    target.close()
+                    if self.transport is not None:
+                        self.transport.close()
+                return
+            out.append(data)
+        if out and not target.is_closing():
+            target.write(out[0] if len(out) == 1 else b"".join(out))
+        self._schedule()

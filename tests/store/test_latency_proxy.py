@@ -117,3 +117,62 @@ def test_an_unreachable_target_closes_the_client():
             with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as sock:
                 sock.sendall(b"hello")
                 assert sock.recv(10) == b""
+
+
+def test_an_end_of_stream_passes_through_and_the_other_way_still_answers():
+    """A client that stops sending (half close) still gets the answer the
+    server sends after seeing the end; then both ends close."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+
+    def serve() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            got = b""
+            while True:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+            conn.sendall(b"read %d bytes" % len(got))
+
+    worker = threading.Thread(target=serve, daemon=True)
+    worker.start()
+    try:
+        with LatencyProxy(srv.getsockname(), rtt_ms=2.0) as proxy:
+            with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as sock:
+                sock.sendall(b"a" * 100_000)
+                sock.shutdown(socket.SHUT_WR)
+                answer = b""
+                while True:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        break
+                    answer += chunk
+            assert answer == b"read 100000 bytes"
+            assert proxy.turns == 1
+        worker.join(5)
+    finally:
+        srv.close()
+
+
+def test_bursts_keep_their_order_under_many_concurrent_connections(echo_server):
+    """Many clients at once, each with requests in flight back to back: every
+    answer is its own request's, in order, and each request is one turn."""
+    with LatencyProxy(echo_server, rtt_ms=1.0) as proxy:
+        errors: list[str] = []
+
+        def client(n: int) -> None:
+            with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+                for i in range(20):
+                    want = b"C%d R%d " % (n, i) * (i * 50 + 1)
+                    if _ask(sock, want.lower()) != want:
+                        errors.append(f"client {n} request {i}")
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert errors == []
+        assert proxy.turns == 16 * 20
