@@ -61,6 +61,9 @@ class BigtableTable:
     atomic_batches = False
     #: `scan_ranges` is one ReadRows call whatever the ranges
     one_call_ranges = True
+    #: `check_and_put` writes all its values in the check's own atomic call
+    #: (HBase's Thrift 1 guards and writes one cell, the rest follow)
+    one_call_check_and_put = True
 
     def __init__(self, project: str, instance: str, table: str, *, emulator: str | None = None,
                  app_profile: str = "", timeout: float = 30.0, deadline: float = 60.0,

@@ -20,7 +20,10 @@ before a delete before a put stays so), and every check-then-act above
 
 A grouped thread's `get` is a one-key multi-get, and its `read_spans` of
 spans that know their keys is such a
-multi-get on a backend that reads keys, not ranges, in one call (HBase).
+multi-get on a backend that reads keys, not ranges, in one call (HBase); on
+a backend that reads many ranges in one call (Bigtable) the `read_spans` of
+the writers asking at once go as one `read_span_groups`, each caller
+answered from its own spans.
 
 Rows of one group: puts to the same row are merged (two writers of one cell
 at the same moment: one of them wins, as it would unbatched); column deletes
@@ -37,7 +40,7 @@ import contextlib
 import threading
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from .base import Row, Span, SpanRead, read_spans_by_rows
+from .base import Row, Span, SpanGroup, SpanRead, read_spans_by_rows
 
 _local = threading.local()
 
@@ -127,6 +130,7 @@ class GroupedTable:
         self.puts = _Lane(self._put_all, flights)
         self.deletes = _Lane(self._delete_all, flights)
         self.reads = _Lane(self._get_all, flights)
+        self.spans = _Lane(self._spans_all, flights)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.table, name)
@@ -201,6 +205,9 @@ class GroupedTable:
             self.table.delete_columns(wanted)
         return None
 
+    def _spans_all(self, parts: list[SpanGroup]) -> list[SpanRead]:
+        return self.table.read_span_groups(parts)
+
     def _get_all(self, parts: list[list[bytes]]) -> dict[bytes, dict[str, bytes]]:
         if len(parts) == 1:
             return self.table.get_many(parts[0])
@@ -226,10 +233,22 @@ class GroupedTable:
         """A grouped thread's spans that all know their keys, on a backend that
         reads them as a multi-get anyway (HBase: ``getRows``), go as a grouped
         `get_many` (how a writer looks which bucket cells other runs keep)."""
-        if _grouped() and not getattr(self.table, "one_call_ranges", False) and all(
-                s.keys is not None for part in (spans, names, values) for s in part):
-            return read_spans_by_rows(self, spans, names, values, by_keys=True)
-        return self.table.read_spans(spans, names, values)
+        if not _grouped():
+            return self.table.read_spans(spans, names, values)
+        if not getattr(self.table, "one_call_ranges", False):
+            if all(s.keys is not None for part in (spans, names, values) for s in part):
+                return read_spans_by_rows(self, spans, names, values, by_keys=True)
+            return self.table.read_spans(spans, names, values)
+        # a backend reading many ranges in one call (Bigtable): the spans of
+        # the writers asking at once go as one `read_span_groups`
+        part: SpanGroup = (spans, names, values)
+        group, alone = self.spans.call(part)
+        if alone:
+            return self.table.read_spans(spans, names, values)
+        if group.error is not None:
+            raise group.error
+        mine = next(i for i, p in enumerate(group.parts) if p is part)
+        return group.result[mine]
 
     def read_span_groups(self, groups: Any) -> Any:
         return self.table.read_span_groups(groups)

@@ -375,6 +375,7 @@ class Writer(IndexCells):
         key = rk.run(p.run_id)
         mine = p.info.checksum.encode()
         prog = (p.program or "").encode("utf-8")
+        one_call = getattr(self.table, "one_call_check_and_put", False)
         for _ in range(16):
             if extra is not None:
                 extra.check(old)
@@ -382,7 +383,16 @@ class Writer(IndexCells):
                 # Claim the start alone first, then the set on "c" below: HBase's
                 # checkAndPut guards one cell, so a claim of t, c, p and w in one
                 # call would let a racer that sees t without c claim "c" too.
-                if self.table.check_and_put(key, "t", None, {"t": _T.pack(p.start)}):
+                # Where the call writes every value at once (Bigtable), a row
+                # without "t" has no "c" either, and one call claims both.
+                if one_call and self.table.check_and_put(
+                        key, "t", None, {"t": _T.pack(p.start), "c": mine, "p": prog,
+                                         "w": _PENDING}):
+                    if extra is not None:
+                        extra.start, extra.program = p.start, p.program or None
+                    return True, p.start, None
+                if not one_call and self.table.check_and_put(
+                        key, "t", None, {"t": _T.pack(p.start)}):
                     old = {"t": _T.pack(p.start)}
                     continue
             else:
