@@ -165,7 +165,7 @@ class IndexCells(StoreState):
         wanted = [(kind, ns, name, checksum, start)
                   for kind, eps in ((rk.BACKWARD_BUCKET, dsts), (rk.FORWARD_BUCKET, srcs))
                   for ns, name in eps if (kind, ns, name) not in skip]
-        for key, col in unused_buckets(table, wanted, ignore={run_id}):
+        for key, col in unused_buckets(table, wanted, ignore={run_id}, at_once=True):
             cells.setdefault(key, set()).add(col)
         return cells
 
