@@ -228,6 +228,12 @@ class BigtableTable:
 
     # -- writes ----------------------------------------------------------------
     def put(self, rows: Mapping[bytes, Row]) -> None:
+        self.put_and_delete(rows, {})
+
+    def put_and_delete(self, rows: Mapping[bytes, Row], cells: Mapping[bytes, list[str]]
+                       ) -> None:
+        """`put` and `delete_columns` in one MutateRows (each row's entry
+        applied alone, as in either): for cells no put of the call names."""
         m = messages()
         Mutation = m.Mutation
 
@@ -242,17 +248,25 @@ class BigtableTable:
                 family_name=FAMILY, column_qualifier=c.encode("utf-8"),
                 timestamp_micros=-1, value=bytes(v))) for c, v in cols.items()],
                 len(key) + sum(len(c) + len(v) + 16 for c, v in cols.items())))
+        if cells:
+            at = {e[0]: i for i, e in enumerate(entries)}
+            for key, deletes, size in self._column_deletes(cells):
+                i = at.get(key)
+                if i is None:
+                    entries.append((key, deletes, size))
+                else:  # one entry per row: its sets and deletes applied together
+                    entries[i] = (key, entries[i][1] + deletes, entries[i][2] + size)
         self._mutate("write", entries, m.MutateRowsRequest)
+
+    def _column_deletes(self, cells: Mapping[bytes, list[str]]) -> list:
+        Mutation = messages().Mutation
+        return [(bytes(k), [Mutation(delete_from_column=Mutation.DeleteFromColumn(
+            family_name=FAMILY, column_qualifier=c.encode("utf-8"))) for c in cols],
+            len(k) + sum(len(c) + 16 for c in cols)) for k, cols in cells.items() if k and cols]
 
     def delete_columns(self, cells: Mapping[bytes, list[str]]) -> None:
         """Remove single columns (``DeleteFromColumn`` mutations)."""
-        m = messages()
-        Mutation = m.Mutation
-
-        entries = [(bytes(k), [Mutation(delete_from_column=Mutation.DeleteFromColumn(
-            family_name=FAMILY, column_qualifier=c.encode("utf-8"))) for c in cols],
-            len(k) + sum(len(c) + 16 for c in cols)) for k, cols in cells.items() if k and cols]
-        self._mutate("delete", entries, m.MutateRowsRequest)
+        self._mutate("delete", self._column_deletes(cells), messages().MutateRowsRequest)
 
     def delete(self, rows: list[bytes]) -> None:
         m = messages()

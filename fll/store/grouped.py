@@ -121,6 +121,16 @@ class _Lane:
         return group, group.error is not None and len(group.parts) > 1
 
 
+class _Joined:
+    """A put and column deletes sent in one call (`GroupedTable.put_and_delete`)."""
+
+    __slots__ = ("rows", "cells")
+
+    def __init__(self, rows: Mapping[bytes, Row], cells: Mapping[bytes, list[str]]):
+        self.rows = rows
+        self.cells = cells
+
+
 class GroupedTable:
     """A `Table` whose grouped threads share their write calls (module doc)."""
 
@@ -131,6 +141,9 @@ class GroupedTable:
         self.deletes = _Lane(self._delete_all, flights)
         self.reads = _Lane(self._get_all, flights)
         self.spans = _Lane(self._spans_all, flights)
+        # only where the table has it (the write path looks for it)
+        if callable(getattr(table, "put_and_delete", None)):
+            self.put_and_delete = self._put_and_delete
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.table, name)
@@ -142,6 +155,18 @@ class GroupedTable:
         group, alone = self.puts.call(rows)
         if alone:
             return self.table.put(rows)
+        if group.error is not None:
+            raise group.error
+        return None
+
+    def _put_and_delete(self, rows: Mapping[bytes, Row], cells: Mapping[bytes, list[str]]
+                        ) -> None:
+        """A put and column deletes in one call (Bigtable), joining the puts' lane."""
+        if not _grouped():
+            return self.table.put_and_delete(rows, cells)
+        group, alone = self.puts.call(_Joined(rows, cells))
+        if alone:
+            return self.table.put_and_delete(rows, cells)
         if group.error is not None:
             raise group.error
         return None
@@ -176,11 +201,20 @@ class GroupedTable:
         return out
 
     # -- what a group sends ---------------------------------------------------
-    def _put_all(self, parts: list[Mapping[bytes, Row]]) -> None:
+    def _put_all(self, parts: list[Any]) -> None:
         if len(parts) == 1:
-            return self.table.put(parts[0])
+            part = parts[0]
+            if isinstance(part, _Joined):
+                return self.table.put_and_delete(part.rows, part.cells)
+            return self.table.put(part)
         merged: dict[bytes, dict[str, bytes]] = {}
-        for rows in parts:
+        gone: dict[bytes, dict[str, None]] = {}
+        for part in parts:
+            rows = part
+            if isinstance(part, _Joined):
+                rows = part.rows
+                for key, cols in part.cells.items():
+                    gone.setdefault(bytes(key), {}).update(dict.fromkeys(cols))
             for key, cols in rows.items():
                 if not cols:
                     continue
@@ -189,7 +223,13 @@ class GroupedTable:
                     merged[bytes(key)] = dict(cols)
                 else:
                     have.update(cols)
-        if merged:
+        if gone:
+            # a cell one writer deletes and another puts at once: the put wins,
+            # as when the delete went first (writers of one output take turns)
+            cells = {k: [c for c in cols if c not in merged.get(k, {})]
+                     for k, cols in gone.items()}
+            self.table.put_and_delete(merged, {k: v for k, v in cells.items() if v})
+        elif merged:
             self.table.put(merged)
         return None
 

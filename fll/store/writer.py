@@ -306,6 +306,7 @@ class Writer(IndexCells):
         priors: dict[str, tuple[str, int]] = {}
         merged: set[tuple[str, int]] = set()
         new = 0
+        broke = True
         try:
             for p in items.values():
                 outcome, start, prior = self._claim_run(p, existing.get(rk.run(p.run_id)),
@@ -325,13 +326,20 @@ class Writer(IndexCells):
                     for key, cols in self._old_index(table, prior, p.run_id,
                                                      start).items():
                         gone_cells.setdefault(key, set()).update(cols)
+            broke = False
         finally:
             # runs claimed before a conflict found mid-batch still get their index rows
             beside = extra.beside(extra.start) if extra is not None and \
                 extra.start is not None else {}
-            if index or beside:
+            # the old index cells go in the same call where the backend can
+            # (both before the runs are marked written, in either order)
+            cells_gone = {} if broke else _not_put(gone_cells, index)
+            joined = getattr(table, "put_and_delete", None) if cells_gone else None
+            if joined is not None:
+                joined({**beside, **index}, cells_gone)
+                cells_gone = {}
+            elif index or beside:
                 table.put({**beside, **index})
-        cells_gone = _not_put(gone_cells, index)
         if cells_gone:
             table.delete_columns(cells_gone)
         after = extra.after(extra.start) if extra is not None and \

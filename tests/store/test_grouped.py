@@ -41,14 +41,14 @@ class _Held:
         if name != self.method:
             return real
 
-        def call(arg: Any) -> Any:
+        def call(*args: Any) -> Any:
             with self._lock:
                 first, self._first = self._first, False
-            self.sent.append(arg)
+            self.sent.append(args[0] if len(args) == 1 else args)
             if first:
                 self.entered.set()
                 assert self.gate.wait(30)
-            return real(arg)
+            return real(*args)
         return call
 
 
@@ -255,5 +255,66 @@ def test_a_writers_one_row_read_joins_the_multi_gets_with_the_same_answer(table_
         assert len(held.sent) == 2 and sorted(held.sent[1]) == [b"absent", b"here"]
         with grouping():
             assert grouped.get(b"") is None
+    finally:
+        grouped.close()
+
+
+@pytest.mark.parametrize("table_url", ["bigtable"], indirect=True)
+def test_writers_span_reads_go_as_one_read_where_ranges_are_one_call(table_url):
+    """On Bigtable the range reads of writers asking at once are one
+    ``read_span_groups``; each writer gets the rows of its own spans."""
+    from fll.store.base import Span
+
+    table = open_table(table_url())
+    table.put({b"k%02d" % i: {"c": b"%d" % i} for i in range(40)})
+    held = _Held(table, "read_span_groups")
+    grouped = GroupedTable(held)
+    try:
+        def reader(i: int):
+            spans = [Span(b"k%02d" % i, b"k%02d" % (i + 3)), Span(b"k39", b"k40")]
+            return lambda: grouped.read_spans(spans)
+        got = _in_one_group(grouped, held, grouped.spans, [reader(i) for i in range(THREADS)])
+        assert len(held.sent) == 2 and grouped.spans.calls == 2
+        assert len(held.sent[1]) == THREADS - 1  # every other writer's group in one call
+        for i, answer in enumerate(got):
+            assert not isinstance(answer, Exception), answer
+            assert answer.rows == {b"k%02d" % j: {"c": b"%d" % j}
+                                   for j in [*range(i, i + 3), 39]}
+    finally:
+        grouped.close()
+
+
+@pytest.mark.parametrize("table_url", REMOTE, indirect=True)
+def test_a_put_with_column_deletes_is_one_call_where_the_backend_has_it(table_url):
+    """Bigtable: `put_and_delete` in one MutateRows, the writers' at once
+    joined with their puts; a cell one writer deletes and another puts stays
+    put. HBase has no such call: the write path sends the two."""
+    table = open_table(table_url())
+    if not callable(getattr(table, "put_and_delete", None)):
+        assert getattr(GroupedTable(table), "put_and_delete", None) is None
+        table.close()
+        return
+    rows = {f"r{i:02d}".encode(): {"k": b"keep", "d": b"drop"} for i in range(THREADS)}
+    table.put({**rows, b"shared": {"x": b"old"}})
+    held = _Held(table, "put_and_delete")
+    grouped = GroupedTable(held)
+    try:
+        def writer(i: int):
+            key = f"r{i:02d}".encode()
+            if i == 1:  # puts the cell writer 2 deletes
+                return lambda: grouped.put({b"shared": {"x": b"new"}})
+            if i == 2:
+                return lambda: grouped.put_and_delete({}, {b"shared": ["x"]})
+            return lambda: grouped.put_and_delete({key: {"n": b"%d" % i}}, {key: ["d"]})
+        outcomes = _in_one_group(grouped, held, grouped.puts, [writer(i) for i in range(THREADS)])
+        assert outcomes == [None] * THREADS
+        assert len(held.sent) == 2 and grouped.puts.calls == 2
+        for i, key in enumerate(sorted(rows)):
+            want = rows[key] if i in (1, 2) else {"k": b"keep", "n": b"%d" % i}
+            assert table.get(key) == want
+        assert table.get(b"shared") == {"x": b"new"}
+        # alone, sets and deletes of one row in one call
+        grouped.put_and_delete({b"r01": {"n": b"1"}}, {b"r01": ["k", "d"]})
+        assert table.get(b"r01") == {"n": b"1"}
     finally:
         grouped.close()
