@@ -250,3 +250,72 @@ def test_one_events_error_answers_only_that_event(backend, request):
     assert store.run(taken) == before
     assert all(store.run(r) is not None for r in good)
     store.close()
+
+
+@pytest.mark.parametrize("backend", ["bigtable", "hbase"])
+def test_a_run_changed_by_another_server_is_merged_with_what_is_stored(backend, request):
+    """A server merges a run's next event with the set it kept from the run's
+    last one, without reading the run row; when another server changed the
+    run meanwhile, the claim sees it and the event is merged with what is
+    stored: nothing another server recorded is lost. "Nothing new" (200) is
+    answered from the store, not from what the server kept."""
+    url = _url(backend, request)
+    one, two = open_store(url), open_store(url)
+    rid = str(uuid.uuid4())
+    try:
+        with TestClient(create_app(one)) as a, TestClient(create_app(two)) as b:
+            first = a.post("/api/v1/lineage", json=_event(rid, "START", ["f0"],
+                                                          "2024-05-01T10:00:00Z", "t"))
+            assert first.status_code == 201
+            # the other server extends the run: the first one still keeps {f0}
+            other = b.post("/api/v1/lineage", json=_event(rid, "RUNNING", ["f1"],
+                                                          "2024-05-01T10:01:00Z", "t"))
+            assert other.status_code == 201
+            assert a.app.state.ingest.runs.known(rid).checksum == first.json()["checksum"]
+            complete = _event(rid, "COMPLETE", ["f2"], "2024-05-01T10:02:00Z", "t",
+                              schema=[("f0", "INT"), ("f1", "INT"), ("f2", "INT")])
+            last = a.post("/api/v1/lineage", json=complete)
+            assert last.status_code == 201 and last.json()["schemas"] == 1
+            stored = one.run(rid)
+            assert stored is not None and last.json()["checksum"] == stored.checksum
+            assert last.json()["startTimeInSeconds"] == first.json()["startTimeInSeconds"]
+            ep = EndPoint(OUT.namespace, "t")
+            assert one.fields(ep, 0, MAX_TIME) == ["f0", "f1", "f2"]
+            assert one.schema(ep.namespace, ep.name, 0, MAX_TIME) == {
+                "f0": "INT", "f1": "INT", "f2": "INT"}
+            # the same event again, on either server: nothing new, from the store
+            for client in (b, a):
+                again = client.post("/api/v1/lineage", json=complete)
+                assert again.status_code == 200 and again.json()["recorded"] is False
+                assert again.json()["schemas"] == 1
+                assert again.json()["checksum"] == stored.checksum
+            # the run model has every event, in order, whichever server took it
+            from fll.store import runs as rm
+            model = rm.run_model(one, rid)
+            assert model is not None and model.state == "COMPLETE"
+            assert [t.state for t in model.transitions] == ["START", "RUNNING", "COMPLETE"]
+            assert rm.job_run_ids(one.table, "shop", "totals") == [rid]
+    finally:
+        one.close()
+        two.close()
+
+
+@pytest.mark.parametrize("backend", ["bigtable", "hbase"])
+def test_a_kept_set_of_a_run_gone_from_the_store_records_it_again(backend, request):
+    """A run this server kept whose rows went (a purge, another server's
+    repair): its next event records it as new, never answers from memory."""
+    url = _url(backend, request)
+    store = open_store(url)
+    rid = str(uuid.uuid4())
+    try:
+        with TestClient(create_app(store)) as a:
+            body = _event(rid, "START", ["f0"], "2024-05-01T10:00:00Z", "gone")
+            assert a.post("/api/v1/lineage", json=body).status_code == 201
+            assert a.app.state.ingest.runs.known(rid) is not None
+            store.table.delete([rk.run(rid)])  # as a purge leaves it
+            assert store.run(rid) is None
+            again = a.post("/api/v1/lineage", json=body)
+            assert again.status_code == 201 and again.json()["recorded"] is True
+            assert store.run(rid) is not None
+    finally:
+        store.close()
