@@ -142,6 +142,7 @@ class LineageStore(Writer, Levels, Datasets):
         self._announced = -WRITER_TTL_MS
         self._raw: dict[str, bytes] = {}
         self._shape_rows: dict[str, bytes] = {}  # shape checksum -> its p| row's z, to write
+        self._sets_put: set[str] = set()  # sets whose data rows a put of this process stored
         # read: ops, summaries as stored
         self._shapes: SizedLRU[tuple[bytes, bytes]] = SizedLRU(
             self.cache_budget.shapes, lambda p: 200 + len(p[0]) + len(p[1]), 1024)
@@ -208,6 +209,7 @@ class LineageStore(Writer, Levels, Datasets):
                 self._shapes.clear()
             self._written.clear()
             self._schema_bodies.clear()
+            self._sets_put.clear()
 
     def __enter__(self) -> "LineageStore":
         return self

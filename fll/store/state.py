@@ -34,6 +34,7 @@ class StoreState:
     _announced: int
     _raw: dict[str, bytes]
     _shape_rows: dict[str, bytes]
+    _sets_put: set[str]
     _shapes: SizedLRU[tuple[bytes, bytes]]
     _written: OrderedDict[str, FieldLineageInfo]
     _schema_bodies: OrderedDict[bytes, list]

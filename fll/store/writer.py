@@ -285,13 +285,22 @@ class Writer(IndexCells):
             if "c" in old and old["c"].decode() != p.info.checksum and not supersede:
                 raise _conflict(p.run_id, old["c"].decode(), p.info.checksum)
         data_rows: dict[bytes, dict[str, bytes]] = {}
+        todo = False
         for p in items.values():
             old = existing.get(rk.run(p.run_id)) or {}
             if old.get("c") == p.info.checksum.encode() and old.get("w") != _PENDING:
                 continue  # recorded and written before
-            if rk.data(p.info.checksum) not in data_rows:
-                data_rows.update(self._data_rows(p.info))
-        if not data_rows:
+            todo = True
+            dkey = rk.data(p.info.checksum)
+            if dkey in data_rows:
+                continue
+            if dkey in sets and dkey not in new_sets and p.info.checksum in self._sets_put:
+                # its row is there (read just now) and this process's put of it
+                # and its shape row came back: both stored (a purge keeps a
+                # shape its set uses), nothing to build or send again
+                continue
+            data_rows.update(self._data_rows(p.info))
+        if not todo:
             if extra is not None:  # recorded before: the rows alone, in order
                 old = existing[rk.run(next(iter(items)))]
                 extra.start = _T.unpack(old["t"])[0]
@@ -299,7 +308,14 @@ class Writer(IndexCells):
                 table.put({**extra.before, **extra.beside(extra.start)})
                 table.put(extra.after(extra.start))
             return 0
-        table.put({**extra.before, **data_rows} if extra is not None else data_rows)
+        first_put = {**extra.before, **data_rows} if extra is not None else data_rows
+        if first_put:
+            table.put(first_put)
+        if data_rows:
+            if len(self._sets_put) > 65536:
+                self._sets_put.clear()
+            self._sets_put.update(p.info.checksum for p in items.values()
+                                  if rk.data(p.info.checksum) in data_rows)
         index: dict[bytes, dict[str, bytes]] = {}
         written: dict[bytes, dict[str, bytes]] = {}
         gone_cells: dict[bytes, set[str]] = {}
