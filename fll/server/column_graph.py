@@ -185,9 +185,10 @@ def column_lineage(store: LineageStore, node_id: str, depth: int,
     for way, step in walks:
         seen = set(roots)
         frontier = list(roots)
-        for _ in range(depth):
+        for hop in range(1, depth + 1):
             read_hop(store, names, frontier, start, end,
-                     "incoming" if way == "up" else "outgoing", also_incoming=not show_indirect)
+                     "incoming" if way == "up" else "outgoing", also_incoming=not show_indirect,
+                     further=hop < depth)
             nxt = []
             for f in frontier:
                 for g in step(f):

@@ -3,14 +3,21 @@ the round trips of one store read (`Levels.read_level`), however many
 datasets the hop touches."""
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple
+from typing import Callable, Iterable, NamedTuple, Sequence
 
 import msgpack
 
 from .. import rowkeys as rk
+from ..summaries import Summaries
 from .base import Span
+from .datarows import SHAPED, _Cached, shape_ref
 from .layout import _decode_key, _target
 from .reader import Reader
+
+
+#: datasets a level reads ahead at most: about as many scanners as one
+#: pipelined burst holds on HBase (`fll.store.hbase_pipe.MAX_BURST`)
+AHEAD_MAX = 100
 
 
 class Level(NamedTuple):
@@ -44,21 +51,27 @@ class Levels(Reader):
         datasets (as `checksums` answers them), in the round trips of one: what
         a question naming a dataset first asks of it (its fields are those of
         both directions)."""
-        return self._read_level(list(dict.fromkeys(datasets)), start, end,
-                                ("incoming", "outgoing"))
+        level, outgoing, _ = self._read_level(list(dict.fromkeys(datasets)), start, end,
+                                              ("incoming", "outgoing"))
+        return level, outgoing
 
     def _read_level(self, ds: list[tuple[str, str]], start: int, end: int,
-                    directions: tuple[str, ...]
-                    ) -> tuple["Level", dict[tuple[str, str], list[str]]]:
+                    directions: tuple[str, ...], also: Sequence[bytes] = ()
+                    ) -> tuple["Level", dict[tuple[str, str], list[str]],
+                               dict[bytes, dict[str, bytes]]]:
+        """The level read of ``ds`` in each direction (the first's sets in the
+        `Level`, the second's apart), and the rows of the keys ``also``, read
+        in the same call (`Table.read_span_groups`)."""
         if not ds:
-            return Level({}, {}, {}), {}
+            return Level({}, {}, {}), {}, (self.table.get_many(list(also)) if also else {})
         alias_keys = [rk.alias(ns, n) for ns, n in ds]
         heads = sorted(rk.dataset_prefix(rk.ALIASED_BY, ns, n) for ns, n in ds)
         plans = [self._index_plan(ns, n, start, end, direction, top_span=True)
                  for direction in directions for ns, n in ds]
-        reads = self.table.read_span_groups(
+        *reads, extra = self.table.read_span_groups(
             [([Span(k, k + b"\x00", (k,)) for k in alias_keys], (), ()),
-             ([Span(heads[0], rk.prefix_end(heads[-1]))], (), ())] + [p.group for p in plans])
+             ([Span(heads[0], rk.prefix_end(heads[-1]))], (), ())] + [p.group for p in plans]
+            + [([Span(k, k + b"\x00", (k,)) for k in also], (), ())])
         resolved = {}
         for d, key in zip(ds, alias_keys, strict=True):
             row = reads[0].rows.get(key)
@@ -80,4 +93,64 @@ class Levels(Reader):
             named[d] = sorted(a for a in found if rows.get(rk.alias(*a), {}).get("t") == want)
         sets = dict(zip(ds, answers[:len(ds)], strict=True))
         other = dict(zip(ds, answers[len(ds):], strict=True)) if len(directions) > 1 else {}
-        return Level(resolved, named, sets), other
+        return Level(resolved, named, sets), other, extra.rows
+
+    def summaries_reading_ahead(
+            self, checksums: Iterable[str], start: int, end: int, direction: str,
+            known: Callable[[tuple[str, str]], bool]
+    ) -> tuple[dict[str, Summaries], list[tuple[str, str]], "Level"]:
+        """`summaries` of one level's sets, and `read_level` of the datasets
+        the next level may reach: those the sets read (incoming) or write
+        (outgoing), ``known`` ones left out. The next level is read only in a
+        call the sets need anyway, the shapes of those not cached (with them,
+        in one `Table.read_span_groups`: a walk's level then costs its sets,
+        and their shapes with the next level's index rows); with every shape
+        cached, nothing is read ahead (the second answer is empty)."""
+        wanted = list(dict.fromkeys(checksums))
+        found: dict[str, _Cached] = dict(self._cache.get_many(wanted))  # type: ignore[arg-type]
+        missing = [c for c in wanted if c not in found]
+        rows = self.table.get_many([rk.data(c) for c in missing]) if missing else {}
+        shapes, unread = self._cached_shapes(rows.values())
+        ahead: list[tuple[str, str]] = []
+        level = Level({}, {}, {})
+        if unread:
+            # the sets whole in their rows first: what they lead to is known
+            for c in missing:
+                row = rows.get(rk.data(c))
+                if row is not None and SHAPED not in row:
+                    found[c] = cached = self._decode(c, row, shapes)
+                    self._remember(c, cached)
+            shaped = [r for c, r in rows.items() if SHAPED in r]
+            ahead = self._next_datasets(found.values(), shaped, direction, known)
+            level, _, got = self._read_level(ahead, start, end, (direction,),
+                                             sorted(rk.shape(c) for c in unread))
+            self._keep_shapes(unread, got, shapes)
+        for c in missing:
+            if c not in found:
+                cached = self._decode(c, rows.get(rk.data(c)), shapes)
+                self._remember(c, cached)
+                found[c] = cached
+        return {c: found[c].summaries for c in wanted}, ahead, level
+
+    def _next_datasets(self, cached: Iterable[_Cached], shaped: Iterable[dict[str, bytes]],
+                       direction: str, known: Callable[[tuple[str, str]], bool]
+                       ) -> list[tuple[str, str]]:
+        """The datasets sets may lead a walk to, in ``direction``: their
+        sources (incoming) or destinations (outgoing); of a set whose shape
+        is not read yet (its ``d|`` row in ``shaped``) every endpoint it
+        names. At most `AHEAD_MAX`, else none (a level read past a burst
+        costs more round trips)."""
+        out: dict[tuple[str, str], None] = {}
+        for c in cached:
+            s = c.summaries
+            for f in (s.source_fields if direction == "incoming" else s.destination_fields):
+                out[(f.endpoint.namespace, f.endpoint.name)] = None
+        for row in shaped:
+            try:
+                eps = shape_ref(row)[1]
+            except ValueError:
+                continue  # decoding it says what is wrong
+            for e in eps:
+                out[(e["namespace"], e["name"])] = None
+        ahead = [d for d in out if not known(d)]
+        return ahead if len(ahead) <= AHEAD_MAX else []
