@@ -205,29 +205,58 @@ class ReadView:
             self._memo.setdefault(("a", ns, name), tuple(level.aliases[d]))
             self._memo[("c", ns, name, start, end, direction)] = tuple(level.checksums[d])
 
-    def prefetch_names(self, datasets: Iterable[tuple[str, str]], start: int, end: int
-                       ) -> None:
+    def prefetch_names(self, datasets: Iterable[tuple[str, str]], start: int, end: int,
+                       walk: tuple[int, int] | None = None) -> None:
         """What a question naming a dataset asks of each name it may mean, in
         one store read (`LineageStore.read_level_both`): the dataset it stands
         for, its aliases, its operation sets both ways in the range (its
         fields), and so whether a run ever touched it (sets found: yes), then
-        the sets not cached in one multi-get; remembered for the request."""
+        the sets not cached in one multi-get; remembered for the request.
+
+        ``walk``: the range of the upstream walk the question goes on to (its
+        incoming sets over that range are read in the same store read,
+        `LineageStore.read_level_views`, and what they lead to with the sets'
+        shapes, as `prefetch` reads ahead)."""
         read_both = getattr(self.store, "read_level_both", None)
         todo = [d for d in dict.fromkeys(datasets)
                 if ("c", d[0], d[1], start, end, "incoming") not in self._memo
                 or ("c", d[0], d[1], start, end, "outgoing") not in self._memo]
         if read_both is None or not todo:
             return
-        level, outgoing = read_both(todo, start, end)
+        views = getattr(self.store, "read_level_views", None)
+        reading = getattr(self.store, "summaries_reading_ahead", None)
+        if walk is None or views is None or reading is None:
+            walk = None
+            level, outgoing = read_both(todo, start, end)
+        else:
+            wanted = [("incoming", start, end), ("outgoing", start, end)]
+            if walk != (start, end):
+                wanted.append(("incoming", *walk))
+            level, others = views(todo, wanted)
+            outgoing = others[0]
+            walk_sets = others[1] if len(others) > 1 else level.checksums
         for d in todo:
             ns, name = d
             self._memo.setdefault(("r", ns, name), level.resolved[d])
             self._memo.setdefault(("a", ns, name), tuple(level.aliases[d]))
             self._memo[("c", ns, name, start, end, "incoming")] = tuple(level.checksums[d])
             self._memo[("c", ns, name, start, end, "outgoing")] = tuple(outgoing[d])
+            if walk is not None:
+                self._memo[("c", ns, name, walk[0], walk[1], "incoming")] = \
+                    tuple(walk_sets[d])
             if level.checksums[d] or outgoing[d]:  # a run in the range: it exists
                 self._memo.setdefault(("e", ns, name), True)
-        self.summaries({c for d in todo for c in (*level.checksums[d], *outgoing[d])})
+        sets = {c for d in todo for c in (*level.checksums[d], *outgoing[d])}
+        if walk is None or reading is None:
+            self.summaries(sets)
+        else:
+            ws, we = walk
+            leads = {c for d in todo for c in walk_sets[d]}
+            _, more, ahead = reading(sets | leads, ws, we, "incoming", lambda d: (
+                "c", d[0], d[1], ws, we, "incoming") in self._memo, leads)
+            if more:
+                self._remember_level(more, ahead, ws, we, "incoming")
+                self._unloaded.update((d, ws, we, "incoming") for d in more)
         # the others may still have runs outside the range: asked all at once
         unsure = [EndPoint(*d) for d in todo if ("e", *d) not in self._memo]
         many = getattr(self.store, "exists_many", None)
