@@ -160,7 +160,7 @@ class ReadView:
         return None if found is None else dict(found)
 
     def prefetch(self, endpoints: Iterable[EndPoint], start: int, end: int,
-                 direction: str = "incoming", *, ahead: bool = True) -> None:
+                 direction: str = "incoming", *, ahead: bool = False) -> None:
         """Read what a walk asks of every dataset of one hop at once: their
         names (`resolve_dataset`, `aliases`) and their operation sets in the
         range (`checksums`) in one store read (`LineageStore.read_level`), then
