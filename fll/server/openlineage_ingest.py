@@ -23,6 +23,7 @@ from fastapi.concurrency import run_in_threadpool
 from .. import openlineage as ol
 from ..errors import BadRequest, InvalidLineageError
 from ..openlineage import check_shape, event_run_id, event_time_ms, run_event_to_lineage
+from ..opset import DeferredSet, FieldLineageInfo
 from ..store import runs as run_model
 from ..store.lineage import LineageStore
 from . import shared
@@ -82,6 +83,10 @@ class OpenLineageIngest:
         self.writer = writer
         self.max_body = max_body
         self.max_fields = max_fields
+        # what events built is remembered within the store's cache budget
+        budget = getattr(lineage, "cache_budget", None)
+        if budget is not None:
+            ol.memo_budget(budget.ingest)
         # serialises the events of one run in this process (the union is read-merge-write)
         self.run_locks = [threading.Lock() for _ in range(64)]
         # on a backend without transactions, events are written several at once
@@ -207,7 +212,9 @@ class OpenLineageIngest:
             else:
                 # an event whose set is not in normal form (an fllRun facet's own
                 # operations) cannot extend a run: the union is not built for it
-                merged = ol.union(self.lineage.operation_set(prior.checksum), event, info) \
+                # the prior set by its checksum: read only if the union is not
+                # remembered (a START's set then stays unread as its COMPLETE merges)
+                merged = ol.union(self._stored_set(prior.checksum), event, info) \
                     if info.checksum == ol.normal_checksum(info) else None
                 if merged is None:
                     raise ApiError(409, f"run {run_id!r} is already recorded with other "
@@ -230,6 +237,10 @@ class OpenLineageIngest:
                 return (_receipt(run_id, target.checksum, prior.start_ms, program or None,
                                  changed), 201 if changed else 200, prior.start_ms)
         raise ApiError(503, f"run {run_id!r} kept changing under concurrent events; retry")
+
+    def _stored_set(self, checksum: str) -> FieldLineageInfo:
+        """The set the store holds under ``checksum``, read on first use."""
+        return DeferredSet(checksum, lambda: self.lineage.operation_set(checksum))
 
     def _keep_facts(self, facts: list, run_id: str, start_ms: int) -> int:
         """Store the schemas and symlinks of the datasets an event names."""
