@@ -36,9 +36,8 @@ from .memo import DEFAULT_MEMO_BYTES, MISS, Memo
 # Producers send the same column lineage run after run (a daily job, START and
 # COMPLETE of one run), and building an operation set from it is most of an
 # ingest's CPU. Building is a pure function of the JSON it reads, so what it
-# gave is kept under that JSON's canonical bytes (sorted keys), by their
-# BLAKE2b digest (a collision is as unlikely as for any cryptographic hash):
-# the same bytes can only ever build the same set. What is kept is the set's
+# gave is kept under that JSON's bytes, by their SHA-256 digest
+# (`fll.openlineage.memo`): the same bytes can only ever build the same set. What is kept is the set's
 # checksum (and destinations), not the set: the next event with that JSON
 # gets a `DeferredSet`, which a run of a set the store already holds records
 # by its checksum alone, and which builds itself from its own event only if
