@@ -20,7 +20,9 @@ This module must never write to a store.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
+
+import orjson
 
 from ..codec import operations_from_list
 from ..errors import FllError, InvalidLineageError
@@ -29,7 +31,7 @@ from ..opset import DeferredSet, FieldLineageInfo
 from .events import RUN_FACET, _obj, _str, _job_program, event_run_id, event_time_ms, job_of
 from .facets import (_NORMAL, _NORMAL_ENTRIES, _SOURCES, _build, _event_lineage,
                      _info_lineage, _merge_tags, normal_form)
-from .memo import DEFAULT_MEMO_BYTES, MISS, Memo
+from .memo import DEFAULT_MEMO_BYTES, MISS, Memo, canonical
 
 # -- remembering what the same JSON always builds -------------------------------
 
@@ -98,36 +100,57 @@ def run_event_to_lineage(event: Any) -> tuple[FieldLineageInfo, str, int, str]:
     `InvalidLineageError` (no output carries column lineage, or the result
     breaks a model rule).
     """
+    return run_event(event)[0]
+
+
+def run_event(event: Any) -> tuple[tuple[FieldLineageInfo, str, int, str], Callable[[], dict]]:
+    """`run_event_to_lineage`, and a function giving the event's ``inputs`` and
+    ``outputs`` again (a dict of those two), read back from their JSON bytes
+    when ingest kept them: what merging the event into its run may read, so
+    that a caller waiting to write need not hold the parsed event (a thousand
+    containers or more, which the garbage collector walks while they live;
+    `fll.server.collector`)."""
     ev = _obj(event, "$")
     run_id = event_run_id(ev)
     start_ms = event_time_ms(ev)
     program = _job_program(ev)
     if ev.get("eventType") is not None:
         _str(ev["eventType"], "$.eventType")
-    info = _event_set(ev)
+    info, raw = _event_set(ev)
     if info is None:
         raise InvalidLineageError(
             "the event has no output with a columnLineage facet "
             "($.outputs[*].facets.columnLineage): nothing to record")
+    again: Callable[[], dict] = (lambda: ev) if raw is None else (lambda: _reread(raw))
     original = _original_run(ev, info)
     if original is not None:
-        return original[0], original[1], start_ms, original[2]
-    return info, run_id, start_ms, program
+        return (original[0], original[1], start_ms, original[2]), again
+    return (info, run_id, start_ms, program), again
 
 
-def _event_set(ev: dict) -> FieldLineageInfo | None:
+def _event_set(ev: dict) -> tuple[FieldLineageInfo | None, bytes | None]:
     """The operation set an event's column lineage builds (None when it has
-    none): built, or a `DeferredSet` when the same JSON built it before."""
-    key = _BUILT.key([ev.get("inputs"), ev.get("outputs")])
+    none): built, or a `DeferredSet` when the same JSON built it before; and
+    the JSON of the event's inputs and outputs, when it can stand for them."""
+    raw = canonical([ev.get("inputs"), ev.get("outputs")])
+    key = None if raw is None else Memo.digest(raw)
     hit = _BUILT.find(key) if key is not None else MISS
     if hit is MISS:
         info = _lineage_info(ev)
         if key is not None:
             _BUILT.keep(key, None if info is None else (info.checksum, info.destinations))
-        return info
+        return info, raw
     if hit is None:
-        return None
-    return DeferredSet(hit[0], lambda: _lineage_info(ev) or _no_lineage(), hit[1])
+        return None, raw
+    assert raw is not None
+    return DeferredSet(hit[0], lambda: _lineage_info(_reread(raw)) or _no_lineage(),
+                       hit[1]), raw
+
+
+def _reread(raw: bytes) -> dict:
+    """An event's inputs and outputs from the JSON `_event_set` kept of them."""
+    inputs, outputs = orjson.loads(raw)
+    return {"inputs": inputs, "outputs": outputs}
 
 
 def _no_lineage() -> FieldLineageInfo:
@@ -201,24 +224,31 @@ def union(prior: FieldLineageInfo, event: Any, built: FieldLineageInfo | None = 
     the set `run_event_to_lineage` gave for ``event``, when it is in normal
     form (then it is the set the event's column lineage builds: not built or
     looked up again)."""
+    ev = _obj(event, "$")
+    return union_of(prior, lambda: ev, built)
+
+
+def union_of(prior: FieldLineageInfo, event: Callable[[], dict],
+             built: FieldLineageInfo | None = None) -> FieldLineageInfo | None:
+    """`union` of ``prior`` and the event ``event()`` gives (a dict), called
+    only when the union is not remembered (`run_event` gives such a function)."""
     if normal_checksum(prior) != prior.checksum:
         return None
-    ev = _obj(event, "$")
     mine_info = built if built is not None and normal_checksum(built) == built.checksum \
-        else _event_set(ev)
+        else _event_set(event())[0]
     if mine_info is None:  # no column lineage: what the prior set says, read back
-        return _union(prior, ev, None)
+        return _union(prior, event(), None)
     pair = (prior.checksum, mine_info.checksum)
     found = _UNIONS.find(pair)
     if found is MISS:
-        merged = _union(prior, ev, mine_info)
+        merged = _union(prior, event(), mine_info)
         _UNIONS.keep(pair, merged.checksum)
         return merged
     if found == mine_info.checksum:  # the usual COMPLETE: all its START said, and more
         return mine_info
     if found == prior.checksum:
         return prior
-    return DeferredSet(found, lambda: _union(prior, ev, mine_info))
+    return DeferredSet(found, lambda: _union(prior, event(), mine_info))
 
 
 def _union(prior: FieldLineageInfo, ev: dict, mine_info: FieldLineageInfo | None

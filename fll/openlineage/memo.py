@@ -48,7 +48,12 @@ class Memo:
     def key(value: Any) -> bytes | None:
         """The digest of ``value``'s JSON; None when it is not kept."""
         raw = canonical(value)
-        return None if raw is None else hashlib.sha256(raw).digest()
+        return None if raw is None else Memo.digest(raw)
+
+    @staticmethod
+    def digest(raw: bytes) -> bytes:
+        """The key of JSON bytes `canonical` gave."""
+        return hashlib.sha256(raw).digest()
 
     def find(self, key: Hashable) -> Any:
         """What ``key`` was kept with, or `MISS`."""
