@@ -48,7 +48,7 @@ _NORMAL_ENTRIES = 16_384
 _SOURCE_EDGES = 4096  # the widest lineage kept there, in input fields
 # bytes of the lineage kept, per input field and per output field (its dicts'
 # slots and tuples of tags; the endpoints and fields are the set's, shared)
-_EDGE_BYTES, _FIELD_BYTES = 120, 400
+_EDGE_BYTES, _FIELD_BYTES = 160, 520
 
 
 def _sizeof_sources(value: tuple[dict, dict]) -> int:

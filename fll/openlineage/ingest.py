@@ -51,10 +51,10 @@ from .memo import DEFAULT_MEMO_BYTES, MISS, Memo, canonical
 
 def _sizeof_built(value: tuple[str, frozenset[EndPoint]] | None) -> int:
     """Bytes of a (checksum, destinations) entry: a checksum string, and each
-    destination with its properties (held here once the set is gone)."""
+    destination with its properties (held here once the set is gone; measured with tracemalloc: above it)."""
     if value is None:
         return 0
-    return 100 + sum(250 + len(e.namespace) + len(e.name)
+    return 150 + sum(350 + len(e.namespace) + len(e.name)
                      + sum(100 + len(k) + len(v) for k, v in e.properties.items())
                      for e in value[1])
 

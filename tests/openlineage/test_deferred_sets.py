@@ -143,3 +143,35 @@ def test_runs_recorded_from_deferred_sets_store_what_built_sets_store(tmp_path, 
         assert got.checksum == want.checksum and got.operations == want.operations
     finally:
         second.close()
+
+
+def test_what_the_memos_count_is_above_what_they_hold():
+    """The entries' estimates against tracemalloc, with the sets they were
+    built with gone (as after a run of a set the store holds)."""
+    import gc
+    import tracemalloc
+
+    ol.memo_budget(1 << 30)
+    events = []
+    for i in range(200):
+        ev = _event(f"r{i}", "COMPLETE", 10)
+        ev["outputs"][0]["name"] = f"output_dataset_{i:05d}"
+        events.append(ev)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        for ev in events:
+            ol.run_event_to_lineage(ev)
+        gc.collect()
+        both = tracemalloc.get_traced_memory()[0]
+        sources = facets._SOURCES.bytes
+        facets._SOURCES.clear()
+        facets._NORMAL.clear()
+        gc.collect()
+        built_only = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(ingest._BUILT) == 200
+    assert ingest._BUILT.bytes >= built_only - base > 0
+    assert sources >= both - built_only > 0
