@@ -181,6 +181,7 @@ class DeferredSet(FieldLineageInfo):
         if info.checksum != self._checksum:
             raise RuntimeError(f"an operation set remembered as {self._checksum} was built "
                                f"again as {info.checksum}")
+        self._build = _BUILT_ALREADY  # what it read (an event's JSON) is let go
         self._graph = info._graph
         if self._canonical is None:
             self._canonical = info._canonical
@@ -191,6 +192,13 @@ class DeferredSet(FieldLineageInfo):
         if self._known_destinations is not None and not self.built:
             return self._known_destinations
         return super().destinations
+
+
+def _built_already() -> FieldLineageInfo:
+    raise AssertionError("a DeferredSet is built once")
+
+
+_BUILT_ALREADY = _built_already
 
 
 def decode_canonical(raw: bytes) -> FieldLineageInfo:

@@ -175,3 +175,55 @@ def test_what_the_memos_count_is_above_what_they_hold():
     assert len(ingest._BUILT) == 200
     assert ingest._BUILT.bytes >= built_only - base > 0
     assert sources >= both - built_only > 0
+
+
+def _reaches(root: object, target: object, depth: int = 8) -> bool:
+    """Whether ``target`` is reachable from ``root`` through functions, their
+    closures and the sets they hold (what a pending write keeps alive)."""
+    import gc
+    import types
+
+    seen, level = {id(root)}, [root]
+    for _ in range(depth):
+        nxt = []
+        for obj in level:
+            for ref in gc.get_referents(obj):
+                if ref is target:
+                    return True
+                if id(ref) in seen or not isinstance(
+                        ref, (types.FunctionType, types.CellType, tuple, DeferredSet, dict)):
+                    continue
+                if isinstance(ref, dict) and not any(isinstance(o, DeferredSet) for o in level):
+                    continue  # only a set's own attributes, not every dict met
+                seen.add(id(ref))
+                nxt.append(ref)
+        level = nxt
+    return False
+
+
+def test_a_pending_write_holds_no_parsed_event_and_a_remembered_union_reads_none(tmp_path):
+    from fll.server import create_app
+
+    store = open_store(f"sqlite:///{tmp_path / 'fll.db'}")
+    try:
+        app = create_app(store)
+        route = app.state.ingest
+        start = _event("00000000-0000-4000-8000-000000000009", "START", 6)
+        for ev in (start, copy.deepcopy(start)):  # built, then remembered
+            assert _reaches((lambda held: (lambda: held))(ev), ev)  # the walk finds a capture
+            write = route.prepare(ev)
+            assert not _reaches(write, ev)
+            assert not _reaches(write, ev["outputs"])
+        write()  # recorded
+        # a union remembered: the event's lineage is not read back again
+        complete = _event("00000000-0000-4000-8000-000000000009", "COMPLETE", 6,
+                          tags=(("DIRECT", "IDENTITY"), ("INDIRECT", "SORT")))
+        info = ol.run_event_to_lineage(complete)[0]
+        prior = ol.run_event_to_lineage(start)[0]
+        assert ol.union(prior, complete, info) is not None  # remembered from now on
+        read = []
+        again = ol.union_of(prior, lambda: read.append(1) or complete, info)
+        assert again is not None and again.checksum == ol.union(prior, complete).checksum
+        assert read == []
+    finally:
+        store.close()
