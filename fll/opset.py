@@ -7,7 +7,7 @@ the operation encodings (`fll.codec`); the stored summaries
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import xxhash
 
@@ -16,7 +16,7 @@ from .errors import InvalidLineageError
 from .graph import LineageGroups, OperationGraph
 from .model import EndPoint, EndPointField, Operation, ReadOperation, WriteOperation
 
-__all__ = ["FieldLineageInfo", "decode_canonical"]
+__all__ = ["DeferredSet", "FieldLineageInfo", "decode_canonical"]
 
 
 class FieldLineageInfo:
@@ -26,6 +26,11 @@ class FieldLineageInfo:
     naming the operation and field. Summaries are computed lazily, once, in
     time linear in the size of the operation graph.
     """
+
+    @property
+    def built(self) -> bool:
+        """Whether the operations are at hand (a `DeferredSet` builds them on first use)."""
+        return True
 
     def __init__(self, operations: Iterable[Operation]):
         ops = list(operations)
@@ -142,6 +147,58 @@ class FieldLineageInfo:
     def from_canonical(cls, raw: bytes) -> "FieldLineageInfo":
         """Inverse of `canonical_bytes`; a corrupt or unknown-version row is an error."""
         return cls(decode_operations(raw))
+
+
+class DeferredSet(FieldLineageInfo):
+    """An operation set known by its checksum, its operations built by ``build``
+    on first use (anything but the checksum, and the destinations when given).
+
+    Ingest hands one on when it has seen the JSON an event's set is built from
+    (`fll.openlineage.ingest`): a run of a set the store holds is recorded by
+    its checksum alone, and nothing is built. ``build`` must give the set of
+    that checksum: what it gives is checked once, and anything else is an
+    error, never another set under this checksum."""
+
+    def __init__(self, checksum: str, build: "Callable[[], FieldLineageInfo]",
+                 destinations: frozenset[EndPoint] | None = None):
+        # no _graph: the first use of it builds the set (`__getattr__`)
+        self._checksum = checksum
+        self._build = build
+        self._known_destinations = destinations
+        self._canonical = None
+        self._groups = None
+        self._incoming = None
+        self._outgoing = None
+
+    @property
+    def built(self) -> bool:
+        return "_graph" in self.__dict__
+
+    def __getattr__(self, name: str) -> Any:
+        if name != "_graph":
+            raise AttributeError(name)
+        info = self._build()
+        if info.checksum != self._checksum:
+            raise RuntimeError(f"an operation set remembered as {self._checksum} was built "
+                               f"again as {info.checksum}")
+        self._build = _BUILT_ALREADY  # what it read (an event's JSON) is let go
+        self._graph = info._graph
+        if self._canonical is None:
+            self._canonical = info._canonical
+        return self._graph
+
+    @property
+    def destinations(self) -> frozenset[EndPoint]:
+        if self._known_destinations is not None and not self.built:
+            return self._known_destinations
+        return super().destinations
+
+
+def _built_already() -> FieldLineageInfo:
+    raise AssertionError("a DeferredSet is built once")
+
+
+_BUILT_ALREADY = _built_already
 
 
 def decode_canonical(raw: bytes) -> FieldLineageInfo:

@@ -92,33 +92,36 @@ class Names:
 
 
 def prefetch(store: Any, endpoints: Iterable[EndPoint], start: int, end: int,
-              direction: str) -> None:
+              direction: str, *, ahead: bool = False) -> None:
     """Read what a walk asks of these datasets in one go when the store is a
-    request's `ReadView` (`ReadView.prefetch`); otherwise nothing."""
+    request's `ReadView` (`ReadView.prefetch`; ``ahead``: the walk goes on
+    past them); otherwise nothing."""
     prefetch = getattr(store, "prefetch", None)
     if prefetch is not None:
-        prefetch(endpoints, start, end, direction)
+        prefetch(endpoints, start, end, direction, ahead=ahead)
 
 
 def read_hop(store: Any, names: Names, frontier: list[EndPointField], start: int,
               end: int, direction: str, *, also_incoming: bool = False,
-              ahead: bool = True) -> None:
+              ahead: bool = True, further: bool = True) -> None:
     """One hop of a walk read level by level: the frontier's datasets in one
     store read, then the datasets their fields reach (before their names are
     resolved one by one), so that a hop costs a bounded number of round trips
     whatever the number of datasets it touches. Only reads ahead: the walk
     itself asks as it always does and finds the answers remembered. Without
-    ``ahead`` (a look past the walk's last hop) only the frontier is read."""
+    ``ahead`` (a look past the walk's last hop) only the frontier is read;
+    with ``further`` (the walk goes on past the datasets reached) what those
+    lead to is read with their sets where that costs no more round trips."""
     if getattr(store, "prefetch", None) is None or not frontier:
         return
     eps = {f.endpoint for f in frontier}
-    prefetch(store, eps, start, end, direction)
+    prefetch(store, eps, start, end, direction, ahead=ahead)
     if not ahead:
         return
     ask = store.incoming if direction == "incoming" else store.outgoing
     reached = {g.endpoint for f in frontier for ep in names.equivalents(f.endpoint)
                for g in ask(EndPointField(ep, f.field), start, end)}
-    prefetch(store, reached, start, end, direction)
+    prefetch(store, reached, start, end, direction, ahead=further)
     if also_incoming:
         prefetch(store, reached, start, end, "incoming")
 
@@ -322,7 +325,7 @@ def walk_lineage(store, root: EndPointField, direction: str, depth: int, start_m
             # the hop's datasets read at once; going downstream, the tags of an
             # edge are its destination's: the reached datasets' incoming sets too
             read_hop(store, names, frontier, start_ms, end_ms, d,
-                     also_incoming=d == "outgoing", ahead=hop <= depth)
+                     also_incoming=d == "outgoing", ahead=hop <= depth, further=hop < depth)
             nxt: list[EndPointField] = []
             for f in frontier:
                 found = ask(f, d)

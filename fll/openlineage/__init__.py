@@ -50,9 +50,11 @@ from .events import (COLUMN_LINEAGE_SCHEMA_URL, DATASET_EVENT_SCHEMA_URL, PRODUC
 from .export import export_events, exported_end_ms, info_to_event
 from .facets import (_NORMAL, dataset_input_transformations, facet_from_info,
                      input_transformations, normal_form)
-from .ingest import _BUILT, _ORIGINAL, normal_checksum, run_event_to_lineage, union
+from .ingest import (_BUILT, _ORIGINAL, memo_budget, normal_checksum, run_event,
+                     run_event_to_lineage, union, union_of)
 
 __all__ = ["dataset_input_transformations", "run_event_to_lineage", "union", "normal_form",
+           "memo_budget", "run_event", "union_of",
            "normal_checksum", "event_kind", "dataset_facts", "DatasetFacts",
            "check_static_event", "static_column_lineage", "export_run_id", "schema_owner",
            "static_owner", "record_facts", "SCHEMA_OWNER_FACET", "RUN_FACET", "check_shape",

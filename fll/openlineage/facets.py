@@ -27,6 +27,7 @@ from ..graph import compose_tags
 from ..model import (EndPoint, EndPointField, InputField, Operation, ReadOperation, Transformation,
                      TransformOperation, WriteOperation)
 from ..opset import FieldLineageInfo
+from .memo import Memo
 from .events import (COLUMN_LINEAGE_SCHEMA_URL, PRODUCER, PROPERTIES_FACET,
                      PROPERTIES_SCHEMA_URL, RUN_EVENT_SCHEMA_URL, _arr, _iso, _list_or_none,
                      _kind, _obj, _opt, _str)
@@ -37,15 +38,26 @@ _LEGACY_TYPES = {"IDENTITY": Transformation("DIRECT", "IDENTITY"),
                  "MASKED": Transformation("DIRECT", "TRANSFORMATION", masking=True)}
 
 
-# entries of each memo of what the same input always builds
-_MEMO_ENTRIES = 1024
-
-# checksum of a set -> checksum of its normal form (a pure function of the set)
+# checksum of a set -> checksum of its normal form (a pure function of the
+# set); at most `_NORMAL_ENTRIES` pairs of checksums (3 MB), then forgotten
 _NORMAL: dict[str, str] = {}
+_NORMAL_ENTRIES = 16_384
 # checksum of a set `_build` made -> the column lineage and properties it was
-# built from (its normal form), so merging a run's next event reads no operations
-_SOURCES: dict[str, tuple[dict, dict]] = {}
+# built from (its normal form), so merging a run's next event reads no
+# operations; bounded in bytes (`fll.openlineage.ingest.memo_budget`)
 _SOURCE_EDGES = 4096  # the widest lineage kept there, in input fields
+# bytes of the lineage kept, per input field and per output field (its dicts'
+# slots and tuples of tags; the endpoints and fields are the set's, shared)
+_EDGE_BYTES, _FIELD_BYTES = 160, 520
+
+
+def _sizeof_sources(value: tuple[dict, dict]) -> int:
+    lineage, props = value
+    return sum(_FIELD_BYTES * len(per) + _EDGE_BYTES * sum(len(i) for i in per.values())
+               for per in lineage.values()) + 300 * len(props)
+
+
+_SOURCES = Memo(0, _sizeof_sources)
 
 
 def _transformation(value: Any, path: str) -> Transformation:
@@ -227,10 +239,8 @@ def _build(lineage: dict[EndPoint, dict[str, dict[EndPointField, tuple[Transform
                                   tuple(writes)))
     info = FieldLineageInfo(ops)
     if sum(len(i) for per in lineage.values() for i in per.values()) <= _SOURCE_EDGES:
-        # (a wide set is merged the slow way: kept, a thousand of them would be large)
-        if len(_SOURCES) >= _MEMO_ENTRIES:
-            _SOURCES.clear()
-        _SOURCES[info.checksum] = (lineage, props)  # never changed after: copied to merge
+        # (a wide set is merged the slow way: it would push many others out)
+        _SOURCES.keep(info.checksum, (lineage, props))  # never changed after: copied to merge
     _NORMAL[info.checksum] = info.checksum  # built from facets: its own normal form
     return info
 

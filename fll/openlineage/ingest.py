@@ -20,83 +20,70 @@ This module must never write to a store.
 """
 from __future__ import annotations
 
-import hashlib
-import threading
 from typing import Any, Callable
 
 import orjson
 
 from ..codec import operations_from_list
 from ..errors import FllError, InvalidLineageError
-from ..opset import FieldLineageInfo
+from ..model import EndPoint
+from ..opset import DeferredSet, FieldLineageInfo
 from .events import RUN_FACET, _obj, _str, _job_program, event_run_id, event_time_ms, job_of
-from .facets import (_MEMO_ENTRIES, _NORMAL, _SOURCES, _build, _event_lineage, _info_lineage,
-                     _merge_tags, normal_form)
+from .facets import (_NORMAL, _NORMAL_ENTRIES, _SOURCES, _build, _event_lineage,
+                     _info_lineage, _merge_tags, normal_form)
+from .memo import DEFAULT_MEMO_BYTES, MISS, Memo, canonical
 
 # -- remembering what the same JSON always builds -------------------------------
 
 # Producers send the same column lineage run after run (a daily job, START and
 # COMPLETE of one run), and building an operation set from it is most of an
-# ingest's CPU. Building is a pure function of the JSON it reads, so its result
-# is kept under that JSON's canonical bytes (sorted keys), by their BLAKE2b
-# digest (a collision is as unlikely as for any cryptographic hash): the same
-# bytes can only ever build the same set. Only successes are kept; an event
-# that fails is checked afresh each time, so its error is the same as ever.
-# The warehouse benchmark's widest tables send 70 KB of lineage, each event of
-# them built twice (its own set, then the union) when 64 KB was the limit.
-_MEMO_MAX_KEY = 256 * 1024  # a wider event is built each time, not kept
+# ingest's CPU. Building is a pure function of the JSON it reads, so what it
+# gave is kept under that JSON's bytes, by their SHA-256 digest
+# (`fll.openlineage.memo`): the same bytes can only ever build the same set. What is kept is the set's
+# checksum (and destinations), not the set: the next event with that JSON
+# gets a `DeferredSet`, which a run of a set the store already holds records
+# by its checksum alone, and which builds itself from its own event only if
+# asked for its operations. A warehouse sends thousands of distinct lineages
+# a day, each set tens of KB once built: their checksums fit in a few MB.
+# Only successes are kept; an event that fails is checked afresh each time,
+# so its error is the same as ever. The warehouse benchmark's widest tables
+# send 70 KB of lineage (`fll.openlineage.memo.MEMO_MAX_KEY`: the widest kept).
+
+def _sizeof_built(value: tuple[str, frozenset[EndPoint]] | None) -> int:
+    """Bytes of a (checksum, destinations) entry: a checksum string, and each
+    destination with its properties (held here once the set is gone; measured with tracemalloc: above it)."""
+    if value is None:
+        return 0
+    return 150 + sum(350 + len(e.namespace) + len(e.name)
+                     + sum(100 + len(k) + len(v) for k, v in e.properties.items())
+                     for e in value[1])
 
 
-class _Memo:
-    """A bounded map of canonical JSON bytes (their digest) to what they
-    build; thread-safe."""
-
-    def __init__(self, size: int = _MEMO_ENTRIES):
-        self._data: dict[bytes, Any] = {}
-        self._size = size
-        self._lock = threading.Lock()
-
-    def get(self, value: Any, build: Callable[[], Any]) -> Any:
-        canonical = _canonical(value)
-        if canonical is None:
-            return build()
-        key = hashlib.blake2b(canonical, digest_size=32).digest()
-        hit = self._data.get(key, _MISS)
-        if hit is not _MISS:
-            return hit
-        built = build()
-        with self._lock:
-            if len(self._data) >= self._size:
-                del self._data[next(iter(self._data))]  # the oldest
-            self._data[key] = built
-        return built
-
-
-_MISS = object()
-
-
-def _canonical(value: Any) -> bytes | None:
-    """The value's JSON with sorted keys, or None when that could stand for
-    another value too: orjson writes NaN and infinities as null (only the
-    standard library's parser makes them) and refuses integers beyond 64 bits."""
-    try:
-        key = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except (TypeError, orjson.JSONEncodeError):
-        return None
-    if len(key) > _MEMO_MAX_KEY or b"null" in key:
-        return None
-    return key
-
-
-# (inputs, outputs) -> the operation set their column lineage builds (None: none)
-_BUILT = _Memo()
-# an fllRun facet's operations -> (that set, the checksum of its normal form),
-# or None when they are not an operation set fll can read
-_ORIGINAL = _Memo()
+# (inputs, outputs) -> (checksum, destinations) of the operation set their
+# column lineage builds (None: none)
+_BUILT = Memo(0, _sizeof_built)
+# an fllRun facet's operations -> (the checksum of that set, the checksum of
+# its normal form), or None when they are not an operation set fll can read
+_ORIGINAL = Memo(0, lambda v: 0 if v is None else 200)
 # (checksum of a run's recorded set, checksum of the set an event of it builds)
-# -> their union: a pure function of the two sets (see `union`), and a daily
-# job's START and COMPLETE give the same pair run after run
-_UNIONS: dict[tuple[str, str], FieldLineageInfo] = {}
+# -> the checksum of their union: a pure function of the two sets (see
+# `union`), and a daily job's START and COMPLETE give the same pair run after run
+_UNIONS = Memo(0, lambda v: 100)
+
+
+def memo_budget(nbytes: int) -> None:
+    """Bound what this process remembers of the events it ingested to
+    ``nbytes`` (`fll.store.cache.CacheBudget.ingest`): the checksums of what
+    JSON built, the unions of pairs of sets, and the lineage of the sets
+    built lately (`fll.openlineage.facets._SOURCES`: only what merges a
+    run's next event without reading its set again)."""
+    _BUILT.budget = nbytes * 45 // 100
+    _UNIONS.budget = nbytes * 10 // 100
+    _ORIGINAL.budget = nbytes * 5 // 100
+    _SOURCES.budget = nbytes * 40 // 100
+
+
+memo_budget(DEFAULT_MEMO_BYTES)
 
 
 def run_event_to_lineage(event: Any) -> tuple[FieldLineageInfo, str, int, str]:
@@ -113,21 +100,61 @@ def run_event_to_lineage(event: Any) -> tuple[FieldLineageInfo, str, int, str]:
     `InvalidLineageError` (no output carries column lineage, or the result
     breaks a model rule).
     """
+    return run_event(event)[0]
+
+
+def run_event(event: Any) -> tuple[tuple[FieldLineageInfo, str, int, str], Callable[[], dict]]:
+    """`run_event_to_lineage`, and a function giving the event's ``inputs`` and
+    ``outputs`` again (a dict of those two), read back from their JSON bytes
+    when ingest kept them: what merging the event into its run may read, so
+    that a caller waiting to write need not hold the parsed event (a thousand
+    containers or more, which the garbage collector walks while they live;
+    `fll.server.collector`)."""
     ev = _obj(event, "$")
     run_id = event_run_id(ev)
     start_ms = event_time_ms(ev)
     program = _job_program(ev)
     if ev.get("eventType") is not None:
         _str(ev["eventType"], "$.eventType")
-    info = _BUILT.get([ev.get("inputs"), ev.get("outputs")], lambda: _lineage_info(ev))
+    info, raw = _event_set(ev)
     if info is None:
         raise InvalidLineageError(
             "the event has no output with a columnLineage facet "
             "($.outputs[*].facets.columnLineage): nothing to record")
+    again: Callable[[], dict] = (lambda: ev) if raw is None else (lambda: _reread(raw))
     original = _original_run(ev, info)
     if original is not None:
-        return original[0], original[1], start_ms, original[2]
-    return info, run_id, start_ms, program
+        return (original[0], original[1], start_ms, original[2]), again
+    return (info, run_id, start_ms, program), again
+
+
+def _event_set(ev: dict) -> tuple[FieldLineageInfo | None, bytes | None]:
+    """The operation set an event's column lineage builds (None when it has
+    none): built, or a `DeferredSet` when the same JSON built it before; and
+    the JSON of the event's inputs and outputs, when it can stand for them."""
+    raw = canonical([ev.get("inputs"), ev.get("outputs")])
+    key = None if raw is None else Memo.digest(raw)
+    hit = _BUILT.find(key) if key is not None else MISS
+    if hit is MISS:
+        info = _lineage_info(ev)
+        if key is not None:
+            _BUILT.keep(key, None if info is None else (info.checksum, info.destinations))
+        return info, raw
+    if hit is None:
+        return None, raw
+    assert raw is not None
+    return DeferredSet(hit[0], lambda: _lineage_info(_reread(raw)) or _no_lineage(),
+                       hit[1]), raw
+
+
+def _reread(raw: bytes) -> dict:
+    """An event's inputs and outputs from the JSON `_event_set` kept of them."""
+    inputs, outputs = orjson.loads(raw)
+    return {"inputs": inputs, "outputs": outputs}
+
+
+def _no_lineage() -> FieldLineageInfo:
+    raise RuntimeError("an event remembered with column lineage built none")
 
 
 def _lineage_info(ev: dict) -> FieldLineageInfo | None:
@@ -148,19 +175,29 @@ def _original_run(ev: dict, info: FieldLineageInfo) -> tuple[FieldLineageInfo, s
         return None
     if ops is None:
         return info, rid, program  # the facets alone give the operations back
-    found = _ORIGINAL.get(ops, lambda: _facet_operations(ops))
+    key = _ORIGINAL.key(ops)
+    found = _ORIGINAL.find(key) if key is not None else MISS
+    original: FieldLineageInfo | None = None
+    if found is MISS:
+        original = _facet_operations(ops)
+        found = None if original is None else (original.checksum, normal_checksum(original))
+        if key is not None:
+            _ORIGINAL.keep(key, found)
     # the facet is trusted only as far as the column lineage it must reproduce
     if found is None or found[1] != info.checksum:
         return None
-    return found[0], rid, program
+    if original is None:
+        original = DeferredSet(found[0], lambda: _facet_operations(ops) or _no_lineage())
+    return original, rid, program
 
 
-def _facet_operations(ops: Any) -> tuple[FieldLineageInfo, str] | None:
-    """(the operation set an fllRun facet lists, its normal form's checksum), or
-    None when the facet is not fll's own (then the event's lineage stands)."""
+def _facet_operations(ops: Any) -> FieldLineageInfo | None:
+    """The operation set an fllRun facet lists, or None when the facet is not
+    fll's own (then the event's lineage stands)."""
     try:
         original = FieldLineageInfo(operations_from_list(ops))
-        return original, normal_checksum(original)
+        normal_checksum(original)  # its operations read back as facets
+        return original
     except (FllError, TypeError, ValueError, KeyError, AttributeError):
         return None
 
@@ -171,7 +208,7 @@ def normal_checksum(info: FieldLineageInfo) -> str:
     found = _NORMAL.get(info.checksum)
     if found is None:
         found = normal_form(info).checksum
-        if len(_NORMAL) >= _MEMO_ENTRIES * 16:
+        if len(_NORMAL) >= _NORMAL_ENTRIES:
             _NORMAL.clear()
         _NORMAL[info.checksum] = found
     return found
@@ -187,21 +224,31 @@ def union(prior: FieldLineageInfo, event: Any, built: FieldLineageInfo | None = 
     the set `run_event_to_lineage` gave for ``event``, when it is in normal
     form (then it is the set the event's column lineage builds: not built or
     looked up again)."""
+    ev = _obj(event, "$")
+    return union_of(prior, lambda: ev, built)
+
+
+def union_of(prior: FieldLineageInfo, event: Callable[[], dict],
+             built: FieldLineageInfo | None = None) -> FieldLineageInfo | None:
+    """`union` of ``prior`` and the event ``event()`` gives (a dict), called
+    only when the union is not remembered (`run_event` gives such a function)."""
     if normal_checksum(prior) != prior.checksum:
         return None
-    ev = _obj(event, "$")
     mine_info = built if built is not None and normal_checksum(built) == built.checksum \
-        else _BUILT.get([ev.get("inputs"), ev.get("outputs")], lambda: _lineage_info(ev))
+        else _event_set(event())[0]
     if mine_info is None:  # no column lineage: what the prior set says, read back
-        return _union(prior, ev, None)
+        return _union(prior, event(), None)
     pair = (prior.checksum, mine_info.checksum)
-    found = _UNIONS.get(pair)
-    if found is None:
-        found = _union(prior, ev, mine_info)
-        if len(_UNIONS) >= _MEMO_ENTRIES:
-            _UNIONS.clear()
-        _UNIONS[pair] = found
-    return found
+    found = _UNIONS.find(pair)
+    if found is MISS:
+        merged = _union(prior, event(), mine_info)
+        _UNIONS.keep(pair, merged.checksum)
+        return merged
+    if found == mine_info.checksum:  # the usual COMPLETE: all its START said, and more
+        return mine_info
+    if found == prior.checksum:
+        return prior
+    return DeferredSet(found, lambda: _union(prior, event(), mine_info))
 
 
 def _union(prior: FieldLineageInfo, ev: dict, mine_info: FieldLineageInfo | None
@@ -211,14 +258,14 @@ def _union(prior: FieldLineageInfo, ev: dict, mine_info: FieldLineageInfo | None
     or writes are in its operations, so two events building one set merge
     alike (properties an event gives a dataset it names but does not use are
     in no set; the merge keeps those of the first event built, as before)."""
-    known = _SOURCES.get(prior.checksum)
-    if known is not None:  # built here: its lineage, copied where it is merged into
+    known = _SOURCES.find(prior.checksum)
+    if known is not MISS:  # built here: its lineage, copied where it is merged into
         lineage = {d: {n: dict(i) for n, i in per.items()} for d, per in known[0].items()}
         props = {ep: dict(p) for ep, p in known[1].items()}
     else:
         lineage, props = _info_lineage(prior)
-    built = _SOURCES.get(mine_info.checksum) if mine_info is not None else None
-    more, more_props = built if built is not None else _event_lineage(ev)
+    built = _SOURCES.find(mine_info.checksum) if mine_info is not None else MISS
+    more, more_props = built if built is not MISS else _event_lineage(ev)
     for dest, per_field in more.items():
         mine = lineage.setdefault(dest, {})
         for name, inputs in per_field.items():

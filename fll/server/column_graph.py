@@ -49,22 +49,26 @@ def unversioned(node_id: str) -> list[str]:
     return [node_id]
 
 
-def parse_node_id(store: LineageStore, node_id: str) -> tuple[EndPoint, str | None]:
+def parse_node_id(store: LineageStore, node_id: str, walk: tuple[int, int] | None = None
+                  ) -> tuple[EndPoint, str | None]:
     """``datasetField:<ns>:<dataset>:<field>`` or ``dataset:<ns>:<name>``, either
     perhaps with ``#<version>`` (`unversioned`).
 
     Every split at colons is tried and the one naming a known dataset wins.
+    ``walk``: the range of the upstream walk that follows, read with the names
+    where the store can (`ReadView.prefetch_names`).
     """
     candidates = unversioned(node_id or "")
     for candidate in candidates[:-1]:
         try:
-            return _parse_node_id(store, candidate)
+            return _parse_node_id(store, candidate, walk)
         except NotFound:
             continue
-    return _parse_node_id(store, candidates[-1])
+    return _parse_node_id(store, candidates[-1], walk)
 
 
-def _parse_node_id(store: LineageStore, node_id: str) -> tuple[EndPoint, str | None]:
+def _parse_node_id(store: LineageStore, node_id: str, walk: tuple[int, int] | None = None
+                   ) -> tuple[EndPoint, str | None]:
     kind, sep, rest = (node_id or "").partition(":")
     if not sep or kind not in ("dataset", "datasetField"):
         raise BadRequest(f"nodeId must look like datasetField:<namespace>:<dataset>:<field>, "
@@ -79,7 +83,7 @@ def _parse_node_id(store: LineageStore, node_id: str) -> tuple[EndPoint, str | N
     prefetch_names = getattr(store, "prefetch_names", None)
     if prefetch_names is not None:  # every name the id may mean, read at once
         asked = {(ep.namespace, ep.name) for ep, _ in candidates}
-        prefetch_names(asked, *ALL_TIME)
+        prefetch_names(asked, *ALL_TIME, **({"walk": walk} if walk else {}))
         # and their schemas (a dataset known only by one; a field of it)
         prefetch_schemas = getattr(store, "prefetch_schemas", None)
         if prefetch_schemas is not None:
@@ -152,7 +156,7 @@ def column_lineage(store: LineageStore, node_id: str, depth: int,
     if node_id.startswith("job:"):
         roots = job_outputs(store, node_id, start, end)
     else:
-        ep, field_name = parse_node_id(store, node_id)
+        ep, field_name = parse_node_id(store, node_id, (start, end) if depth else None)
         roots = ([EndPointField(ep, field_name)] if field_name is not None
                  else [EndPointField(ep, f) for f in sorted(
                      {f for e in Names(store).equivalents(ep)
@@ -185,9 +189,10 @@ def column_lineage(store: LineageStore, node_id: str, depth: int,
     for way, step in walks:
         seen = set(roots)
         frontier = list(roots)
-        for _ in range(depth):
+        for hop in range(1, depth + 1):
             read_hop(store, names, frontier, start, end,
-                     "incoming" if way == "up" else "outgoing", also_incoming=not show_indirect)
+                     "incoming" if way == "up" else "outgoing", also_incoming=not show_indirect,
+                     further=hop < depth)
             nxt = []
             for f in frontier:
                 for g in step(f):

@@ -30,6 +30,7 @@ from typing import Any, Callable
 from .. import openlineage as ol
 from .. import rowkeys as rk
 from ..errors import InvalidLineageError
+from ..opset import DeferredSet, FieldLineageInfo
 from ..store import runs as run_model
 from ..store.datasets import schema_body
 from ..store.lineage import LineageStore
@@ -107,10 +108,16 @@ class GuardedRuns:
         with self._lock:
             self._known.pop(run_id, None)
 
-    def merge(self, event: Any, info: Any, run_id: str, start_ms: int, program: str,
+    def _stored_set(self, checksum: str) -> FieldLineageInfo:
+        """The set the store holds under ``checksum``, read on first use."""
+        return DeferredSet(checksum, lambda: self.lineage.operation_set(checksum))
+
+    def merge(self, event: Callable[[], dict], info: Any, run_id: str, start_ms: int,
+              program: str,
               model: run_model.RunEvent | None, facts: list,
               keep_rest: Callable[[int], int]) -> tuple[dict, int, int]:
-        """Record the run's union with this event (the module doc): (the
+        """Record the run's union with this event (``event()``: its inputs and
+        outputs, for a union not remembered; the module doc): (the
         answer's body, its status, the run's stored start). ``model``'s rows
         and ``facts``' schemas are written with it; on a 200 (nothing new),
         ``keep_rest(start)`` writes them and returns the schemas kept."""
@@ -122,7 +129,8 @@ class GuardedRuns:
             else:
                 # an event whose set is not in normal form (an fllRun facet's own
                 # operations) cannot extend a run: the union is not built for it
-                merged = ol.union(self.lineage.operation_set(prior.checksum), event, info) \
+                # the stored set read only if the union is not remembered
+                merged = ol.union_of(self._stored_set(prior.checksum), event, info) \
                     if info.checksum == ol.normal_checksum(info) else None
                 if merged is None:
                     if not fresh:

@@ -22,7 +22,8 @@ from fastapi.concurrency import run_in_threadpool
 
 from .. import openlineage as ol
 from ..errors import BadRequest, InvalidLineageError
-from ..openlineage import check_shape, event_run_id, event_time_ms, run_event_to_lineage
+from ..openlineage import check_shape, event_run_id, event_time_ms, run_event
+from ..opset import DeferredSet, FieldLineageInfo
 from ..store import runs as run_model
 from ..store.lineage import LineageStore
 from . import shared
@@ -83,6 +84,10 @@ class OpenLineageIngest:
         self.writer = writer
         self.max_body = max_body
         self.max_fields = max_fields
+        # what events built is remembered within the store's cache budget
+        budget = getattr(lineage, "cache_budget", None)
+        if budget is not None:
+            ol.memo_budget(budget.ingest)
         # serialises the events of one run in this process (the union is read-merge-write)
         self.run_locks = [threading.Lock() for _ in range(64)]
         # on a backend without transactions, events are written several at once
@@ -106,10 +111,16 @@ class OpenLineageIngest:
             # next batch of this process's writes (fll.server.ingest), so the
             # workers' write lock is held for commits only, never for parsing.
             # A wide event (seconds of work) goes to a thread: reads go on beside it.
+            # the parsed event is let go before the write waits for its batch:
+            # what the write needs was taken from it (a turn of the garbage
+            # collector, `fll.server.collector`, would walk it otherwise)
             if fields > INLINE_FIELDS:
                 write = await run_in_threadpool(self.prepare, event)
+                del event
                 return await self.writer.alone(write)
-            return await self.writer.submit(self.prepare(event))
+            write = self.prepare(event)
+            del event
+            return await self.writer.submit(write)
         except BadRequest as e:
             # well-formed JSON that is not a valid RunEvent: the reason names the JSON path
             raise ApiError(422, f"invalid OpenLineage event: {e}") from None
@@ -124,8 +135,8 @@ class OpenLineageIngest:
             return self._static_event(event, kind)
         check_shape(event)
         facts = ol.dataset_facts(event, kind)
-        parsed = run_event_to_lineage(event) if _has_column_lineage(event) else None
-        if parsed is None:
+        parsed, again = run_event(event) if _has_column_lineage(event) else (None, None)
+        if parsed is None or again is None:
             run_id, at = event_run_id(event), event_time_ms(event)
             symlinks = any(f.symlinks for f in facts)
             model = run_model.event_facts(event, run_id, at)
@@ -162,9 +173,9 @@ class OpenLineageIngest:
                     run_model.record_event(self.lineage, model,
                                            self.lineage.claim_run_start(run_id, start_ms))
                 if self.runs is not None:  # no transactions: the rows join the calls
-                    return self._record_guarded(event, info, run_id, start_ms, program,
+                    return self._record_guarded(again, info, run_id, start_ms, program,
                                                 None if failing else model, facts)
-                body, status, start = self._record_run(event, info, run_id, start_ms, program)
+                body, status, start = self._record_run(again, info, run_id, start_ms, program)
                 if not failing:  # after its lineage (a FAIL elsewhere moves it then)
                     run_model.record_event(self.lineage, model, start)
                 # schemas go under the run's stored start, after its lineage (a resend
@@ -173,7 +184,7 @@ class OpenLineageIngest:
             return JSONResponse(body, status_code=status)
         return record
 
-    def _record_guarded(self, event: Any, info: Any, run_id: str, start_ms: int,
+    def _record_guarded(self, event: Callable[[], dict], info: Any, run_id: str, start_ms: int,
                         program: str, model: Any, facts: list) -> JSONResponse:
         """`_record_run` and the event's other rows on a backend without
         transactions (`fll.server.guarded_ingest`); ``model``: the run-model
@@ -210,8 +221,10 @@ class OpenLineageIngest:
             return contextlib.nullcontext()
         return self.dataset_locks.holding(datasets)
 
-    def _record_run(self, event: Any, info: Any, run_id: str, start_ms: int,
+    def _record_run(self, event: Callable[[], dict], info: Any, run_id: str, start_ms: int,
                     program: str) -> tuple[dict, int, int]:
+        """Record the run's set merged with what is stored (``event()``: the
+        event's inputs and outputs, for a merge not remembered)."""
         atomic = getattr(self.lineage.table, "atomic", None)
         if callable(atomic):
             # one transaction (joining the batch's, if one is open): nothing
@@ -220,8 +233,8 @@ class OpenLineageIngest:
                                                          program, True))
         return self._merge_run(event, info, run_id, start_ms, program, False)
 
-    def _merge_run(self, event: Any, info: Any, run_id: str, start_ms: int, program: str,
-                   in_txn: bool) -> tuple[dict, int, int]:
+    def _merge_run(self, event: Callable[[], dict], info: Any, run_id: str, start_ms: int,
+                   program: str, in_txn: bool) -> tuple[dict, int, int]:
         # a run's lineage is the union of its events (fll.openlineage): merge
         # with what is stored, and re-check after writing, since another server
         # may have merged another event of the run at the same moment (not in
@@ -236,7 +249,9 @@ class OpenLineageIngest:
             else:
                 # an event whose set is not in normal form (an fllRun facet's own
                 # operations) cannot extend a run: the union is not built for it
-                merged = ol.union(self.lineage.operation_set(prior.checksum), event, info) \
+                # the prior set by its checksum: read only if the union is not
+                # remembered (a START's set then stays unread as its COMPLETE merges)
+                merged = ol.union_of(self._stored_set(prior.checksum), event, info) \
                     if info.checksum == ol.normal_checksum(info) else None
                 if merged is None:
                     raise ApiError(409, f"run {run_id!r} is already recorded with other "
@@ -259,6 +274,10 @@ class OpenLineageIngest:
                 return (receipt(run_id, target.checksum, prior.start_ms, program or None,
                                  changed), 201 if changed else 200, prior.start_ms)
         raise ApiError(503, f"run {run_id!r} kept changing under concurrent events; retry")
+
+    def _stored_set(self, checksum: str) -> FieldLineageInfo:
+        """The set the store holds under ``checksum``, read on first use."""
+        return DeferredSet(checksum, lambda: self.lineage.operation_set(checksum))
 
     def _keep_facts(self, facts: list, run_id: str, start_ms: int) -> int:
         """Store the schemas and symlinks of the datasets an event names."""

@@ -28,11 +28,15 @@ class CacheBudget(NamedTuple):
     sets: int  # decoded operation sets and their expanded answers (`LineageStore`)
     shapes: int  # shapes' operations and summaries as stored (`LineageStore`)
     merges: int  # answers merged over lists of sets (`fll.store.reads.SetMerges`)
+    # what OpenLineage events' JSON built: checksums, and the lineage of sets
+    # built lately (`fll.openlineage.ingest.memo_budget`)
+    ingest: int
 
     @classmethod
     def of_mb(cls, mb: float) -> "CacheBudget":
         total = int(mb * 2**20)
-        return cls(sets=total * 70 // 100, shapes=total * 10 // 100, merges=total * 20 // 100)
+        return cls(sets=total * 67 // 100, shapes=total * 10 // 100, merges=total * 19 // 100,
+                   ingest=total * 4 // 100)
 
 
 class SizedLRU(Generic[V]):

@@ -3,14 +3,25 @@ the round trips of one store read (`Levels.read_level`), however many
 datasets the hop touches."""
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple
+from typing import Callable, Collection, Iterable, NamedTuple, Sequence
 
 import msgpack
 
 from .. import rowkeys as rk
+from ..summaries import Summaries
 from .base import Span
+from .datarows import SHAPED, _Cached, shape_ref
 from .layout import _decode_key, _target
 from .reader import Reader
+
+
+#: datasets a level reads ahead at most: about as many scanners as one
+#: pipelined burst holds on HBase (`fll.store.hbase_pipe.MAX_BURST`)
+AHEAD_MAX = 100
+
+
+#: what a level read reads of each dataset: a direction and a range ``[start, end)``
+View = tuple[str, int, int]
 
 
 class Level(NamedTuple):
@@ -36,7 +47,7 @@ class Levels(Reader):
         first); a second read confirms any aliases found.
         A dataset that turns out to be an alias is answered under its own
         name here; the walk reads its target as it reads any other dataset."""
-        return self._read_level(list(dict.fromkeys(datasets)), start, end, (direction,))[0]
+        return self._read_level(list(dict.fromkeys(datasets)), ((direction, start, end),))[0]
 
     def read_level_both(self, datasets: Iterable[tuple[str, str]], start: int, end: int
                         ) -> tuple["Level", dict[tuple[str, str], list[str]]]:
@@ -44,21 +55,38 @@ class Levels(Reader):
         datasets (as `checksums` answers them), in the round trips of one: what
         a question naming a dataset first asks of it (its fields are those of
         both directions)."""
-        return self._read_level(list(dict.fromkeys(datasets)), start, end,
-                                ("incoming", "outgoing"))
+        level, (outgoing,) = self.read_level_views(
+            datasets, (("incoming", start, end), ("outgoing", start, end)))
+        return level, outgoing
 
-    def _read_level(self, ds: list[tuple[str, str]], start: int, end: int,
-                    directions: tuple[str, ...]
-                    ) -> tuple["Level", dict[tuple[str, str], list[str]]]:
+    def read_level_views(self, datasets: Iterable[tuple[str, str]], views: Sequence[View]
+                         ) -> tuple["Level", list[dict[tuple[str, str], list[str]]]]:
+        """`read_level` of the first view (a direction and a range), and the
+        sets of the same datasets in each other view (as `checksums` answers
+        them), in the round trips of one: what a question naming a dataset
+        first asks of it (its fields are those of both directions over all
+        time; its walk, the sets of the walk's range)."""
+        level, others, _ = self._read_level(list(dict.fromkeys(datasets)), views)
+        return level, others
+
+    def _read_level(self, ds: list[tuple[str, str]], views: Sequence[View],
+                    also: Sequence[bytes] = ()
+                    ) -> tuple["Level", list[dict[tuple[str, str], list[str]]],
+                               dict[bytes, dict[str, bytes]]]:
+        """The level read of ``ds`` in each view (the first's sets in the
+        `Level`, the others' apart), and the rows of the keys ``also``, read
+        in the same call (`Table.read_span_groups`)."""
         if not ds:
-            return Level({}, {}, {}), {}
+            return (Level({}, {}, {}), [{} for _ in views[1:]],
+                    self.table.get_many(list(also)) if also else {})
         alias_keys = [rk.alias(ns, n) for ns, n in ds]
         heads = sorted(rk.dataset_prefix(rk.ALIASED_BY, ns, n) for ns, n in ds)
         plans = [self._index_plan(ns, n, start, end, direction, top_span=True)
-                 for direction in directions for ns, n in ds]
-        reads = self.table.read_span_groups(
+                 for direction, start, end in views for ns, n in ds]
+        *reads, extra = self.table.read_span_groups(
             [([Span(k, k + b"\x00", (k,)) for k in alias_keys], (), ()),
-             ([Span(heads[0], rk.prefix_end(heads[-1]))], (), ())] + [p.group for p in plans])
+             ([Span(heads[0], rk.prefix_end(heads[-1]))], (), ())] + [p.group for p in plans]
+            + [([Span(k, k + b"\x00", (k,)) for k in also], (), ())])
         resolved = {}
         for d, key in zip(ds, alias_keys, strict=True):
             row = reads[0].rows.get(key)
@@ -78,6 +106,70 @@ class Levels(Reader):
         for d, found in candidates.items():
             want = msgpack.packb(list(d), use_bin_type=True)
             named[d] = sorted(a for a in found if rows.get(rk.alias(*a), {}).get("t") == want)
-        sets = dict(zip(ds, answers[:len(ds)], strict=True))
-        other = dict(zip(ds, answers[len(ds):], strict=True)) if len(directions) > 1 else {}
-        return Level(resolved, named, sets), other
+        per_view = [dict(zip(ds, answers[i:i + len(ds)], strict=True))
+                    for i in range(0, len(answers), len(ds))]
+        return Level(resolved, named, per_view[0]), per_view[1:], extra.rows
+
+    def summaries_reading_ahead(
+            self, checksums: Iterable[str], start: int, end: int, direction: str,
+            known: Callable[[tuple[str, str]], bool], leads: Collection[str] | None = None
+    ) -> tuple[dict[str, Summaries], list[tuple[str, str]], "Level"]:
+        """`summaries` of one level's sets, and `read_level` of the datasets
+        the next level may reach: those the sets read (incoming) or write
+        (outgoing), ``known`` ones left out. The next level is read only in a
+        call the sets need anyway, the shapes of those not cached (with them,
+        in one `Table.read_span_groups`: a walk's level then costs its sets,
+        and their shapes with the next level's index rows); with every shape
+        cached, nothing is read ahead (the second answer is empty).
+        ``leads``: the sets whose datasets are read ahead (default: all)."""
+        wanted = list(dict.fromkeys(checksums))
+        found: dict[str, _Cached] = dict(self._cache.get_many(wanted))  # type: ignore[arg-type]
+        missing = [c for c in wanted if c not in found]
+        rows = self.table.get_many([rk.data(c) for c in missing]) if missing else {}
+        shapes, unread = self._cached_shapes(rows.values())
+        ahead: list[tuple[str, str]] = []
+        level = Level({}, {}, {})
+        if unread:
+            # the sets whole in their rows first: what they lead to is known
+            for c in missing:
+                row = rows.get(rk.data(c))
+                if row is not None and SHAPED not in row:
+                    found[c] = cached = self._decode(c, row, shapes)
+                    self._remember(c, cached)
+            leading = wanted if leads is None else [c for c in wanted if c in leads]
+            ahead = self._next_datasets(
+                [found[c] for c in leading if c in found],
+                [r for c in leading for r in [rows.get(rk.data(c))] if r and SHAPED in r],
+                direction, known)
+            level, _, got = self._read_level(ahead, ((direction, start, end),),
+                                             sorted(rk.shape(c) for c in unread))
+            self._keep_shapes(unread, got, shapes)
+        for c in missing:
+            if c not in found:
+                cached = self._decode(c, rows.get(rk.data(c)), shapes)
+                self._remember(c, cached)
+                found[c] = cached
+        return {c: found[c].summaries for c in wanted}, ahead, level
+
+    def _next_datasets(self, cached: Iterable[_Cached], shaped: Iterable[dict[str, bytes]],
+                       direction: str, known: Callable[[tuple[str, str]], bool]
+                       ) -> list[tuple[str, str]]:
+        """The datasets sets may lead a walk to, in ``direction``: their
+        sources (incoming) or destinations (outgoing); of a set whose shape
+        is not read yet (its ``d|`` row in ``shaped``) every endpoint it
+        names. At most `AHEAD_MAX`, else none (a level read past a burst
+        costs more round trips)."""
+        out: dict[tuple[str, str], None] = {}
+        for c in cached:
+            s = c.summaries
+            for f in (s.source_fields if direction == "incoming" else s.destination_fields):
+                out[(f.endpoint.namespace, f.endpoint.name)] = None
+        for row in shaped:
+            try:
+                eps = shape_ref(row)[1]
+            except ValueError:
+                continue  # decoding it says what is wrong
+            for e in eps:
+                out[(e["namespace"], e["name"])] = None
+        ahead = [d for d in out if not known(d)]
+        return ahead if len(ahead) <= AHEAD_MAX else []

@@ -81,6 +81,16 @@ class Reader(StoreState):
         """The shapes these ``d|`` rows name: the cache first, the rest in one
         multi-get (an absent or corrupt shape is left out: each set naming it
         is then a store error)."""
+        out, wanted = self._cached_shapes(rows)
+        if wanted:
+            self._keep_shapes(wanted, self.table.get_many(sorted(rk.shape(c) for c in wanted)),
+                              out)
+        return out
+
+    def _cached_shapes(self, rows: Iterable[dict[str, bytes]]
+                       ) -> tuple[dict[str, tuple[bytes, bytes]], set[str]]:
+        """The shapes these ``d|`` rows name that are cached, and the checksums
+        of those that are not (`_keep_shapes` takes them once read)."""
         out: dict[str, tuple[bytes, bytes]] = {}
         wanted = set()
         for row in rows:
@@ -92,9 +102,11 @@ class Reader(StoreState):
                     out[c] = hit
                 else:
                     wanted.add(c)
-        if not wanted:
-            return out
-        found = self.table.get_many(sorted(rk.shape(c) for c in wanted))
+        return out, wanted
+
+    def _keep_shapes(self, wanted: Iterable[str], found: dict[bytes, dict[str, bytes]],
+                     out: dict[str, tuple[bytes, bytes]]) -> None:
+        """The ``wanted`` shapes among the rows ``found``, into ``out`` and the cache."""
         for c in wanted:
             shape_row = found.get(rk.shape(c))
             if shape_row is None:
@@ -104,7 +116,6 @@ class Reader(StoreState):
             except ValueError:
                 continue
             self._shapes.put(c, parts)
-        return out
 
     def _remember(self, checksum: str, cached: _Cached) -> None:
         self._cache.put(checksum, cached)

@@ -122,6 +122,8 @@ class ReadView:
         self.store = store
         self.merges = merges
         self._memo: dict[tuple, Any] = {}
+        # datasets read ahead whose sets are not loaded yet, with the range
+        self._unloaded: set[tuple[tuple[str, str], int, int, str]] = set()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
@@ -158,51 +160,103 @@ class ReadView:
         return None if found is None else dict(found)
 
     def prefetch(self, endpoints: Iterable[EndPoint], start: int, end: int,
-                 direction: str = "incoming") -> None:
+                 direction: str = "incoming", *, ahead: bool = False) -> None:
         """Read what a walk asks of every dataset of one hop at once: their
         names (`resolve_dataset`, `aliases`) and their operation sets in the
         range (`checksums`) in one store read (`LineageStore.read_level`), then
         the sets not cached in one multi-get. The answers are remembered for
         the request as if each had been asked alone; a dataset already read
-        is not read again. A store without `read_level` is asked as before."""
+        is not read again. A store without `read_level` is asked as before.
+
+        With ``ahead`` (the walk goes on past these datasets), the datasets
+        the sets lead to are read with the sets' shapes when those must be
+        read (`LineageStore.summaries_reading_ahead`): the next hop then reads
+        only their sets."""
         read_level = getattr(self.store, "read_level", None)
         if read_level is None:
             return
-        todo = [d for d in dict.fromkeys((e.namespace, e.name) for e in endpoints)
-                if ("c", d[0], d[1], start, end, direction) not in self._memo]
-        if not todo:
+        asked = list(dict.fromkeys((e.namespace, e.name) for e in endpoints))
+        todo = [d for d in asked if ("c", d[0], d[1], start, end, direction) not in self._memo]
+        if todo:
+            self._remember_level(todo, read_level(todo, start, end, direction), start, end,
+                                 direction)
+        early = [d for d in asked if (d, start, end, direction) in self._unloaded]
+        self._unloaded.difference_update((d, start, end, direction) for d in early)
+        load = todo + early
+        if not load:
             return
-        level = read_level(todo, start, end, direction)
-        for d in todo:
+        sets = {c for d in load for c in self._memo[("c", d[0], d[1], start, end, direction)]}
+        reading = getattr(self.store, "summaries_reading_ahead", None)
+        if reading is None or not ahead:
+            self.summaries(sets)
+            return
+        _, more, level = reading(sets, start, end, direction, lambda d: (
+            "c", d[0], d[1], start, end, direction) in self._memo)
+        if more:
+            self._remember_level(more, level, start, end, direction)
+            self._unloaded.update((d, start, end, direction) for d in more)
+
+    def _remember_level(self, datasets: list[tuple[str, str]], level: Any, start: int,
+                        end: int, direction: str) -> None:
+        """A `LineageStore.read_level` answer, as if each dataset had been asked alone."""
+        for d in datasets:
             ns, name = d
             self._memo.setdefault(("r", ns, name), level.resolved[d])
             self._memo.setdefault(("a", ns, name), tuple(level.aliases[d]))
             self._memo[("c", ns, name, start, end, direction)] = tuple(level.checksums[d])
-        self.summaries({c for d in todo for c in level.checksums[d]})
 
-    def prefetch_names(self, datasets: Iterable[tuple[str, str]], start: int, end: int
-                       ) -> None:
+    def prefetch_names(self, datasets: Iterable[tuple[str, str]], start: int, end: int,
+                       walk: tuple[int, int] | None = None) -> None:
         """What a question naming a dataset asks of each name it may mean, in
         one store read (`LineageStore.read_level_both`): the dataset it stands
         for, its aliases, its operation sets both ways in the range (its
         fields), and so whether a run ever touched it (sets found: yes), then
-        the sets not cached in one multi-get; remembered for the request."""
+        the sets not cached in one multi-get; remembered for the request.
+
+        ``walk``: the range of the upstream walk the question goes on to (its
+        incoming sets over that range are read in the same store read,
+        `LineageStore.read_level_views`, and what they lead to with the sets'
+        shapes, as `prefetch` reads ahead)."""
         read_both = getattr(self.store, "read_level_both", None)
         todo = [d for d in dict.fromkeys(datasets)
                 if ("c", d[0], d[1], start, end, "incoming") not in self._memo
                 or ("c", d[0], d[1], start, end, "outgoing") not in self._memo]
         if read_both is None or not todo:
             return
-        level, outgoing = read_both(todo, start, end)
+        views = getattr(self.store, "read_level_views", None)
+        reading = getattr(self.store, "summaries_reading_ahead", None)
+        if walk is None or views is None or reading is None:
+            walk = None
+            level, outgoing = read_both(todo, start, end)
+        else:
+            wanted = [("incoming", start, end), ("outgoing", start, end)]
+            if walk != (start, end):
+                wanted.append(("incoming", *walk))
+            level, others = views(todo, wanted)
+            outgoing = others[0]
+            walk_sets = others[1] if len(others) > 1 else level.checksums
         for d in todo:
             ns, name = d
             self._memo.setdefault(("r", ns, name), level.resolved[d])
             self._memo.setdefault(("a", ns, name), tuple(level.aliases[d]))
             self._memo[("c", ns, name, start, end, "incoming")] = tuple(level.checksums[d])
             self._memo[("c", ns, name, start, end, "outgoing")] = tuple(outgoing[d])
+            if walk is not None:
+                self._memo[("c", ns, name, walk[0], walk[1], "incoming")] = \
+                    tuple(walk_sets[d])
             if level.checksums[d] or outgoing[d]:  # a run in the range: it exists
                 self._memo.setdefault(("e", ns, name), True)
-        self.summaries({c for d in todo for c in (*level.checksums[d], *outgoing[d])})
+        sets = {c for d in todo for c in (*level.checksums[d], *outgoing[d])}
+        if walk is None or reading is None:
+            self.summaries(sets)
+        else:
+            ws, we = walk
+            leads = {c for d in todo for c in walk_sets[d]}
+            _, more, ahead = reading(sets | leads, ws, we, "incoming", lambda d: (
+                "c", d[0], d[1], ws, we, "incoming") in self._memo, leads)
+            if more:
+                self._remember_level(more, ahead, ws, we, "incoming")
+                self._unloaded.update((d, ws, we, "incoming") for d in more)
         # the others may still have runs outside the range: asked all at once
         unsure = [EndPoint(*d) for d in todo if ("e", *d) not in self._memo]
         many = getattr(self.store, "exists_many", None)

@@ -163,8 +163,8 @@ class Writer(IndexCells):
         # transaction rolls this write back (then nothing stored names it)
         with self._lock:
             for p in items.values():
-                if len(p.info.canonical_bytes()) > _WRITTEN_BYTES:
-                    continue  # a wide set: decoded again if asked, never held here
+                if not p.info.built or len(p.info.canonical_bytes()) > _WRITTEN_BYTES:
+                    continue  # a wide set (decoded again if asked), or one not built here
                 self._written[p.info.checksum] = p.info
                 self._written.move_to_end(p.info.checksum)
             while len(self._written) > _WRITTEN_KEPT:

@@ -210,7 +210,7 @@ def bench_ingest(directory: str, n: int, rounds: int) -> dict[str, float]:
 
     def forget() -> None:
         for memo in (ol._BUILT, ol._ORIGINAL):
-            memo._data.clear()
+            memo.clear()
         ol._NORMAL.clear()
 
     def timed(name: str, r: int, fn) -> list:

@@ -97,6 +97,7 @@ TARGET_RESTART_S = 1.0
 TARGET_CLI_S = 1.5
 TARGET_INGEST_EPS = 800
 REQUEST_TIMEOUT = 120.0
+PROGRESS_S = 30.0  # seconds between two progress lines of the ingest
 
 _RUN_MARK = b"@@RUN-ID@@"
 _TIME_MARK = b"@@EVENT-TIME@@"
@@ -513,7 +514,20 @@ async def ingest(wh: Warehouse, port: int, connections: int, errors: list[str]
                         errors.append(f"ingest {run[4]} {kind}: {status} {data[:300]!r}")
         finally:
             conn.close()
-    await asyncio.gather(*[worker() for _ in range(connections)])
+    async def progress() -> None:
+        """A line on stderr every `PROGRESS_S` seconds: a full ingest takes minutes."""
+        total, began = 2 * len(wh.runs), time.monotonic()
+        while True:
+            await asyncio.sleep(PROGRESS_S)
+            took = time.monotonic() - began
+            print(f"  ingesting: {sent[0]:,} of {total:,} events in {took:.0f} s "
+                  f"({sent[0] / took:.0f}/s)", file=sys.stderr, flush=True)
+
+    shown = asyncio.ensure_future(progress())
+    try:
+        await asyncio.gather(*[worker() for _ in range(connections)])
+    finally:
+        shown.cancel()
     return sent[0], sent[1]
 
 

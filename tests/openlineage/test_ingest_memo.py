@@ -9,6 +9,8 @@ import orjson
 
 from fll import openlineage as ol
 from fll.openlineage import facets, ingest
+from fll.openlineage.memo import MEMO_MAX_KEY
+from fll.opset import DeferredSet
 
 
 def _event(run_id: str, state: str, columns: int, inputs_per_column: int = 2,
@@ -29,7 +31,7 @@ def _event(run_id: str, state: str, columns: int, inputs_per_column: int = 2,
 
 def _forget() -> None:
     for memo in (ingest._BUILT, ingest._ORIGINAL):
-        memo._data.clear()
+        memo.clear()
     ingest._UNIONS.clear()
     facets._NORMAL.clear()
     facets._SOURCES.clear()
@@ -42,16 +44,20 @@ def _lineage_bytes(event: dict) -> int:
 def test_a_wide_event_under_the_limit_is_built_once_and_a_wider_one_each_time():
     _forget()
     wide = _event("r1", "COMPLETE", 400)
-    assert 64 * 1024 < _lineage_bytes(wide) <= ingest._MEMO_MAX_KEY
+    assert 64 * 1024 < _lineage_bytes(wide) <= MEMO_MAX_KEY
     first = ol.run_event_to_lineage(wide)[0]
     again = ol.run_event_to_lineage(copy.deepcopy(wide))[0]
-    assert again is first  # remembered, though 64 KB was the old limit
+    # remembered, though 64 KB was the old limit: known by its checksum, not built
+    assert isinstance(again, DeferredSet) and not again.built
+    assert again.checksum == first.checksum and again.destinations == first.destinations
+    assert not again.built
 
     wider = _event("r2", "COMPLETE", 1500)
-    assert _lineage_bytes(wider) > ingest._MEMO_MAX_KEY
+    assert _lineage_bytes(wider) > MEMO_MAX_KEY
     one = ol.run_event_to_lineage(wider)[0]
     two = ol.run_event_to_lineage(copy.deepcopy(wider))[0]
-    assert one is not two and one.checksum == two.checksum  # built each time, alike
+    assert one.built and two.built and one is not two  # built each time, alike
+    assert one.checksum == two.checksum
 
 
 def test_the_union_remembered_is_the_union_built_afresh():
@@ -64,7 +70,8 @@ def test_the_union_remembered_is_the_union_built_afresh():
     prior = ol.run_event_to_lineage(start)[0]
     merged = ol.union(prior, complete)
     assert merged is not None
-    assert ol.union(prior, copy.deepcopy(complete)) is merged  # remembered per pair of sets
+    again = ol.union(prior, copy.deepcopy(complete))  # remembered per pair of sets
+    assert again is not None and again.checksum == merged.checksum and not again.built
 
     # the same events in a process that built nothing yet: the same set
     _forget()
@@ -81,7 +88,7 @@ def test_the_union_remembered_is_the_union_built_afresh():
     # without building or looking the event's lineage up again
     _forget()
     built = ol.run_event_to_lineage(complete)[0]
-    ingest._BUILT._data.clear()
+    ingest._BUILT.clear()
     given = ol.union(ol.run_event_to_lineage(start)[0], complete, built)
     assert given is not None and given.checksum == merged.checksum
     assert len(ingest._BUILT._data) == 1  # the START's only: the COMPLETE was not built again

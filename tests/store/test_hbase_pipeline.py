@@ -230,6 +230,39 @@ def test_a_level_of_40_datasets_costs_at_most_3_round_trips(proxied):
         assert sum(1 for c in got.checksums.values() if c) >= 30
 
 
+def test_a_first_pass_level_of_a_deep_question_costs_3_round_trips(proxied):
+    """A walk's level not cached costs the multi-get of its sets, then their
+    shapes read with the next level's index rows: a burst opening the next
+    level's scanners with one ``getRows`` of the shapes and keyed rows, and
+    one reading and closing them. So 3 round trips a level, however long the
+    chain (4 when the shapes were a call of their own); warm, the index read
+    alone (2)."""
+    from fll.server.column_graph import column_lineage
+    from fll.store.reads import ReadView, SetMerges
+
+    proxy, make = proxied
+    store = LineageStore(make("deep", pool=1))
+    eps = [EndPoint("c", f"d{i:02d}") for i in range(13)]
+    # every set its own shape (its operations' names differ): none is cached
+    store.record_many([(chain(eps[i], eps[i + 1], ["a", "b"], prefix=f"v{i}"), f"r{i}",
+                        T0 + i * HOUR, None) for i in range(12)])
+    costs = {}
+    for hops in (6, 12):
+        for warm in (False, True):
+            if not warm:
+                store.clear_caches()
+            before = proxy.turns
+            got = column_lineage(ReadView(store, SetMerges()),
+                                 f"datasetField:c:d{hops:02d}:a", 25, False, 0, T0 + 99 * HOUR)
+            costs[hops, warm] = proxy.turns - before
+            assert {n["id"] for n in got["graph"]} == \
+                {f"datasetField:c:d{i:02d}:a" for i in range(hops + 1)}
+    print(costs)
+    assert costs[12, False] - costs[6, False] <= 3 * 6, costs
+    assert costs[12, True] - costs[6, True] <= 2 * 6, costs
+    assert costs[12, False] <= 3 * 12 + 4, costs  # the node id's schemas, every node's
+
+
 @pytest.mark.parametrize("wire", WIRE, ids=lambda w: "-".join(w))
 def test_the_double_answers_pipelined_calls_in_order(hbase_servers, wire):
     """Raw calls written together on one connection get the answers the same
