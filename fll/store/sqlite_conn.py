@@ -277,6 +277,12 @@ class SQLiteConnections:
                 self._local.txn = False
         return self._retry(body, write=True)
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether this thread is inside `atomic` (its reads see the state its
+        writes will commit on)."""
+        return bool(getattr(self._local, "txn", False))
+
     @contextmanager
     def snapshot(self: _S) -> Iterator[_S]:
         """Every read this thread makes inside sees one state of the store: one
