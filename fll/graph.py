@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import threading
 from collections import defaultdict
+from itertools import chain
 from typing import Iterable
 
 from .errors import InvalidLineageError
@@ -573,7 +574,7 @@ class LineageGroups:
         self.nodes: list[tuple[list[int], list[int]]] = []
         for old in order:
             leaves, refs = nodes[old]
-            self.nodes.append(([x for f, s in leaves.items() for x in (f, s)],
+            self.nodes.append((list(chain.from_iterable(leaves.items())),
                                [x for t, s in refs for x in (keep[t], s)]))
         self.roots = {d: keep.get(r, -1) for d, r in roots.items()}
         self.read = sorted({field_id(op.source.namespace, op.source.name, f)
