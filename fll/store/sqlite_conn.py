@@ -68,6 +68,7 @@ class SQLiteConnections:
         self.autocheckpoint = 1000
         self._wide: tuple[bytes, ...] = ()
         self._packed_wide = True
+        self._stray_cells = True  # cells under no declared prefix (`declare_wide`)
         self._temp_wide = False
         self._open_layout()
         self._identity = self._file_identity()
