@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import threading
 from collections import defaultdict
+from itertools import chain
 from typing import Iterable
 
 from .errors import InvalidLineageError
@@ -278,17 +279,18 @@ class OperationGraph:
                         d, x = reach(consumer)
                         dest, drop = dest or d, drop or x
                 to_dest[op.name], to_drop[op.name] = dest, drop
-        found: dict[EndPointField, list[bool]] = {}
+        # by (namespace, name, field): the fields returned are the only ones built
+        found: dict[tuple[str, str, str], list[bool]] = {}
         for op in self.operations:
             if isinstance(op, ReadOperation):
+                ns, name = op.source.namespace, op.source.name
                 for f in op.outputs:
-                    seen = found.setdefault(EndPointField(EndPoint(op.source.namespace,
-                                                                   op.source.name), f),
-                                            [False, False])
+                    seen = found.setdefault((ns, name, f), [False, False])
                     for consumer in self.consumers.get((op.name, f), ()):
                         d, x = reach(consumer)
                         seen[0], seen[1] = seen[0] or d, seen[1] or x
-        return [f for f, (d, x) in found.items() if x and not d]
+        return [EndPointField(EndPoint(ns, name), f) for (ns, name, f), (d, x) in found.items()
+                if x and not d]
 
     # -- per-field operation subgraphs --------------------------------------
     def incoming_operations(self, efield: EndPointField) -> list[Operation]:
@@ -488,16 +490,22 @@ class LineageGroups:
     def __init__(self, graph: "OperationGraph"):
         self.states = TagStates()
         self.fields: list[EndPointField] = []
-        self._field_ids: dict[EndPointField, int] = {}
+        # fields by (namespace, name, field): an EndPointField (and its
+        # EndPoint) is built once per field, not once per input that reads it
+        field_ids: dict[tuple[str, str, str], int] = {}
+        endpoints: dict[tuple[str, str], EndPoint] = {}
         nodes: list[tuple[dict[int, int], dict[tuple[int, int], None]]] = []
         interned: dict[tuple, int] = {}
         st = self.states
 
-        def field_id(ef: EndPointField) -> int:
-            found = self._field_ids.get(ef)
+        def field_id(ns: str, name: str, field: str) -> int:
+            found = field_ids.get((ns, name, field))
             if found is None:
-                found = self._field_ids[ef] = len(self.fields)
-                self.fields.append(ef)
+                ep = endpoints.get((ns, name))
+                if ep is None:
+                    ep = endpoints[(ns, name)] = EndPoint(ns, name)
+                found = field_ids[(ns, name, field)] = len(self.fields)
+                self.fields.append(EndPointField(ep, field))
             return found
 
         def node(leaves: dict[int, int], refs: dict[tuple[int, int], None]) -> int:
@@ -528,8 +536,7 @@ class LineageGroups:
         def member(origin: Operation, name: str, step: int,
                    leaves: dict[int, int], refs: dict[tuple[int, int], None]) -> None:
             if isinstance(origin, ReadOperation):
-                f = field_id(EndPointField(EndPoint(origin.source.namespace, origin.source.name),
-                                           name))
+                f = field_id(origin.source.namespace, origin.source.name, name)
                 leaves[f] = st.union(leaves.get(f, -1), st.compose(st.UNTAGGED, step))
             else:
                 target = group_of.get(origin.name, -1)
@@ -547,9 +554,9 @@ class LineageGroups:
                            st.step(op.transformations.get(inp, ())), leaves, refs)
                 group_of[op.name] = node(leaves, refs)
             elif isinstance(op, WriteOperation):
-                dest = EndPoint(op.destination.namespace, op.destination.name)
+                dest = op.destination
                 for inp in op.inputs:
-                    d = field_id(EndPointField(dest, inp.name))
+                    d = field_id(dest.namespace, dest.name, inp.name)
                     leaves, refs = into.setdefault(d, ({}, {}))
                     member(graph.by_name[inp.origin], inp.name, st.NEUTRAL, leaves, refs)
         roots = {d: node(leaves, refs) for d, (leaves, refs) in into.items()}
@@ -567,11 +574,11 @@ class LineageGroups:
         self.nodes: list[tuple[list[int], list[int]]] = []
         for old in order:
             leaves, refs = nodes[old]
-            self.nodes.append(([x for f, s in leaves.items() for x in (f, s)],
+            self.nodes.append((list(chain.from_iterable(leaves.items())),
                                [x for t, s in refs for x in (keep[t], s)]))
         self.roots = {d: keep.get(r, -1) for d, r in roots.items()}
-        self.read = sorted({field_id(EndPointField(EndPoint(op.source.namespace, op.source.name),
-                                                   f))
+        self.read = sorted({field_id(op.source.namespace, op.source.name, f)
                             for op in graph.operations if isinstance(op, ReadOperation)
                             for f in op.outputs})
-        self.dropped = sorted(field_id(ef) for ef in graph.dropped_fields())
+        self.dropped = sorted(field_id(ef.endpoint.namespace, ef.endpoint.name, ef.field)
+                              for ef in graph.dropped_fields())

@@ -229,35 +229,56 @@ class OpenLineageIngest:
         if callable(atomic):
             # one transaction (joining the batch's, if one is open): nothing
             # else writes the run between its read and its write
-            return atomic(lambda _table: self._merge_run(event, info, run_id, start_ms,
-                                                         program, True))
-        return self._merge_run(event, info, run_id, start_ms, program, False)
+            return atomic(lambda _table: self._merge_in_txn(event, info, run_id, start_ms,
+                                                            program))
+        return self._merge_run(event, info, run_id, start_ms, program)
+
+    def _merge_in_txn(self, event: Callable[[], dict], info: Any, run_id: str, start_ms: int,
+                      program: str) -> tuple[dict, int, int]:
+        """`_merge_run` in a transaction: nobody writes the run between its read
+        and its write, so it is read once (its run, run-model and data rows in
+        one multi-get, handed to the write) and written once."""
+        rows = self.lineage.run_rows(run_id, info.checksum)
+        prior = self.lineage.run(run_id, rows=rows)
+        target = self._target(event, info, run_id, prior)
+        if prior is not None and prior.checksum == target.checksum:
+            return (receipt(run_id, target.checksum, prior.start_ms, prior.program, False),
+                    200, prior.start_ms)
+        starts: dict[str, int] = {}
+        changed = self.lineage.record(target, run_id, start_ms, program,
+                                      supersede=prior is not None, known=rows, starts=starts)
+        # the start stored first stays (claimed before, or by the superseded set);
+        # the set and program are the ones just written
+        start = starts.get(run_id, prior.start_ms if prior is not None else start_ms)
+        return (receipt(run_id, target.checksum, start, program or None, changed),
+                201 if changed else 200, start)
+
+    def _target(self, event: Callable[[], dict], info: Any, run_id: str, prior: Any) -> Any:
+        """The set a run gets from this event: its own, or the union with the
+        set stored (409 when OpenLineage events cannot extend that)."""
+        if prior is None or prior.checksum == info.checksum:
+            return info
+        # an event whose set is not in normal form (an fllRun facet's own
+        # operations) cannot extend a run: the union is not built for it
+        # the prior set by its checksum: read only if the union is not
+        # remembered (a START's set then stays unread as its COMPLETE merges)
+        merged = ol.union_of(self._stored_set(prior.checksum), event, info) \
+            if info.checksum == ol.normal_checksum(info) else None
+        if merged is None:
+            raise ApiError(409, f"run {run_id!r} is already recorded with other "
+                                f"operations (operation set {prior.checksum}) that "
+                                f"OpenLineage events cannot extend; nothing was changed")
+        return merged
 
     def _merge_run(self, event: Callable[[], dict], info: Any, run_id: str, start_ms: int,
-                   program: str, in_txn: bool) -> tuple[dict, int, int]:
+                   program: str) -> tuple[dict, int, int]:
         # a run's lineage is the union of its events (fll.openlineage): merge
         # with what is stored, and re-check after writing, since another server
-        # may have merged another event of the run at the same moment (not in
-        # a transaction: there a superseded run's row is what was just written)
+        # may have merged another event of the run at the same moment
         changed = False
         for _ in range(8):
             prior = self.lineage.run(run_id)
-            if prior is None:
-                target = info
-            elif prior.checksum == info.checksum:
-                target = info
-            else:
-                # an event whose set is not in normal form (an fllRun facet's own
-                # operations) cannot extend a run: the union is not built for it
-                # the prior set by its checksum: read only if the union is not
-                # remembered (a START's set then stays unread as its COMPLETE merges)
-                merged = ol.union_of(self._stored_set(prior.checksum), event, info) \
-                    if info.checksum == ol.normal_checksum(info) else None
-                if merged is None:
-                    raise ApiError(409, f"run {run_id!r} is already recorded with other "
-                                        f"operations (operation set {prior.checksum}) that "
-                                        f"OpenLineage events cannot extend; nothing was changed")
-                target = merged
+            target = self._target(event, info, run_id, prior)
             if prior is not None and prior.checksum == target.checksum:
                 return (receipt(run_id, target.checksum, prior.start_ms, prior.program,
                                  changed), 201 if changed else 200, prior.start_ms)
@@ -269,10 +290,6 @@ class OpenLineageIngest:
                     raise
                 # another writer recorded the run first: merge with that instead
                 continue
-            if in_txn and prior is not None:
-                # superseded: its start stays, its set and program are the ones given
-                return (receipt(run_id, target.checksum, prior.start_ms, program or None,
-                                 changed), 201 if changed else 200, prior.start_ms)
         raise ApiError(503, f"run {run_id!r} kept changing under concurrent events; retry")
 
     def _stored_set(self, checksum: str) -> FieldLineageInfo:

@@ -443,9 +443,12 @@ class Reader(StoreState):
         ordered = sorted(seen.values(), key=lambda r: (-r.start_ms, r.run_id))
         return ordered[:limit] if limit is not None else ordered
 
-    def run(self, run_id: str) -> RunInfo | None:
-        """A recorded run by id, or None."""
-        row = self.table.get(rk.run(run_id))
+    def run(self, run_id: str, *, rows: dict[bytes, dict[str, bytes] | None] | None = None
+            ) -> RunInfo | None:
+        """A recorded run by id, or None. ``rows``: those `Writer.run_rows` read
+        in the caller's open transaction (then nothing is read here)."""
+        key = rk.run(run_id)
+        row = rows[key] if rows is not None and key in rows else self.table.get(key)
         if row is None or "c" not in row:
             return None  # unknown, or only its start claimed
         # a pending run (w=0) is reported: a reader may already list it from index
@@ -454,7 +457,7 @@ class Reader(StoreState):
             return RunInfo(run_id, _T.unpack(row["t"])[0], row.get("p", b"").decode() or None,
                            row["c"].decode())
         except (KeyError, struct.error, UnicodeDecodeError):
-            raise _corrupt(self.url, rk.run(run_id)) from None
+            raise _corrupt(self.url, key) from None
 
     def properties(self, endpoint: EndPoint, start: int, end: int) -> list[dict]:
         """Per run in the range, the properties the run gave ``endpoint``."""

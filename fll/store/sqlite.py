@@ -14,8 +14,10 @@ set, thousands in a coarse bucket) live one SQLite row per CELL in
 column (quadratic), a cell is inserted once and costs its key. A column that
 is a checksum (32 lowercase hex digits) is stored as its 16 raw bytes. Reads
 consult both tables (one statement: a merged ``UNION ALL`` in key order), so
-where a row was written never changes what is read; this module knows no
-layout beyond the prefixes it is given.
+where a row was written never changes what is read (keys under no declared
+prefix are read from ``rows`` alone while the file holds no cell outside the
+prefixes, as found when they are declared); this module knows no layout
+beyond the prefixes it is given.
 
 Connections, transactions and the conversion of the older layout are in
 `fll.store.sqlite_conn`; the tables, statements and packed values in
@@ -55,6 +57,20 @@ class SQLiteTable(SQLiteConnections):
             return any(conn.execute("SELECT 1 FROM rows WHERE row >= ? AND row < ? LIMIT 1",
                                     (p, _after(p))).fetchone() for p in self._wide)
         self._packed_wide = bool(self._wide) and self._retry(packed, write=False)
+
+        # cells under none of these prefixes (a table that declared others wrote
+        # them): while there are none, rows under none of them are read from
+        # the packed table alone
+        def stray(conn: sqlite3.Connection) -> bool:
+            lo = b""
+            for p, end in sorted((p, _after(p)) for p in self._wide):
+                if lo < p and conn.execute("SELECT 1 FROM wide WHERE row >= ? AND row < ? "
+                                           "LIMIT 1", (lo, p)).fetchone():
+                    return True
+                lo = max(lo, end)
+            return conn.execute("SELECT 1 FROM wide WHERE row >= ? LIMIT 1",
+                                (lo,)).fetchone() is not None
+        self._stray_cells = not self._wide or self._retry(stray, write=False)
 
     def _is_wide(self, key: bytes) -> bool:
         return bool(self._wide) and key.startswith(self._wide)
@@ -124,6 +140,10 @@ class SQLiteTable(SQLiteConnections):
         wide = self._wide
         cells_only = not self._packed_wide and bool(wide) and \
             all(k.startswith(wide) for k in keys)
+        # no key under a declared prefix, and no cell of the file outside them:
+        # the packed table alone (no union of both tables to sort)
+        packed_only = not cells_only and not self._stray_cells and \
+            not any(k.startswith(wide) for k in keys)
 
         def read(conn: sqlite3.Connection) -> dict[bytes, dict[str, bytes]]:
             out: dict[bytes, dict[str, bytes]] = {}
@@ -133,6 +153,8 @@ class SQLiteTable(SQLiteConnections):
                 found = conn.execute(
                     f"SELECT row, col, val FROM wide WHERE row IN ({marks}) ORDER BY 1, 2",
                     chunk).fetchall() if cells_only else conn.execute(
+                    f"SELECT row, NULL, val FROM rows WHERE row IN ({marks}) ORDER BY 1",
+                    chunk).fetchall() if packed_only else conn.execute(
                     f"SELECT row, NULL, val FROM rows WHERE row IN ({marks}) UNION ALL "
                     f"SELECT row, col, val FROM wide WHERE row IN ({marks}) ORDER BY 1, 2",
                     chunk + chunk).fetchall()

@@ -68,6 +68,7 @@ class SQLiteConnections:
         self.autocheckpoint = 1000
         self._wide: tuple[bytes, ...] = ()
         self._packed_wide = True
+        self._stray_cells = True  # cells under no declared prefix (`declare_wide`)
         self._temp_wide = False
         self._open_layout()
         self._identity = self._file_identity()
@@ -276,6 +277,12 @@ class SQLiteConnections:
             finally:
                 self._local.txn = False
         return self._retry(body, write=True)
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether this thread is inside `atomic` (its reads see the state its
+        writes will commit on)."""
+        return bool(getattr(self._local, "txn", False))
 
     @contextmanager
     def snapshot(self: _S) -> Iterator[_S]:

@@ -38,6 +38,10 @@ _WRITTEN_KEPT = 32
 _WRITTEN_BYTES = 64 * 1024  # the largest of them, as canonical bytes
 
 
+#: rows read in an open transaction, by key (None: absent), for `Writer.record`
+Known = dict[bytes, "dict[str, bytes] | None"]
+
+
 class _Pending(NamedTuple):
     info: FieldLineageInfo
     run_id: str
@@ -100,17 +104,31 @@ class Writer(IndexCells):
 
     # -- writing ---------------------------------------------------------------
     def record(self, info: FieldLineageInfo, run_id: str, start_time_ms: int,
-               program: str | None = None, *, supersede: bool = False) -> bool:
+               program: str | None = None, *, supersede: bool = False,
+               known: "Known | None" = None, starts: dict[str, int] | None = None) -> bool:
         """Store one run's lineage. Returns False if this run was already recorded
         with the same operation set (idempotent). A different set for a known run
         is an error, unless ``supersede``: then the run's set is replaced (its old
         index rows go, the stored start time stays), as OpenLineage's
-        accumulating run events need. Returns True when something changed."""
+        accumulating run events need. Returns True when something changed.
+        ``known`` and ``starts``: see `record_many`."""
         return self.record_many([(info, run_id, start_time_ms, program)],
-                                supersede=supersede) == 1
+                                supersede=supersede, known=known, starts=starts) == 1
+
+    def run_rows(self, run_id: str, checksum: str) -> "Known":
+        """The rows recording ``run_id`` with the set ``checksum`` reads (the
+        run's ``r|`` and ``n|`` rows, the set's ``d|`` row), in one multi-get;
+        an absent row maps to None. Read inside a transaction (`atomic`), they
+        are what `record` is given as ``known`` in the same transaction: an
+        OpenLineage event reads its run once, not once to merge and again to
+        record it."""
+        keys = [rk.run(run_id), rk.run_model(run_id), rk.data(checksum)]
+        found = self.table.get_many(keys)
+        return {k: found.get(k) for k in keys}
 
     def record_many(self, runs: Iterable[tuple[FieldLineageInfo, str, int, str | None]], *,
-                    supersede: bool = False) -> int:
+                    supersede: bool = False, known: "Known | None" = None,
+                    starts: dict[str, int] | None = None) -> int:
         """Store many runs in as few batches as the backend allows; returns how many
         were new (or, with ``supersede``, replaced).
 
@@ -118,6 +136,11 @@ class Writer(IndexCells):
         whole call with nothing stored. The start time of a run is the one
         stored first (by `claim_run_start` or an earlier record), whatever this
         call says, so two servers given the same run store one run.
+
+        ``known``: rows `run_rows` read in the transaction this call joins (not
+        read again; ignored, and read, unless the table says a transaction of
+        this thread is open). ``starts``: filled with each run's stored start
+        (backends with transactions).
         """
         items: dict[str, _Pending] = {}
         for info, run_id, start, program in runs:
@@ -137,7 +160,10 @@ class Writer(IndexCells):
         atomic = getattr(self.table, "atomic", None)
         if callable(atomic):
             # self.table, not the argument: a wrapper (an instrumented table) sees the calls
-            new = atomic(lambda _table: self._record_in_txn(self.table, items, supersede))
+            if known is not None and not getattr(self.table, "in_transaction", False):
+                known = None  # read outside this transaction: stale by now
+            new = atomic(lambda _table: self._record_in_txn(self.table, items, supersede,
+                                                            known, starts))
         else:
             new = self._record_guarded(items, supersede)
         self._keep_written(items)
@@ -206,15 +232,22 @@ class Writer(IndexCells):
         value = rk.checksum_bytes(shape_checksum) + _pack_endpoints(eps)
         return {key: {SHAPED: value}, rk.shape(shape_checksum): {"z": z}}
 
-    def _record_in_txn(self, table: Table, items: dict[str, "_Pending"],
-                       supersede: bool) -> int:
+    def _record_in_txn(self, table: Table, items: dict[str, "_Pending"], supersede: bool,
+                       known: "Known | None" = None, starts: dict[str, int] | None = None
+                       ) -> int:
         """The write path on a backend with transactions: every check and every
         write in one transaction, so nothing changes between them."""
         run_keys = {r: rk.run(r) for r in items}
         data_keys = {p.info.checksum: rk.data(p.info.checksum) for p in items.values()}
         model_keys = {r: rk.run_model(r) for r in items}
-        existing = table.get_many(list(run_keys.values()) + sorted(data_keys.values())
-                                  + list(model_keys.values()))
+        keys = list(run_keys.values()) + sorted(data_keys.values()) + list(model_keys.values())
+        if known:
+            existing = {k: row for k in keys if (row := known.get(k)) is not None}
+            missing = [k for k in keys if k not in known]
+            if missing:
+                existing.update(table.get_many(missing))
+        else:
+            existing = table.get_many(keys)
         puts: dict[bytes, dict[str, bytes]] = {}
         gone_cells: dict[bytes, set[str]] = {}
         gone_rows: set[bytes] = set()
@@ -225,6 +258,8 @@ class Writer(IndexCells):
             old = existing.get(run_keys[p.run_id]) or {}
             start = _T.unpack(old["t"])[0] if "t" in old else p.start
             prior = old["c"].decode() if "c" in old else None
+            if starts is not None:
+                starts[p.run_id] = start
             if prior == checksum:
                 continue
             if prior is not None and not supersede:

@@ -312,3 +312,39 @@ def test_deleting_columns_reaches_packed_and_cell_rows_alike(tmp_path):
     assert dict(table.scan()) == {b"d|x": {"b": b"2"}, b"g|new": {"k": b"1"},
                                   b"g|old": {"k": b"1"}}
     table.close()
+
+
+def test_rows_outside_the_wide_prefixes_are_read_whole_wherever_their_cells_are(tmp_path):
+    # keys under no declared prefix: read from the packed table alone while the
+    # file has no cell outside the prefixes, and from both once it has one
+    # (cells a table declaring other prefixes wrote)
+    set_a = "0123456789abcdef" * 2
+    other = open_table(f"sqlite:///{tmp_path}/t.db")
+    other.declare_wide([b"d|", b"g|"])
+    other.put({b"d|cells": {"a": b"1", set_a: b""}, b"g|x|1": {set_a: b""}})
+    other.close()
+    table = _wide_table(f"{tmp_path}/t.db")  # declares g| only: d|cells is stray
+    table.put({b"d|packed": {"a": b"2"}, b"r|run": {"c": b"3"}})
+    assert table._stray_cells
+    want = {b"d|cells": {"a": b"1", set_a: b""}, b"d|packed": {"a": b"2"},
+            b"r|run": {"c": b"3"}}
+    assert table.get_many([b"d|cells", b"d|packed", b"r|run", b"d|none"]) == want
+    assert table.get(b"d|cells") == want[b"d|cells"]
+    table.close()
+    clean = _wide_table(f"{tmp_path}/c.db")
+    clean.put({b"d|packed": {"a": b"2"}, b"g|x|1": {set_a: b""}, b"z|last": {"z": b"9"}})
+    assert not clean._stray_cells
+    assert clean.get_many([b"d|packed", b"z|last", b"d|none"]) == \
+        {b"d|packed": {"a": b"2"}, b"z|last": {"z": b"9"}}
+    assert clean.get_many([b"d|packed", b"g|x|1"]) == \
+        {b"d|packed": {"a": b"2"}, b"g|x|1": {set_a: b""}}
+    clean.close()
+    # a cell after the last prefix, and one before the first, are both found
+    for key in (b"a|before", b"z|after"):
+        raw = open_table(f"sqlite:///{tmp_path}/{key[:1].decode()}.db")
+        raw.declare_wide([key[:2]])
+        raw.put({key: {"a": b"1"}})
+        raw.close()
+        table = _wide_table(f"{tmp_path}/{key[:1].decode()}.db")
+        assert table._stray_cells and table.get_many([key]) == {key: {"a": b"1"}}
+        table.close()
