@@ -304,8 +304,9 @@ class Writer(IndexCells):
         table = self.table
         self._announce_writer()
         # the data rows too, read before any is put: a set whose row is absent
-        # gets its first run indexed in the first-run rows
-        sets = {rk.data(p.info.checksum) for p in items.values()} if self.first_runs else set()
+        # gets its first run indexed in the first-run rows (where the store has
+        # them); one that is there and this process put is not built again
+        sets = {rk.data(p.info.checksum) for p in items.values()}
         existing = table.get_many([rk.run(r) for r in items] + [rk.meta(LEASE)] + sorted(sets))
         lease = existing.pop(rk.meta(LEASE), None)
         new_sets = {k for k in sets if existing.pop(k, None) is None}
@@ -366,7 +367,7 @@ class Writer(IndexCells):
                     continue  # recorded and written before: nothing to do
                 prog = (p.program or "").encode("utf-8")
                 dkey = rk.data(p.info.checksum)
-                first = dkey in new_sets
+                first = self.first_runs and dkey in new_sets
                 new_sets.discard(dkey)  # the set's later runs in the batch write buckets
                 self._index_rows(p.info, p.run_id, start, prog, into=index, merged=merged,
                                  first=first)

@@ -96,6 +96,9 @@ TARGET_DEEP_P95_MS = 300
 TARGET_RESTART_S = 1.0
 TARGET_CLI_S = 1.5
 TARGET_INGEST_EPS = 800
+# on Bigtable and HBase (a round trip added per store call): deep p95, the
+# largest after a restart, and ingest have targets of their own
+REMOTE_TARGETS = {"deep_ms": 500, "restart_s": 2.0, "ingest_eps": 300}
 REQUEST_TIMEOUT = 120.0
 PROGRESS_S = 30.0  # seconds between two progress lines of the ingest
 
@@ -920,17 +923,21 @@ def render(r: dict[str, Any]) -> str:
         lines.append(f"{name:<44}{value:>10g} {unit}{('>= ' if more_is_better else '<= ') + f'{target:g}':>10} "
                      f"{ratio:>8.2f}  {'met' if met else 'MISSED'}")
 
+    remote = r["backend"] != "sqlite"
     ing = r.get("ingest", {})
     if ing:
-        row("ingest events/s", ing["events_per_s"], TARGET_INGEST_EPS, "/s", True)
-    for kind, target in (("one-hop", TARGET_ONE_HOP_P95_MS), ("deep", TARGET_DEEP_P95_MS)):
+        row("ingest events/s", ing["events_per_s"],
+            REMOTE_TARGETS["ingest_eps"] if remote else TARGET_INGEST_EPS, "/s", True)
+    deep_target = REMOTE_TARGETS["deep_ms"] if remote else TARGET_DEEP_P95_MS
+    for kind, target in (("one-hop", TARGET_ONE_HOP_P95_MS), ("deep", deep_target)):
         for label in ("first", "warm"):
             s = r.get(f"{kind}_{label}")
             if s:
                 row(f"{kind} p95 ({label}, n={s['n']}, p50 {s['p50_ms']} ms)", s["p95_ms"],
                     target, "ms")
     if "restart_largest_s" in r:
-        row("largest deep, first after restart", r["restart_largest_s"], TARGET_RESTART_S, "s")
+        row("largest deep, first after restart", r["restart_largest_s"],
+            REMOTE_TARGETS["restart_s"] if remote else TARGET_RESTART_S, "s")
     if "cli_s" in r:
         row("fll lineage --depth 25, whole process", r["cli_s"], TARGET_CLI_S, "s")
     if "rss_peak_mb" in r:

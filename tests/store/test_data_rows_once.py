@@ -1,8 +1,8 @@
-"""A set's data rows are sent once per process where the write path reads
-them anyway (Bigtable): a run of a set whose ``d|`` row is there and whose
-put came back from this process sends no data row again; one whose row
-went (a purge, a repair) sends it again. HBase's write path does not read
-them (no first-run rows there): each run sends them, as before."""
+"""A set's data rows are sent once per process on the backends without
+transactions (Bigtable, HBase): the write path reads them with the run rows,
+and a run of a set whose ``d|`` row is there and whose put came back from
+this process neither builds nor sends a data row again; one whose row went
+(a purge, a repair) sends it again."""
 from __future__ import annotations
 
 from typing import Any
@@ -37,7 +37,6 @@ class _Puts:
 
 def test_a_set_s_data_rows_are_put_once_while_they_are_there(open_table_for):
     table = open_table_for()
-    once = getattr(table, "one_call_ranges", False)  # Bigtable: the data rows are read
     spy = _Puts(table)
     store = LineageStore(spy)  # type: ignore[arg-type]
     info = chain(SRC, DST, ["a", "b"])
@@ -46,7 +45,7 @@ def test_a_set_s_data_rows_are_put_once_while_they_are_there(open_table_for):
     assert spy.keys.count(data) == 1
     store.record(info, "r2", 2_000)
     store.record(info, "r3", 3_000)
-    assert spy.keys.count(data) == (1 if once else 3)  # there, and put by this process
+    assert spy.keys.count(data) == 1  # there, and put by this process
     # another process (no memory of the put) sends it again, once
     other_spy = _Puts(table)
     other = LineageStore(other_spy)  # type: ignore[arg-type]
@@ -55,7 +54,7 @@ def test_a_set_s_data_rows_are_put_once_while_they_are_there(open_table_for):
     # gone from the store: sent again
     table.delete([data])
     store.record(info, "r5", 5_000)
-    assert spy.keys.count(data) == (2 if once else 4)
+    assert spy.keys.count(data) == 2
     assert [r.run_id for r in store.runs(DST, 0, 10_000)] == ["r5", "r4", "r3", "r2", "r1"]
     assert store.operation_set(info.checksum).checksum == info.checksum
     assert admin.fsck(store.table).problems == 0
