@@ -149,46 +149,36 @@ class GroupedTable:
         return getattr(self.table, name)
 
     # -- the grouped calls ----------------------------------------------------
-    def put(self, rows: Mapping[bytes, Row]) -> None:
+    @staticmethod
+    def _through(lane: "_Lane", part: Any, alone: Callable[[], Any]) -> tuple[Any, Any]:
+        """(the group that carried ``part``, None), its error raised; or (None,
+        what ``alone()`` gave) when the call goes by itself: outside `grouping`,
+        or when the lane sends it alone (its group failed with several callers)."""
         if not _grouped():
-            return self.table.put(rows)
-        group, alone = self.puts.call(rows)
-        if alone:
-            return self.table.put(rows)
+            return None, alone()
+        group, by_itself = lane.call(part)
+        if by_itself:
+            return None, alone()
         if group.error is not None:
             raise group.error
-        return None
+        return group, None
+
+    def put(self, rows: Mapping[bytes, Row]) -> None:
+        self._through(self.puts, rows, lambda: self.table.put(rows))
 
     def _put_and_delete(self, rows: Mapping[bytes, Row], cells: Mapping[bytes, list[str]]
                         ) -> None:
         """A put and column deletes in one call (Bigtable), joining the puts' lane."""
-        if not _grouped():
-            return self.table.put_and_delete(rows, cells)
-        group, alone = self.puts.call(_Joined(rows, cells))
-        if alone:
-            return self.table.put_and_delete(rows, cells)
-        if group.error is not None:
-            raise group.error
-        return None
+        self._through(self.puts, _Joined(rows, cells),
+                      lambda: self.table.put_and_delete(rows, cells))
 
     def delete_columns(self, cells: Mapping[bytes, list[str]]) -> None:
-        if not _grouped():
-            return self.table.delete_columns(cells)
-        group, alone = self.deletes.call(cells)
-        if alone:
-            return self.table.delete_columns(cells)
-        if group.error is not None:
-            raise group.error
-        return None
+        self._through(self.deletes, cells, lambda: self.table.delete_columns(cells))
 
     def get_many(self, rows: list[bytes]) -> dict[bytes, dict[str, bytes]]:
-        if not _grouped():
-            return self.table.get_many(rows)
-        group, alone = self.reads.call(rows)
-        if alone:
-            return self.table.get_many(rows)
-        if group.error is not None:
-            raise group.error
+        group, found = self._through(self.reads, rows, lambda: self.table.get_many(rows))
+        if group is None:
+            return found
         found = group.result
         if len(group.parts) == 1:
             return found
@@ -282,11 +272,10 @@ class GroupedTable:
         # a backend reading many ranges in one call (Bigtable): the spans of
         # the writers asking at once go as one `read_span_groups`
         part: SpanGroup = (spans, names, values)
-        group, alone = self.spans.call(part)
-        if alone:
-            return self.table.read_spans(spans, names, values)
-        if group.error is not None:
-            raise group.error
+        group, read = self._through(self.spans, part,
+                                    lambda: self.table.read_spans(spans, names, values))
+        if group is None:
+            return read
         mine = next(i for i, p in enumerate(group.parts) if p is part)
         return group.result[mine]
 
