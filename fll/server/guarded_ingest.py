@@ -30,7 +30,7 @@ from typing import Any, Callable
 from .. import openlineage as ol
 from .. import rowkeys as rk
 from ..errors import InvalidLineageError
-from ..opset import DeferredSet, FieldLineageInfo
+from ..opset import DeferredSet
 from ..store import runs as run_model
 from ..store.datasets import schema_body
 from ..store.lineage import LineageStore
@@ -46,6 +46,28 @@ def receipt(run_id: str, checksum: str, start_ms: int, program: str | None, new:
     """The answer's body for a run event with lineage."""
     return {"recorded": new, "runId": run_id, "checksum": checksum,
             "startTimeInSeconds": start_ms // 1000, "program": program}
+
+
+def cannot_extend(run_id: str, checksum: str) -> ApiError:
+    """409: the run's stored set is one OpenLineage events cannot extend."""
+    return ApiError(409, f"run {run_id!r} is already recorded with other operations "
+                         f"(operation set {checksum}) that OpenLineage events cannot "
+                         f"extend; nothing was changed")
+
+
+def union_with_stored(lineage: LineageStore, event: Callable[[], dict], info: Any,
+                      prior: RunInfo | None) -> Any:
+    """The set a run gets from this event: its own when the run has none or the
+    same, else the union with the stored set (read only if that union is not
+    remembered); None when they cannot be merged: an event whose set is not in
+    normal form (an fllRun facet's own operations) cannot extend a run."""
+    if prior is None or prior.checksum == info.checksum:
+        return info
+    if info.checksum != ol.normal_checksum(info):
+        return None
+    checksum = prior.checksum
+    return ol.union_of(DeferredSet(checksum, lambda: lineage.operation_set(checksum)),
+                       event, info)
 
 
 def event_write(model: run_model.RunEvent | None, facts: list, run_id: str,
@@ -108,10 +130,6 @@ class GuardedRuns:
         with self._lock:
             self._known.pop(run_id, None)
 
-    def _stored_set(self, checksum: str) -> FieldLineageInfo:
-        """The set the store holds under ``checksum``, read on first use."""
-        return DeferredSet(checksum, lambda: self.lineage.operation_set(checksum))
-
     def merge(self, event: Callable[[], dict], info: Any, run_id: str, start_ms: int,
               program: str,
               model: run_model.RunEvent | None, facts: list,
@@ -124,22 +142,13 @@ class GuardedRuns:
         prior = self.known(run_id)
         fresh = False
         for _ in range(8):
-            if prior is None or prior.checksum == info.checksum:
-                target = info
-            else:
-                # an event whose set is not in normal form (an fllRun facet's own
-                # operations) cannot extend a run: the union is not built for it
-                # the stored set read only if the union is not remembered
-                merged = ol.union_of(self._stored_set(prior.checksum), event, info) \
-                    if info.checksum == ol.normal_checksum(info) else None
-                if merged is None:
-                    if not fresh:
-                        prior, fresh = self.lineage.run(run_id), True
-                        continue
-                    raise ApiError(409, f"run {run_id!r} is already recorded with other "
-                                        f"operations (operation set {prior.checksum}) that "
-                                        f"OpenLineage events cannot extend; nothing was changed")
-                target = merged
+            target = union_with_stored(self.lineage, event, info, prior)
+            if target is None:
+                assert prior is not None
+                if not fresh:  # a 409 only from a fresh read
+                    prior, fresh = self.lineage.run(run_id), True
+                    continue
+                raise cannot_extend(run_id, prior.checksum)
             if prior is not None and prior.checksum == target.checksum:
                 if not fresh:  # only a read of the store says nothing is new
                     prior, fresh = self.lineage.run(run_id), True

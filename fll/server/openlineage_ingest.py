@@ -23,13 +23,12 @@ from fastapi.concurrency import run_in_threadpool
 from .. import openlineage as ol
 from ..errors import BadRequest, InvalidLineageError
 from ..openlineage import check_shape, event_run_id, event_time_ms, run_event
-from ..opset import DeferredSet, FieldLineageInfo
 from ..store import runs as run_model
 from ..store.lineage import LineageStore
 from . import shared
 from .errors import ApiError
 from .guard import check_fields
-from .guarded_ingest import GuardedRuns, receipt
+from .guarded_ingest import GuardedRuns, cannot_extend, receipt, union_with_stored
 from .ingest import GroupCommit, parse_json
 from .responses import JSONResponse
 from .shared import decoded, read_body
@@ -254,21 +253,12 @@ class OpenLineageIngest:
                 201 if changed else 200, start)
 
     def _target(self, event: Callable[[], dict], info: Any, run_id: str, prior: Any) -> Any:
-        """The set a run gets from this event: its own, or the union with the
-        set stored (409 when OpenLineage events cannot extend that)."""
-        if prior is None or prior.checksum == info.checksum:
-            return info
-        # an event whose set is not in normal form (an fllRun facet's own
-        # operations) cannot extend a run: the union is not built for it
-        # the prior set by its checksum: read only if the union is not
-        # remembered (a START's set then stays unread as its COMPLETE merges)
-        merged = ol.union_of(self._stored_set(prior.checksum), event, info) \
-            if info.checksum == ol.normal_checksum(info) else None
-        if merged is None:
-            raise ApiError(409, f"run {run_id!r} is already recorded with other "
-                                f"operations (operation set {prior.checksum}) that "
-                                f"OpenLineage events cannot extend; nothing was changed")
-        return merged
+        """The set a run gets from this event (409 when OpenLineage events
+        cannot extend the one stored)."""
+        target = union_with_stored(self.lineage, event, info, prior)
+        if target is None:
+            raise cannot_extend(run_id, prior.checksum)
+        return target
 
     def _merge_run(self, event: Callable[[], dict], info: Any, run_id: str, start_ms: int,
                    program: str) -> tuple[dict, int, int]:
@@ -291,10 +281,6 @@ class OpenLineageIngest:
                 # another writer recorded the run first: merge with that instead
                 continue
         raise ApiError(503, f"run {run_id!r} kept changing under concurrent events; retry")
-
-    def _stored_set(self, checksum: str) -> FieldLineageInfo:
-        """The set the store holds under ``checksum``, read on first use."""
-        return DeferredSet(checksum, lambda: self.lineage.operation_set(checksum))
 
     def _keep_facts(self, facts: list, run_id: str, start_ms: int) -> int:
         """Store the schemas and symlinks of the datasets an event names."""
