@@ -24,21 +24,17 @@ and then each write of the batch runs alone in its own transaction and gets
 its own answer: one event never fails another. A store error fails the
 batch: every request in it answers 503 and none of them is half-written.
 
-A backend without transactions (HBase, Bigtable) writes off the event loop,
-in one writer thread per loop, every event waiting at once in one batch
-(`fll.store.green.run_batch`, up to `MAX_EVENTS`): the writes run side by
-side in that thread and each kind of call (puts, multi-gets, column deletes,
-span reads; the table is wrapped in `fll.store.grouped.GroupedTable`) goes
-out once for all of them, so a batch costs about the calls of one event.
-Its check-and-puts stay one per row and keep each run's read-merge-write
-exact whoever writes beside it (as between servers). Writes declare the
-locks they take (``write.holds``, `holding`): two writes sharing one go in
-different batches, in the order they came (a write of one thread must not
-wait for another's lock), and a write declaring nothing goes alone. Without
-greenlet installed, events are written in a pool of `WRITERS` threads whose
-calls `GroupedTable` groups instead. On SQLite the transaction serializes
-writers across processes and servers sharing the file, so the answers are
-exact there too.
+A backend without transactions (HBase, Bigtable) writes each event alone,
+off the event loop, in a bounded pool of writer threads (`WRITERS`), several
+events at once: its writes are round trips, and the store's check-and-puts
+keep each run's read-merge-write exact whoever writes beside it (as between
+servers). The table is wrapped in `fll.store.grouped.GroupedTable`, so the
+puts, multi-gets and column deletes of the writers that ask at the same
+moment go out as one call; the events of one run keep their order (one
+connection sends a run's START, waits, then its COMPLETE; the ingest's run
+locks serialize the rest). On SQLite the transaction serializes writers
+across processes and servers sharing the file, so the answers are exact
+there too.
 
 `IngestRoute`: ``POST /api/v1/lineage`` answered by the route's own function
 straight from the ASGI messages, inside the token check and the ingest slots
@@ -53,7 +49,6 @@ never let the error of one event be the answer to another.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import time
@@ -65,7 +60,6 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from ..errors import StoreError
-from ..store import green
 from ..store.grouped import GroupedTable, grouping
 from .errors import KNOWN_ERRORS, ApiError, known_error_response
 from .guard import INGEST_PATH
@@ -79,11 +73,6 @@ Write = Callable[[], Any]
 # events written at once on a backend without transactions: each is a dozen
 # round trips, and the writers' calls go out grouped (fll.store.grouped)
 WRITERS = 16
-
-# events in one batch of a backend without transactions (`green.run_batch`),
-# and such batches on the wire at once (each in a writer thread of its own)
-MAX_EVENTS = 64
-BATCHES = 3
 
 # calls of one kind (puts, multi-gets, column deletes) on the wire at once
 # for the writers; a call arriving meanwhile joins the next group (the
@@ -212,60 +201,6 @@ class _Queue:
         self.running = False
 
 
-def holding(write: Write, locks: Any) -> Write:
-    """``write``, declared to take ``locks`` (objects compared by identity):
-    a batch of a backend without transactions holds no two writes sharing one."""
-    write.holds = frozenset(id(lock) for lock in locks)  # type: ignore[attr-defined]
-    return write
-
-
-# a lock set standing for every lock: a write declaring none is written alone
-_EVERY = frozenset({-1})
-
-
-def _disjoint(pending: list[tuple[Write, Any]], most: int, busy: set[int]
-              ) -> tuple[list[tuple[Write, Any]], frozenset[int]]:
-    """Take from ``pending`` (in order, at most ``most``) the writes of the
-    next batch, and the locks they hold: none sharing a lock with a batch on
-    the wire (``busy``) nor with a write taken or left before it, so the
-    writes of one lock keep their order; a write declaring no locks goes
-    alone, with no other batch on the wire, and nothing behind it joins."""
-    taken: list[tuple[Write, Any]] = []
-    left: list[tuple[Write, Any]] = []
-    held: set[int] = set()
-    if -1 in busy:
-        return taken, frozenset()
-    seen = set(busy)
-    for at, item in enumerate(pending):
-        holds = getattr(item[0], "holds", None)
-        if holds is None:
-            if not taken and not left and not busy:
-                pending[:] = pending[at + 1:]
-                return [item], _EVERY
-            left += pending[at:]
-            break
-        if len(taken) < most and seen.isdisjoint(holds):
-            taken.append(item)
-            held.update(holds)
-        else:
-            left.append(item)
-        seen.update(holds)
-    pending[:] = left
-    return taken, frozenset(held)
-
-
-class _Batches:
-    """The writes waiting on one event loop (no transactions), and the batches
-    on the wire with the locks they hold."""
-
-    __slots__ = ("pending", "flying", "busy")
-
-    def __init__(self) -> None:
-        self.pending: list[tuple[Write, asyncio.Future]] = []
-        self.flying = 0
-        self.busy: set[int] = set()
-
-
 class GroupCommit:
     """The ingests of one process, committed in batches (see the module doc).
 
@@ -294,8 +229,6 @@ class GroupCommit:
         self._concurrent = table is not None and not callable(getattr(table, "atomic", None))
         if self._concurrent and not isinstance(table, GroupedTable):
             store.table = GroupedTable(table, FLIGHTS)
-        # the event batches of each loop (a backend without transactions, `_in_batch`)
-        self._batches: dict[asyncio.AbstractEventLoop, _Batches] = {}
         # when the last batch committed (`_gather`); whether the store has transactions
         self._last_commit = 0.0
         self._batched = table is not None and not self._concurrent
@@ -358,8 +291,6 @@ class GroupCommit:
 
     async def _beside(self, loop: asyncio.AbstractEventLoop, write: Write) -> Any:
         """``write`` in a writer thread, beside the others (no transactions)."""
-        if green.AVAILABLE:
-            return await self._in_batch(loop, write)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="fll-writer")
         outcome = await loop.run_in_executor(self._pool, self._grouped, write)
@@ -372,55 +303,6 @@ class GroupCommit:
     def _grouped(self, write: Write) -> Any:
         with grouping():
             return self._alone(write)
-
-    async def _in_batch(self, loop: asyncio.AbstractEventLoop, write: Write) -> Any:
-        """``write`` in the next event batch of this loop (module doc)."""
-        queue = self._batches.get(loop)
-        if queue is None:
-            queue = self._batches[loop] = _Batches()
-        done: asyncio.Future = loop.create_future()
-        queue.pending.append((write, done))
-        self._pump(loop, queue)
-        return await done
-
-    def _pump(self, loop: asyncio.AbstractEventLoop, queue: _Batches) -> None:
-        """Send batches of what is queued while fewer than `BATCHES` are on the wire."""
-        while queue.pending and queue.flying < BATCHES:
-            batch, holds = _disjoint(queue.pending, MAX_EVENTS, queue.busy)
-            if not batch:
-                return
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(BATCHES, thread_name_prefix="fll-writer")
-            queue.flying += 1
-            queue.busy |= holds
-            sent = loop.run_in_executor(self._pool, self._batch, [w for w, _ in batch])
-            sent.add_done_callback(functools.partial(self._answer, loop, queue, batch, holds))
-
-    def _answer(self, loop: asyncio.AbstractEventLoop, queue: _Batches, batch: list,
-                holds: frozenset[int], sent: asyncio.Future) -> None:
-        """Answer a batch's requests, then send what waited for its locks."""
-        queue.flying -= 1
-        queue.busy -= holds
-        self.batches += 1
-        self.events += len(batch)
-        error = StoreError("the write was cancelled") if sent.cancelled() else sent.exception()
-        outcomes = [error] * len(batch) if error is not None else sent.result()
-        for (_, done), outcome in zip(batch, outcomes, strict=True):
-            if done.done():
-                continue  # the request went away; its write stands
-            if isinstance(outcome, BaseException):
-                done.set_exception(outcome)
-            else:
-                done.set_result(outcome)
-        if queue.pending or queue.flying:
-            self._pump(loop, queue)
-        else:
-            self._batches.pop(loop, None)
-
-    @staticmethod
-    def _batch(writes: list[Write]) -> list[Any]:
-        with grouping():
-            return green.run_batch(writes)
 
     async def alone(self, write: Write) -> Any:
         """Run ``write`` by itself in a worker thread, under the lock: for an event

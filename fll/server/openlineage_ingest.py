@@ -29,7 +29,7 @@ from . import shared
 from .errors import ApiError
 from .guard import check_fields
 from .guarded_ingest import GuardedRuns, cannot_extend, receipt, union_with_stored
-from .ingest import GroupCommit, holding, parse_json
+from .ingest import GroupCommit, parse_json
 from .responses import JSONResponse
 from .shared import decoded, read_body
 
@@ -157,7 +157,7 @@ class OpenLineageIngest:
                     reason += "; the datasets' schemas and symlinks were recorded"
                 return JSONResponse({"recorded": kept, "runId": run_id, "schemas": schemas,
                                      "reason": reason}, status_code=201 if kept else 202)
-            return holding(claim, self._dataset_locks(outputs))
+            return claim
         info, run_id, start_ms, program = parsed
         model = run_model.event_facts(event, run_id, ol.exported_end_ms(event, run_id)
                                       or event_time_ms(event))
@@ -181,8 +181,7 @@ class OpenLineageIngest:
                 # repairs a crash in between: both writes are idempotent)
                 body["schemas"] = self._keep_facts(facts, run_id, start)
             return JSONResponse(body, status_code=status)
-        return holding(record, [*self._dataset_locks(written),
-                                self.run_locks[hash(run_id) % len(self.run_locks)]])
+        return record
 
     def _record_guarded(self, event: Callable[[], dict], info: Any, run_id: str, start_ms: int,
                         program: str, model: Any, facts: list) -> JSONResponse:
@@ -206,10 +205,6 @@ class OpenLineageIngest:
             for alias_ns, alias_name in f.symlinks:
                 self.lineage.record_alias(alias_ns, alias_name, f.namespace, f.name)
         return JSONResponse(body, status_code=status)
-
-    def _dataset_locks(self, datasets: Iterable[tuple[str, str]]) -> list:
-        """The locks `_datasets_held` takes (a batch holds no two writes sharing one)."""
-        return [] if self.dataset_locks is None else self.dataset_locks.locks(datasets)
 
     def _datasets_held(self, datasets: Iterable[tuple[str, str]]) -> ContextManager:
         """While writing to these output datasets, on a backend without
@@ -319,7 +314,7 @@ class OpenLineageIngest:
                                   f"a {kind} event's column lineage is not recorded (see "
                                   f"notKept) and it has no schema or symlinks facets")
             return JSONResponse(body, status_code=201 if recorded else 202)
-        return holding(keep, ())
+        return keep
 
 
 class _DatasetLocks:
@@ -328,13 +323,9 @@ class _DatasetLocks:
     def __init__(self, stripes: int = 1024):
         self._locks = [threading.Lock() for _ in range(stripes)]
 
-    def locks(self, datasets: Iterable[tuple[str, str]]) -> list[threading.Lock]:
-        """The locks of ``datasets``, in the order they are taken."""
-        return [self._locks[i] for i in sorted({hash(d) % len(self._locks) for d in datasets})]
-
     @contextlib.contextmanager
     def holding(self, datasets: Iterable[tuple[str, str]]) -> Iterator[None]:
-        held = self.locks(datasets)
+        held = [self._locks[i] for i in sorted({hash(d) % len(self._locks) for d in datasets})]
         for lock in held:
             lock.acquire()
         try:

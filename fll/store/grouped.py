@@ -40,7 +40,6 @@ import contextlib
 import threading
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from . import green
 from .base import Row, Span, SpanGroup, SpanRead, read_spans_by_rows
 
 _local = threading.local()
@@ -87,13 +86,9 @@ class _Lane:
         self.calls = 0
         self.parts = 0
 
-    def call(self, part: Any) -> tuple[Any, bool]:
+    def call(self, part: Any) -> tuple[_Group, bool]:
         """Send ``part`` in a group; (the group once its call came back, whether
         the call failed for a group of several, so the caller must go alone)."""
-        batch = green.current()
-        if batch is not None:  # a write of an event batch: parked until the batch sends
-            parked = batch.park(self, part)
-            return parked, parked.error is not None and len(parked.parts) > 1
         with self._lock:
             group = self._open
             if group is None:
@@ -124,14 +119,6 @@ class _Lane:
                     following.lead.set()
             group.done.set()
         return group, group.error is not None and len(group.parts) > 1
-
-
-    def send_parked(self, parts: list[Any]) -> Any:
-        """One call for the parts an event batch parked (`fll.store.green`)."""
-        with self._lock:
-            self.calls += 1
-            self.parts += len(parts)
-        return self._send(parts)
 
 
 class _Joined:
