@@ -242,10 +242,15 @@ def _children(kind: bytes, namespace: str, name: str, k: int, first: int, size: 
     that lie in ``[first, first + size)``; its keys built only if a backend
     asks for them."""
     times = range(first, min(first + size, rk.MAX_TIME + 1), rk.LEVELS4[k])
+    # the keys of `rk.run_row` (level 0) and `rk.bucket4`: times aligned to the
+    # level and within [0, MAX_TIME] (checked once), the endpoint's prefix
+    # escaped once, not once per key (HBase asks 64 keys per span)
+    if first % rk.LEVELS4[k] or not 0 <= first <= rk.MAX_TIME:
+        raise ValueError(f"a level-{k} span cannot start at {first} ms")
+    head = rk.dataset_prefix(kind, namespace, name) + (bytes([0x30 + k]) if k else b"")
 
     def key(t: int) -> bytes:
-        return rk.run_row(kind, namespace, name, t) if k == 0 else \
-            rk.bucket4(kind, namespace, name, k, t)
+        return head + _INV(rk.MAX_TIME - t)
     return Span(key(times[-1]), key(times[0]) + b"\x00", _Keys(key, times))
 
 
