@@ -13,6 +13,7 @@ package (``fll.store``) registers the built-in backends, others call
 from __future__ import annotations
 
 import bisect
+import itertools
 from typing import (Callable, Iterable, Iterator, Mapping, NamedTuple, Protocol, Sequence,
                     TypeVar, runtime_checkable)
 from urllib.parse import urlsplit
@@ -175,7 +176,8 @@ def read_span_groups_by_rows(table: "Table", groups: Sequence[SpanGroup], *,
     if ranged:
         found.update(table.scan_ranges(ranged))
     if by_keys:
-        keys = sorted({k for s in every if s.keys is not None for k in s.keys})
+        keys = sorted(set(itertools.chain.from_iterable(
+            s.keys for s in every if s.keys is not None)))
         if keys:
             found.update(table.get_many(keys))
     return answer_span_groups(groups, found)

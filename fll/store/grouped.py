@@ -37,6 +37,7 @@ part alone and gets its own outcome (puts and deletes are idempotent).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -183,8 +184,7 @@ class GroupedTable:
         if len(group.parts) == 1:
             return found
         out: dict[bytes, dict[str, bytes]] = {}
-        for key in rows:
-            key = bytes(key)
+        for key in map(bytes, rows):
             cols = found.get(key)
             if cols is not None:
                 out[key] = dict(cols)  # a copy: another caller may change its own
@@ -241,7 +241,7 @@ class GroupedTable:
     def _get_all(self, parts: list[list[bytes]]) -> dict[bytes, dict[str, bytes]]:
         if len(parts) == 1:
             return self.table.get_many(parts[0])
-        keys = list(dict.fromkeys(bytes(k) for rows in parts for k in rows))
+        keys = list(dict.fromkeys(map(bytes, itertools.chain.from_iterable(parts))))
         return self.table.get_many(keys)
 
     # -- the rest of the protocol, unchanged ----------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import struct
-from typing import AbstractSet as Set, Callable, Iterable, Iterator, Sequence
+from typing import AbstractSet as Set, Iterable, Iterator, Sequence
 
 import msgpack
 
@@ -129,12 +129,10 @@ def _cover_spans(heads: list[bytes], runs: Sequence[tuple[int, int, int]]) -> li
     out: list[Span] = []
     for k, first, newest in runs:
         head = heads[k]
-
-        def key(t: int, head: bytes = head) -> bytes:
-            return head + _INV(rk.MAX_TIME - t)
         # the keys between are built only for a backend that reads keys (HBase)
-        out.append(Span(key(newest), key(first) + b"\x00",
-                        _Keys(key, range(first, newest + 1, rk.LEVELS4[k]))))
+        out.append(Span(head + _INV(rk.MAX_TIME - newest),
+                        head + _INV(rk.MAX_TIME - first) + b"\x00",
+                        _Keys(head, range(first, newest + 1, rk.LEVELS4[k]))))
     return out
 
 
@@ -248,22 +246,22 @@ def _children(kind: bytes, namespace: str, name: str, k: int, first: int, size: 
     if first % rk.LEVELS4[k] or not 0 <= first <= rk.MAX_TIME:
         raise ValueError(f"a level-{k} span cannot start at {first} ms")
     head = rk.dataset_prefix(kind, namespace, name) + (bytes([0x30 + k]) if k else b"")
-
-    def key(t: int) -> bytes:
-        return head + _INV(rk.MAX_TIME - t)
-    return Span(key(times[-1]), key(times[0]) + b"\x00", _Keys(key, times))
+    return Span(head + _INV(rk.MAX_TIME - times[-1]),
+                head + _INV(rk.MAX_TIME - times[0]) + b"\x00", _Keys(head, times))
 
 
 class _Keys:
     """The keys of a span of time-index rows, built when iterated, newest first."""
 
-    __slots__ = ("_key", "_times")
+    __slots__ = ("_head", "_times")
 
-    def __init__(self, key: Callable[[int], bytes], times: range):
-        self._key, self._times = key, times
+    def __init__(self, head: bytes, times: range):
+        self._head, self._times = head, times
 
     def __iter__(self) -> Iterator[bytes]:
-        return map(self._key, reversed(self._times))
+        # ``head + inverted time`` for each, newest first, with no Python frame per key
+        return map(self._head.__add__,
+                   map(_INV, map(rk.MAX_TIME.__sub__, reversed(self._times))))
 
 
 def set_used_since(table: Table, checksum: str, endpoints: Iterable[tuple[bytes, str, str]],
