@@ -163,6 +163,9 @@ class OpenLineageIngest:
                                       or event_time_ms(event))
 
         failing = model.state in ("FAIL", "ABORT")
+        # a START or RUNNING leaves the run going: on a backend with transactions
+        # its lineage is indexed as such until the event that ends the run
+        under_way = model.state in ("START", "RUNNING")
         written = {(e.namespace, e.name) for e in info.destinations} | set(_outputs(event))
 
         def record() -> JSONResponse:
@@ -174,7 +177,8 @@ class OpenLineageIngest:
                 if self.runs is not None:  # no transactions: the rows join the calls
                     return self._record_guarded(again, info, run_id, start_ms, program,
                                                 None if failing else model, facts)
-                body, status, start = self._record_run(again, info, run_id, start_ms, program)
+                body, status, start = self._record_run(again, info, run_id, start_ms, program,
+                                                       under_way)
                 if not failing:  # after its lineage (a FAIL elsewhere moves it then)
                     run_model.record_event(self.lineage, model, start)
                 # schemas go under the run's stored start, after its lineage (a resend
@@ -221,7 +225,7 @@ class OpenLineageIngest:
         return self.dataset_locks.holding(datasets)
 
     def _record_run(self, event: Callable[[], dict], info: Any, run_id: str, start_ms: int,
-                    program: str) -> tuple[dict, int, int]:
+                    program: str, under_way: bool = False) -> tuple[dict, int, int]:
         """Record the run's set merged with what is stored (``event()``: the
         event's inputs and outputs, for a merge not remembered)."""
         atomic = getattr(self.lineage.table, "atomic", None)
@@ -229,23 +233,29 @@ class OpenLineageIngest:
             # one transaction (joining the batch's, if one is open): nothing
             # else writes the run between its read and its write
             return atomic(lambda _table: self._merge_in_txn(event, info, run_id, start_ms,
-                                                            program))
+                                                            program, under_way))
         return self._merge_run(event, info, run_id, start_ms, program)
 
     def _merge_in_txn(self, event: Callable[[], dict], info: Any, run_id: str, start_ms: int,
-                      program: str) -> tuple[dict, int, int]:
+                      program: str, under_way: bool) -> tuple[dict, int, int]:
         """`_merge_run` in a transaction: nobody writes the run between its read
         and its write, so it is read once (its run, run-model and data rows in
-        one multi-get, handed to the write) and written once."""
+        one multi-get, handed to the write) and written once. ``under_way``:
+        the event leaves the run going (`Writer.record`)."""
         rows = self.lineage.run_rows(run_id, info.checksum)
         prior = self.lineage.run(run_id, rows=rows)
         target = self._target(event, info, run_id, prior)
         if prior is not None and prior.checksum == target.checksum:
+            if not under_way and self.lineage.indexed_under_way(run_id, rows):
+                # the run has ended with the set its START gave: its bucket cells now
+                self.lineage.record(target, run_id, start_ms, program, supersede=True,
+                                    known=rows)
             return (receipt(run_id, target.checksum, prior.start_ms, prior.program, False),
                     200, prior.start_ms)
         starts: dict[str, int] = {}
         changed = self.lineage.record(target, run_id, start_ms, program,
-                                      supersede=prior is not None, known=rows, starts=starts)
+                                      supersede=prior is not None, known=rows, starts=starts,
+                                      under_way=under_way)
         # the start stored first stays (claimed before, or by the superseded set);
         # the set and program are the ones just written
         start = starts.get(run_id, prior.start_ms if prior is not None else start_ms)

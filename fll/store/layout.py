@@ -35,6 +35,12 @@ WIDE_PREFIXES = (rk.BACKWARD + rk.SEP, rk.FORWARD + rk.SEP, rk.BACKWARD_BUCKET +
 #: the eventTypes that make a run failed (`fll.store.runs`): its lineage is kept
 #: out of the default index, in the failed-run rows (``x|``/``y|``)
 FAILED_STATES = frozenset({b"FAIL", b"ABORT"})
+#: the states that end a run (`run_ended`)
+ENDED_STATES = FAILED_STATES | {b"COMPLETE"}
+#: the run row's column marking a run indexed in the first-run rows because it
+#: was under way when recorded (`fll.store.writer`: its bucket cells come with
+#: the event that ends it)
+UNDER_WAY = "i"
 _FAILED_KINDS = {"incoming": rk.FAILED_BACKWARD, "outgoing": rk.FAILED_FORWARD}
 _BUCKET_KINDS = {"incoming": rk.BACKWARD_BUCKET, "outgoing": rk.FORWARD_BUCKET}
 _RUN_KINDS = {"incoming": rk.BACKWARD, "outgoing": rk.FORWARD}
@@ -90,6 +96,11 @@ def _check_run(run_id: object, start_ms: object) -> None:
 def run_failed(row: dict[str, bytes] | None) -> bool:
     """Whether a run-model row (``n|``) holds a FAIL or ABORT event."""
     return row is not None and any(v in FAILED_STATES for c, v in row.items() if len(c) == 32)
+
+
+def run_ended(row: dict[str, bytes] | None) -> bool:
+    """Whether a run-model row (``n|``) holds a COMPLETE, FAIL or ABORT event."""
+    return row is not None and any(v in ENDED_STATES for c, v in row.items() if len(c) == 32)
 
 
 def failed_rows(run_id: str, start: int, checksum: str,

@@ -16,7 +16,8 @@ from ..summaries import PLACEHOLDER_NS, summaries_to_bytes
 from .base import Table
 from .datarows import SHAPED, _deflated, _pack_endpoints, data_row, split_shape
 from .indexing import IndexCells
-from .layout import _T, _check_run, failed_rows, run_failed
+from .layout import (_T, FIRST_OF_RUN, UNDER_WAY, _check_run, failed_rows, run_ended,
+                     run_failed)
 
 # the ``w`` column of a run row on backends without transactions: its index
 # rows are being written (pending) or are all written; absent means written
@@ -47,6 +48,8 @@ class _Pending(NamedTuple):
     run_id: str
     start: int
     program: str | None
+    # the event recording it leaves the run under way (`Writer.record`)
+    under_way: bool = False
 
 
 Rows = dict[bytes, dict[str, bytes]]
@@ -105,15 +108,19 @@ class Writer(IndexCells):
     # -- writing ---------------------------------------------------------------
     def record(self, info: FieldLineageInfo, run_id: str, start_time_ms: int,
                program: str | None = None, *, supersede: bool = False,
-               known: "Known | None" = None, starts: dict[str, int] | None = None) -> bool:
+               known: "Known | None" = None, starts: dict[str, int] | None = None,
+               under_way: bool = False) -> bool:
         """Store one run's lineage. Returns False if this run was already recorded
         with the same operation set (idempotent). A different set for a known run
         is an error, unless ``supersede``: then the run's set is replaced (its old
         index rows go, the stored start time stays), as OpenLineage's
         accumulating run events need. Returns True when something changed.
-        ``known`` and ``starts``: see `record_many`."""
+        ``known`` and ``starts``: see `record_many`. ``under_way``: the lineage
+        comes from an event that leaves the run going (an OpenLineage START or
+        RUNNING): see `_record_in_txn`."""
         return self.record_many([(info, run_id, start_time_ms, program)],
-                                supersede=supersede, known=known, starts=starts) == 1
+                                supersede=supersede, known=known, starts=starts,
+                                under_way=under_way) == 1
 
     def run_rows(self, run_id: str, checksum: str) -> "Known":
         """The rows recording ``run_id`` with the set ``checksum`` reads (the
@@ -126,9 +133,15 @@ class Writer(IndexCells):
         found = self.table.get_many(keys)
         return {k: found.get(k) for k in keys}
 
+    def indexed_under_way(self, run_id: str, rows: "Known") -> bool:
+        """Whether the run's row among ``rows`` (`run_rows`) marks it indexed
+        while under way: recording its set again with an event that ends it
+        writes its bucket cells (see `_record_in_txn`)."""
+        return UNDER_WAY in (rows.get(rk.run(run_id)) or {})
+
     def record_many(self, runs: Iterable[tuple[FieldLineageInfo, str, int, str | None]], *,
                     supersede: bool = False, known: "Known | None" = None,
-                    starts: dict[str, int] | None = None) -> int:
+                    starts: dict[str, int] | None = None, under_way: bool = False) -> int:
         """Store many runs in as few batches as the backend allows; returns how many
         were new (or, with ``supersede``, replaced).
 
@@ -153,7 +166,7 @@ class Writer(IndexCells):
                     f"run {run_id!r} is given twice with different operation sets "
                     f"({prior.info.checksum}, {info.checksum})")
             if prior is None or supersede:
-                items[run_id] = _Pending(info, run_id, start, program)
+                items[run_id] = _Pending(info, run_id, start, program, under_way)
         if not items:
             return 0
         self._check_key_lengths(items)
@@ -236,7 +249,18 @@ class Writer(IndexCells):
                        known: "Known | None" = None, starts: dict[str, int] | None = None
                        ) -> int:
         """The write path on a backend with transactions: every check and every
-        write in one transaction, so nothing changes between them."""
+        write in one transaction, so nothing changes between them.
+
+        A run recorded while under way (`_Pending.under_way`, and no COMPLETE,
+        FAIL or ABORT stored for it) is indexed as a set's first run is: its
+        run cells and their first-run twins, no bucket cells, and its run row
+        marked (`UNDER_WAY`). An OpenLineage run's START is most often
+        superseded by its COMPLETE, and its bucket cells, written and then
+        found unused by reading the buckets at every level, were a fifth of
+        an event's CPU; its first-run cells go without a look at the buckets.
+        The event that ends the run writes its bucket cells, with the same set
+        as well (`_settle`), so a range question never reads more first-run
+        cells than runs still going and sets' first runs."""
         run_keys = {r: rk.run(r) for r in items}
         data_keys = {p.info.checksum: rk.data(p.info.checksum) for p in items.values()}
         model_keys = {r: rk.run_model(r) for r in items}
@@ -260,7 +284,12 @@ class Writer(IndexCells):
             prior = old["c"].decode() if "c" in old else None
             if starts is not None:
                 starts[p.run_id] = start
+            model = existing.get(model_keys[p.run_id])
+            under_way = p.under_way and self.first_runs and not run_ended(model)
+            failed = run_failed(model)
             if prior == checksum:
+                if UNDER_WAY in old and not under_way:
+                    self._settle(p, start, old, failed, puts, gone_cells, merged)
                 continue
             if prior is not None and not supersede:
                 raise _conflict(p.run_id, prior, checksum)
@@ -270,7 +299,6 @@ class Writer(IndexCells):
             if first:
                 puts.update(self._data_rows(p.info))
             prog = (p.program or "").encode("utf-8")
-            failed = run_failed(existing.get(model_keys[p.run_id]))
             if prior is not None:
                 for key, cols in self._old_index(table, prior, p.run_id, start).items():
                     gone_cells.setdefault(key, set()).update(cols)
@@ -280,8 +308,13 @@ class Writer(IndexCells):
                 puts.update(failed_rows(p.run_id, start, checksum, self._endpoints(p.info)))
             else:
                 self._index_rows(p.info, p.run_id, start, prog, into=puts, merged=merged,
-                                 first=first and self.first_runs)
-            puts[run_keys[p.run_id]] = {"c": checksum.encode(), "t": _T.pack(start), "p": prog}
+                                 first=(first and self.first_runs) or under_way)
+            row = puts[run_keys[p.run_id]] = {"c": checksum.encode(), "t": _T.pack(start),
+                                              "p": prog}
+            if under_way and not first and not failed:
+                row[UNDER_WAY] = b"1"
+            elif UNDER_WAY in old:
+                gone_cells.setdefault(run_keys[p.run_id], set()).add(UNDER_WAY)
         cells_gone = _not_put(gone_cells, puts)
         if cells_gone:
             table.delete_columns(cells_gone)
@@ -290,6 +323,22 @@ class Writer(IndexCells):
         if puts:
             table.put(puts)
         return new
+
+    def _settle(self, p: "_Pending", start: int, old: dict[str, bytes], failed: bool,
+                puts: Rows, gone: dict[bytes, set[str]], merged: set[tuple[str, int]]) -> None:
+        """A run indexed while under way has ended with the set it has: its
+        bucket cells are written and its first-run cells go (a failed run's
+        cells were moved to the failed-run rows already: only its mark goes)."""
+        key = rk.run(p.run_id)
+        gone.setdefault(key, set()).add(UNDER_WAY)
+        if failed:
+            return
+        self._index_rows(p.info, p.run_id, start, old.get("p", b""), into=puts, merged=merged)
+        dsts, srcs = self._endpoints(p.info)
+        for kind, eps in ((rk.BACKWARD, dsts), (rk.FORWARD, srcs)):
+            for ns, name in eps:
+                gone.setdefault(rk.run_row(FIRST_OF_RUN[kind], ns, name, start),
+                                set()).add(p.run_id)
 
     def _record_guarded(self, items: dict[str, "_Pending"], supersede: bool,
                         extra: RunWrite | None = None) -> int:
