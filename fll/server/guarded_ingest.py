@@ -16,7 +16,10 @@ reading the run row first: `Writer.record_run` checks it against the row it
 reads and claims anyway (`RunWrite.expect`), and a run changed meanwhile (by
 another server, or a purge) is merged again with what is stored
 (`StaleRun`). A run not known here is taken for new on the same terms. An
-answer saying "nothing new" (200) is only ever given from a fresh read.
+answer saying "nothing new" (200) is only ever given from a fresh read; when
+that read finds the run indexed while under way and the event ends it, the
+run is recorded again with its set, which writes its bucket cells
+(`Writer._record_guarded`).
 
 This module must never write an event's rows for a run it has not claimed,
 and never answer from a set it did not check against the store.
@@ -33,6 +36,7 @@ from ..errors import InvalidLineageError
 from ..opset import DeferredSet
 from ..store import runs as run_model
 from ..store.datasets import schema_body
+from ..store.layout import marked_under_way
 from ..store.lineage import LineageStore
 from ..store.reader import RunInfo
 from ..store.writer import Rows, RunWrite, StaleRun
@@ -130,29 +134,39 @@ class GuardedRuns:
         with self._lock:
             self._known.pop(run_id, None)
 
+    def _read(self, run_id: str) -> tuple[RunInfo | None, bool]:
+        """The run as stored, and whether it is marked indexed while under way."""
+        key = rk.run(run_id)
+        row = self.lineage.table.get(key)
+        return self.lineage.run(run_id, rows={key: row}), marked_under_way(row)
+
     def merge(self, event: Callable[[], dict], info: Any, run_id: str, start_ms: int,
               program: str,
               model: run_model.RunEvent | None, facts: list,
-              keep_rest: Callable[[int], int]) -> tuple[dict, int, int]:
+              keep_rest: Callable[[int], int], under_way: bool = False
+              ) -> tuple[dict, int, int]:
         """Record the run's union with this event (``event()``: its inputs and
         outputs, for a union not remembered; the module doc): (the
         answer's body, its status, the run's stored start). ``model``'s rows
         and ``facts``' schemas are written with it; on a 200 (nothing new),
-        ``keep_rest(start)`` writes them and returns the schemas kept."""
+        ``keep_rest(start)`` writes them and returns the schemas kept.
+        ``under_way``: the event leaves the run going (`Writer.record`)."""
         prior = self.known(run_id)
-        fresh = False
+        fresh = marked = False
         for _ in range(8):
             target = union_with_stored(self.lineage, event, info, prior)
             if target is None:
                 assert prior is not None
                 if not fresh:  # a 409 only from a fresh read
-                    prior, fresh = self.lineage.run(run_id), True
+                    (prior, marked), fresh = self._read(run_id), True
                     continue
                 raise cannot_extend(run_id, prior.checksum)
             if prior is not None and prior.checksum == target.checksum:
                 if not fresh:  # only a read of the store says nothing is new
-                    prior, fresh = self.lineage.run(run_id), True
+                    (prior, marked), fresh = self._read(run_id), True
                     continue
+                if marked and not under_way:
+                    return self._settle(target, run_id, start_ms, program, model, facts)
                 self._keep(prior)
                 body = receipt(run_id, target.checksum, prior.start_ms, prior.program, False)
                 body["schemas"] = keep_rest(prior.start_ms)
@@ -161,7 +175,8 @@ class GuardedRuns:
                                          None if prior is None else prior.checksum)
             try:
                 changed = self.lineage.record_run(target, run_id, start_ms, program, write,
-                                                  supersede=prior is not None)
+                                                  supersede=prior is not None,
+                                                  under_way=under_way)
             except StaleRun as e:
                 fresh = True
                 prior = None if e.found is None else RunInfo(run_id, e.found[1], e.found[2],
@@ -177,3 +192,21 @@ class GuardedRuns:
             return body, 201 if changed else 200, write.start
         self.forget(run_id)
         raise ApiError(503, f"run {run_id!r} kept changing under concurrent events; retry")
+
+    def _settle(self, target: Any, run_id: str, start_ms: int, program: str,
+                model: run_model.RunEvent | None, facts: list) -> tuple[dict, int, int]:
+        """A run indexed while under way ends with the set it has: recorded
+        again with it (its bucket cells written, its first-run cells gone) and
+        the event's rows; nothing new to say (200)."""
+        write, schemas = event_write(model, facts, run_id, target.checksum)
+        try:
+            self.lineage.record_run(target, run_id, start_ms, program, write, supersede=True)
+        except StaleRun:
+            self.forget(run_id)  # changed meanwhile: the client's retry merges afresh
+            raise ApiError(503, f"run {run_id!r} changed under a concurrent event; "
+                                f"retry") from None
+        assert write.start is not None
+        self._keep(RunInfo(run_id, write.start, write.program, target.checksum))
+        body = receipt(run_id, target.checksum, write.start, write.program, False)
+        body["schemas"] = schemas
+        return body, 200, write.start

@@ -163,8 +163,8 @@ class OpenLineageIngest:
                                       or event_time_ms(event))
 
         failing = model.state in ("FAIL", "ABORT")
-        # a START or RUNNING leaves the run going: on a backend with transactions
-        # its lineage is indexed as such until the event that ends the run
+        # a START or RUNNING leaves the run going: its lineage is indexed as
+        # such (where the store has first-run rows) until the event that ends it
         under_way = model.state in ("START", "RUNNING")
         written = {(e.namespace, e.name) for e in info.destinations} | set(_outputs(event))
 
@@ -176,7 +176,7 @@ class OpenLineageIngest:
                                            self.lineage.claim_run_start(run_id, start_ms))
                 if self.runs is not None:  # no transactions: the rows join the calls
                     return self._record_guarded(again, info, run_id, start_ms, program,
-                                                None if failing else model, facts)
+                                                None if failing else model, facts, under_way)
                 body, status, start = self._record_run(again, info, run_id, start_ms, program,
                                                        under_way)
                 if not failing:  # after its lineage (a FAIL elsewhere moves it then)
@@ -188,7 +188,7 @@ class OpenLineageIngest:
         return record
 
     def _record_guarded(self, event: Callable[[], dict], info: Any, run_id: str, start_ms: int,
-                        program: str, model: Any, facts: list) -> JSONResponse:
+                        program: str, model: Any, facts: list, under_way: bool) -> JSONResponse:
         """`_record_run` and the event's other rows on a backend without
         transactions (`fll.server.guarded_ingest`); ``model``: the run-model
         facts still to write (None: written already, a FAIL/ABORT)."""
@@ -204,7 +204,7 @@ class OpenLineageIngest:
                     kept += 1
             return kept
         body, status, _start = self.runs.merge(event, info, run_id, start_ms, program, model,
-                                               facts, rest)
+                                               facts, rest, under_way)
         for f in facts:  # symlinks: each a check-and-put of its own
             for alias_ns, alias_name in f.symlinks:
                 self.lineage.record_alias(alias_ns, alias_name, f.namespace, f.name)

@@ -39,8 +39,14 @@ FAILED_STATES = frozenset({b"FAIL", b"ABORT"})
 ENDED_STATES = FAILED_STATES | {b"COMPLETE"}
 #: the run row's column marking a run indexed in the first-run rows because it
 #: was under way when recorded (`fll.store.writer`: its bucket cells come with
-#: the event that ends it)
+#: the event that ends it): b"1"; absent or b"0" (a backend without
+#: transactions writes the mark off in the run's check-and-put) when not
 UNDER_WAY = "i"
+
+
+def marked_under_way(row: dict[str, bytes] | None) -> bool:
+    """Whether a run row (``r|``) marks its run indexed while under way."""
+    return row is not None and row.get(UNDER_WAY) == b"1"
 _FAILED_KINDS = {"incoming": rk.FAILED_BACKWARD, "outgoing": rk.FAILED_FORWARD}
 _BUCKET_KINDS = {"incoming": rk.BACKWARD_BUCKET, "outgoing": rk.FORWARD_BUCKET}
 _RUN_KINDS = {"incoming": rk.BACKWARD, "outgoing": rk.FORWARD}

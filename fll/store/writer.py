@@ -16,8 +16,8 @@ from ..summaries import PLACEHOLDER_NS, summaries_to_bytes
 from .base import Table
 from .datarows import SHAPED, _deflated, _pack_endpoints, data_row, split_shape
 from .indexing import IndexCells
-from .layout import (_T, FIRST_OF_RUN, UNDER_WAY, _check_run, failed_rows, run_ended,
-                     run_failed)
+from .layout import (_T, FIRST_OF_RUN, UNDER_WAY, _check_run, failed_rows,
+                     marked_under_way, run_ended, run_failed)
 
 # the ``w`` column of a run row on backends without transactions: its index
 # rows are being written (pending) or are all written; absent means written
@@ -137,7 +137,7 @@ class Writer(IndexCells):
         """Whether the run's row among ``rows`` (`run_rows`) marks it indexed
         while under way: recording its set again with an event that ends it
         writes its bucket cells (see `_record_in_txn`)."""
-        return UNDER_WAY in (rows.get(rk.run(run_id)) or {})
+        return marked_under_way(rows.get(rk.run(run_id)))
 
     def record_many(self, runs: Iterable[tuple[FieldLineageInfo, str, int, str | None]], *,
                     supersede: bool = False, known: "Known | None" = None,
@@ -183,15 +183,16 @@ class Writer(IndexCells):
         return new
 
     def record_run(self, info: FieldLineageInfo, run_id: str, start_ms: int,
-                   program: str | None, write: RunWrite, *, supersede: bool) -> bool:
+                   program: str | None, write: RunWrite, *, supersede: bool,
+                   under_way: bool = False) -> bool:
         """`record` of one run on a backend without transactions, with the rows
         and the check of ``write`` (`RunWrite`) joined to the write path's calls;
         `StaleRun` when the run's set is not ``write.expect``. True when
-        something changed."""
+        something changed. ``under_way``: as `record`'s (`_record_guarded`)."""
         if not isinstance(info, FieldLineageInfo):
             raise InvalidLineageError(f"run {run_id!r}: expected a FieldLineageInfo")
         _check_run(run_id, start_ms)
-        items = {run_id: _Pending(info, run_id, start_ms, program)}
+        items = {run_id: _Pending(info, run_id, start_ms, program, under_way)}
         self._check_key_lengths(items)
         new = self._record_guarded(items, supersede, write)
         self._keep_written(items)
@@ -288,7 +289,7 @@ class Writer(IndexCells):
             under_way = p.under_way and self.first_runs and not run_ended(model)
             failed = run_failed(model)
             if prior == checksum:
-                if UNDER_WAY in old and not under_way:
+                if marked_under_way(old) and not under_way:
                     self._settle(p, start, old, failed, puts, gone_cells, merged)
                 continue
             if prior is not None and not supersede:
@@ -313,7 +314,7 @@ class Writer(IndexCells):
                                               "p": prog}
             if under_way and not first and not failed:
                 row[UNDER_WAY] = b"1"
-            elif UNDER_WAY in old:
+            elif UNDER_WAY in old:  # its mark goes (set off, on another backend)
                 gone_cells.setdefault(run_keys[p.run_id], set()).add(UNDER_WAY)
         cells_gone = _not_put(gone_cells, puts)
         if cells_gone:
@@ -323,6 +324,12 @@ class Writer(IndexCells):
         if puts:
             table.put(puts)
         return new
+
+    def _first_run_keys(self, info: FieldLineageInfo, start: int) -> list[bytes]:
+        """The first-run rows holding a run of ``info`` at ``start``, one per endpoint."""
+        dsts, srcs = self._endpoints(info)
+        return [rk.run_row(FIRST_OF_RUN[kind], ns, name, start)
+                for kind, eps in ((rk.BACKWARD, dsts), (rk.FORWARD, srcs)) for ns, name in eps]
 
     def _settle(self, p: "_Pending", start: int, old: dict[str, bytes], failed: bool,
                 puts: Rows, gone: dict[bytes, set[str]], merged: set[tuple[str, int]]) -> None:
@@ -334,11 +341,8 @@ class Writer(IndexCells):
         if failed:
             return
         self._index_rows(p.info, p.run_id, start, old.get("p", b""), into=puts, merged=merged)
-        dsts, srcs = self._endpoints(p.info)
-        for kind, eps in ((rk.BACKWARD, dsts), (rk.FORWARD, srcs)):
-            for ns, name in eps:
-                gone.setdefault(rk.run_row(FIRST_OF_RUN[kind], ns, name, start),
-                                set()).add(p.run_id)
+        for row in self._first_run_keys(p.info, start):
+            gone.setdefault(row, set()).add(p.run_id)
 
     def _record_guarded(self, items: dict[str, "_Pending"], supersede: bool,
                         extra: RunWrite | None = None) -> int:
@@ -349,16 +353,33 @@ class Writer(IndexCells):
         rows marked written (``w=1``). A crash leaves at worst a data row
         nothing uses or a pending run, which reads as not recorded; recording
         it again finishes it, and fsck repairs both. ``extra``: one run's
-        `RunWrite` (its rows joined to these calls)."""
+        `RunWrite` (its rows joined to these calls).
+
+        A run under way is indexed in the first-run rows where the store has
+        them, as in `_record_in_txn`: its mark is set on and off by the claim's
+        check-and-put, and a run that ends with the set it has is claimed
+        again (pending) to write its bucket cells and delete its first-run
+        cells, then marked written."""
         table = self.table
         self._announce_writer()
         # the data rows too, read before any is put: a set whose row is absent
         # gets its first run indexed in the first-run rows (where the store has
         # them); one that is there and this process put is not built again
         sets = {rk.data(p.info.checksum) for p in items.values()}
-        existing = table.get_many([rk.run(r) for r in items] + [rk.meta(LEASE)] + sorted(sets))
+        # whether a run under way has ended already: its run-model row, read too
+        asked = [rk.run_model(p.run_id) for p in items.values()
+                 if p.under_way and self.first_runs]
+        existing = table.get_many([rk.run(r) for r in items] + [rk.meta(LEASE)] + sorted(sets)
+                                  + asked)
         lease = existing.pop(rk.meta(LEASE), None)
         new_sets = {k for k in sets if existing.pop(k, None) is None}
+        ended = {k for k in asked if run_ended(existing.pop(k, None))}
+        going = {p.run_id for p in items.values() if p.under_way and self.first_runs
+                 and rk.run_model(p.run_id) not in ended}
+        # runs indexed while under way that end now with the set they have
+        settling = {p.run_id for p in items.values() if p.run_id not in going
+                    and marked_under_way(existing.get(rk.run(p.run_id)))
+                    and existing[rk.run(p.run_id)].get("c") == p.info.checksum.encode()}
         if lease is not None and _T.unpack(lease["t"])[0] > _now_ms():
             raise StoreError(f"store {self.url}: maintenance in progress "
                              f"({lease.get('w', b'?').decode(errors='replace')}); "
@@ -373,11 +394,12 @@ class Writer(IndexCells):
         todo = False
         for p in items.values():
             old = existing.get(rk.run(p.run_id)) or {}
-            if old.get("c") == p.info.checksum.encode() and old.get("w") != _PENDING:
+            if old.get("c") == p.info.checksum.encode() and old.get("w") != _PENDING \
+                    and p.run_id not in settling:
                 continue  # recorded and written before
             todo = True
             dkey = rk.data(p.info.checksum)
-            if dkey in data_rows:
+            if dkey in data_rows or (p.run_id in settling and dkey not in new_sets):
                 continue
             if dkey in sets and dkey not in new_sets and p.info.checksum in self._sets_put:
                 # its row is there (read just now) and this process's put of it
@@ -410,17 +432,25 @@ class Writer(IndexCells):
         broke = True
         try:
             for p in items.values():
-                outcome, start, prior = self._claim_run(p, existing.get(rk.run(p.run_id)),
-                                                        supersede, extra)
+                dkey = rk.data(p.info.checksum)
+                first = self.first_runs and dkey in new_sets
+                settle = p.run_id in settling
+                stored = existing.get(rk.run(p.run_id))
+                mark = b"1" if p.run_id in going and not first else \
+                    b"0" if marked_under_way(stored) else None
+                outcome, start, prior = self._claim_run(p, stored, supersede, extra, mark,
+                                                        settle)
                 if outcome is None:
                     continue  # recorded and written before: nothing to do
                 prog = (p.program or "").encode("utf-8")
-                dkey = rk.data(p.info.checksum)
-                first = self.first_runs and dkey in new_sets
                 new_sets.discard(dkey)  # the set's later runs in the batch write buckets
                 self._index_rows(p.info, p.run_id, start, prog, into=index, merged=merged,
-                                 first=first)
+                                 first=first or p.run_id in going)
                 written[rk.run(p.run_id)] = {"w": _WRITTEN}
+                if settle and prior is None:  # ended with its set: its first-run cells go
+                    for key in self._first_run_keys(p.info, start):
+                        gone_cells.setdefault(key, set()).add(p.run_id)
+                    continue
                 new += 1
                 if prior is not None:
                     priors[p.run_id] = (prior, start)
@@ -473,10 +503,13 @@ class Writer(IndexCells):
         self._announced = now
 
     def _claim_run(self, p: "_Pending", old: dict[str, bytes] | None, supersede: bool,
-                   extra: RunWrite | None = None) -> tuple[bool | None, int, str | None]:
+                   extra: RunWrite | None = None, mark: bytes | None = None,
+                   settle: bool = False) -> tuple[bool | None, int, str | None]:
         """Make the ``r|`` row say this run has ``p``'s set, by check-and-put
         (with ``extra``: only while it holds ``extra.expect``, whose ``start``
-        and ``program`` are set to the run's).
+        and ``program`` are set to the run's). ``mark``: the `UNDER_WAY` value
+        written with the claim (None: none). ``settle``: a run indexed while
+        under way that has this set and has ended: claimed again (pending).
 
         Returns (True when this call must write the run's index rows, None when
         the run has this set and is fully written; the run's start time; the
@@ -484,6 +517,7 @@ class Writer(IndexCells):
         key = rk.run(p.run_id)
         mine = p.info.checksum.encode()
         prog = (p.program or "").encode("utf-8")
+        marked = {} if mark is None else {UNDER_WAY: mark}
         one_call = getattr(self.table, "one_call_check_and_put", False)
         for _ in range(16):
             if extra is not None:
@@ -496,7 +530,7 @@ class Writer(IndexCells):
                 # without "t" has no "c" either, and one call claims both.
                 if one_call and self.table.check_and_put(
                         key, "t", None, {"t": _T.pack(p.start), "c": mine, "p": prog,
-                                         "w": _PENDING}):
+                                         "w": _PENDING, **marked}):
                     if extra is not None:
                         extra.start, extra.program = p.start, p.program or None
                     return True, p.start, None
@@ -510,12 +544,18 @@ class Writer(IndexCells):
                 if prior == mine:
                     if extra is not None:
                         extra.start, extra.program = start, old.get("p", b"").decode() or None
+                    if settle and marked_under_way(old):
+                        if self.table.check_and_put(key, "c", mine,
+                                                    {"w": _PENDING, UNDER_WAY: b"0"}):
+                            return True, start, None
+                        old = self.table.get(key)
+                        continue
                     if old.get("w") == _PENDING:
                         return True, start, None  # a crashed or concurrent write: finish it
                     return None, start, None
                 if prior is not None and not supersede:
                     raise _conflict(p.run_id, prior.decode(), p.info.checksum)
-                values = {"c": mine, "p": prog, "w": _PENDING}
+                values = {"c": mine, "p": prog, "w": _PENDING, **marked}
                 if "t" not in old:
                     values["t"] = _T.pack(start)
                 if self.table.check_and_put(key, "c", prior, values):

@@ -2,9 +2,12 @@
 ABORT stored) is indexed in the first-run rows, without bucket cells, and
 its run row marked; the event that ends it writes its bucket cells, with a
 new set or the same one, and its first-run cells go. Questions answer the
-same at every step, and fsck finds every step sound."""
+same at every step, and fsck finds every step sound: on SQLite (in the
+transaction) and on Bigtable (the guarded write path, the mark set on and
+off by the run's check-and-put)."""
 from __future__ import annotations
 
+import itertools
 import random
 import uuid
 
@@ -13,9 +16,12 @@ from fastapi.testclient import TestClient
 
 from fll import rowkeys as rk
 from fll.rowkeys import MAX_TIME
+from fll import open_store
 from fll.server import create_app
 from fll.store import admin
-from fll.store.layout import UNDER_WAY
+from fll.store.layout import marked_under_way
+
+from ..store.conftest import bigtable_emulator, emulator_binary  # noqa: F401 - fixtures
 
 from .test_run_cycle import OUT, event
 
@@ -24,6 +30,21 @@ LATER = "2024-05-04T10:00:00Z"
 AT = {DAY1: 1714557600000, DAY2: 1714644000000, DAY3: 1714730400000, LATER: 1714816800000}
 BUCKETS = (rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET)
 FIRSTS = (rk.FIRST_BACKWARD, rk.FIRST_FORWARD)
+
+
+_tables = itertools.count()
+
+
+@pytest.fixture(params=["sqlite", "bigtable"])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path}/fll.db"
+    else:
+        emu = request.getfixturevalue("bigtable_emulator")
+        url = f"bigtable://fll-test/under-way-{next(_tables)}/fll?emulator={emu.host}"
+    s = open_store(url)
+    yield s
+    s.close()
 
 
 @pytest.fixture
@@ -51,7 +72,7 @@ def _sets_in_buckets(store) -> set[str]:
 
 
 def _marked(store, run_id: str) -> bool:
-    return UNDER_WAY in (store.table.get(rk.run(run_id)) or {})
+    return marked_under_way(store.table.get(rk.run(run_id)))
 
 
 def _sound(store) -> None:

@@ -31,6 +31,7 @@ from fll.rowkeys import MAX_TIME
 from fll.server import create_app
 from fll.store import open_store
 from fll.store.grouped import GroupedTable
+from fll.store.layout import UNDER_WAY
 from fll.store.writer import WRITER_PREFIX
 
 from ..openlineage.test_run_cycle import OUT, event
@@ -97,9 +98,17 @@ _INDEX = tuple(p + rk.SEP for p in (rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET,
 
 
 def _rows(store, index: bool = True) -> dict[bytes, dict[str, bytes]]:
+    """Every row; ``index=False``: without the index rows, and without the run
+    rows' mark of a run indexed while under way (`UNDER_WAY`), which says how
+    the run is indexed: like the index rows, first-run or bucket cells by
+    which run of a new set came first."""
     writers = rk.meta(WRITER_PREFIX)
-    return {k: v for k, v in store.table.scan() if not k.startswith(writers)
+    rows = {k: v for k, v in store.table.scan() if not k.startswith(writers)
             and (index or not k.startswith(_INDEX))}
+    if not index:
+        rows = {k: ({c: x for c, x in v.items() if c != UNDER_WAY}
+                    if k.startswith(rk.RUN + rk.SEP) else v) for k, v in rows.items()}
+    return rows
 
 
 def _same_rows(got: dict, want: dict, round_: int) -> None:

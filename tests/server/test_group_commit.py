@@ -404,3 +404,58 @@ def test_ingests_streaming_in_with_the_lock_free_share_transactions(store):
     for r in runs:
         assert store.run(r).checksum == store.run(runs[0]).checksum
     assert sorted(store.fields(OUT, 0, MAX_TIME)) == ["x", "y"]
+
+
+def test_a_gather_whose_turns_answer_other_requests_stops_gathering(store):
+    """The leader's two turns of the loop are worth waiting for only while
+    they bring ingests: on a loop busy with other work (here 20 ms a turn,
+    as reads answered under load), a gather costs far more than the ingests
+    it brings, so gathering stops (until `GATHER_RETRY`) and every ingest
+    still commits, answered as alone."""
+    import asyncio
+
+    import httpx
+
+    from fll.server.ingest import GATHER_RETRY
+
+    app = create_app(store)
+    writer = app.state.writer
+    gathered: list[bool] = []
+    plain = writer._gather
+
+    def counting(queue):
+        got = plain(queue)
+        gathered.append(got)
+        return got
+    writer._gather = counting
+    runs = [_rid() for _ in range(6)]
+
+    async def ingest() -> tuple[list[int], float]:
+        transport = httpx.ASGITransport(app=app)
+        busy = True
+
+        async def other_requests() -> None:
+            while busy:
+                time.sleep(0.02)  # the loop held, as answering reads holds it
+                await asyncio.sleep(0)
+        began = time.monotonic()
+        load = asyncio.create_task(other_requests())
+        async with httpx.AsyncClient(transport=transport, base_url="http://x") as client:
+            async def run(r: str) -> list[int]:
+                out = []
+                for state, fields in (("START", ["x"]), ("COMPLETE", ["x", "y"])) * 2:
+                    answer = await client.post("/api/v1/lineage", json=event(r, state, fields))
+                    out.append(answer.status_code)
+                return out
+            statuses = [s for got in await asyncio.gather(*map(run, runs)) for s in got]
+        busy = False
+        await load
+        return statuses, time.monotonic() - began
+
+    statuses, took = asyncio.run(ingest())
+    assert sorted(set(statuses)) == [200, 201] and len(statuses) == 4 * len(runs)
+    assert writer.events == 4 * len(runs)
+    # a gather at most once per GATHER_RETRY (and the first), not once per batch
+    assert 1 <= gathered.count(True) <= 1 + took / GATHER_RETRY, (gathered.count(True), took)
+    for r in runs:
+        assert store.run(r).checksum == store.run(runs[0]).checksum
