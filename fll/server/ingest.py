@@ -12,8 +12,8 @@ ingest to write on an event loop leads: it takes the workers' write lock
 (at once when it is free; held by another worker, whose commit is about a
 millisecond, it waits for it on the loop up to `TURN_SPIN`, within
 `SPIN_BUDGET` a second, then polls; while ingests stream in, it first lets
-the loop turn twice, `STREAM_GAP`, unless such turns lately cost more than
-the ingests they brought, `GATHER_COST`) and records its write with every write
+the loop turn twice, `STREAM_GAP`, unless such turns lately spent their time
+on other requests, `GATHER_COST`) and records its write with every write
 queued meanwhile by other ingests of the loop, in ONE transaction
 (`SQLiteTable.atomic`: nested writes join it), and answers each request only
 after the commit. The reads and writes of every write in a batch see one
@@ -89,14 +89,16 @@ MAX_BATCH = 32
 # and the next leader lets the event loop turn twice to gather its batch
 # (`GroupCommit._gather`); a lone ingest still commits at once
 STREAM_GAP = 0.005
-# but only while those turns bring ingests: two turns of a loop that also
-# answers reads are those reads' time (tens of milliseconds under load), and
-# every ingest of the batch waits them out. A gather whose turns took more
-# than this per ingest they brought stops the gathering, tried again after
-# `GATHER_RETRY` (the server_load bench, 20% ingests among reads: ingest p99
-# 417 ms gathering, 71 ms not; the warehouse bench, ingests alone: 839/s
-# gathering, 713/s not)
-GATHER_COST = 0.005
+# but only while those turns are the ingests' own work: two turns of a loop
+# that also answers reads are those reads' time (tens of milliseconds under
+# load), and every ingest of the batch waits them out. A gather whose turns
+# spent more than this per ingest they brought on anything but preparing
+# ingests (`prepared`: the HTTP of an ingest is a fraction of it) stops the
+# gathering, tried again after `GATHER_RETRY` (the server_load bench, 20%
+# ingests among reads: ingest p99 417 ms gathering, 72-96 ms not; the
+# warehouse bench, ingests alone: 839/s gathering, 713/s not; a new set can
+# take tens of milliseconds to prepare, which is the ingests' own work)
+GATHER_COST = 0.002
 GATHER_RETRY = 1.0
 
 # a number of 19 digits or more may be an integer beyond 64 bits, which orjson
@@ -241,8 +243,10 @@ class GroupCommit:
             store.table = GroupedTable(table, FLIGHTS)
         # when the last batch committed (`_gather`); whether the store has transactions
         self._last_commit = 0.0
-        # until when gathering is off: its last turns cost more than they brought
+        # until when gathering is off: its last turns went to other requests
         self._no_gather_until = 0.0
+        # seconds the event loop spent preparing ingests (`prepared`)
+        self._preparing = 0.0
         self._batched = table is not None and not self._concurrent
 
     async def _take_turn(self) -> bool:
@@ -267,6 +271,11 @@ class GroupCommit:
         now = time.monotonic()
         return len(queue.pending) < self.max_batch and self._batched and \
             now - self._last_commit < STREAM_GAP and now >= self._no_gather_until
+
+    def prepared(self, seconds: float) -> None:
+        """Count ``seconds`` the event loop spent preparing an ingest (parsing
+        and checking it, building its lineage): a gather's own work."""
+        self._preparing += seconds
 
     def close(self) -> None:
         """Let the writer threads end once their writes are done (the app's end)."""
@@ -340,11 +349,13 @@ class GroupCommit:
                 if self._gather(queue):
                     # a turn runs the requests ready now up to their submit; the
                     # second, those whose bytes the first turn's poll read
-                    began, waiting = time.monotonic(), len(queue.pending)
+                    began, preparing = time.monotonic(), self._preparing
+                    waiting = len(queue.pending)
                     await asyncio.sleep(0)
                     await asyncio.sleep(0)
                     now = time.monotonic()
-                    if now - began > GATHER_COST * max(len(queue.pending) - waiting, 1):
+                    if now - began - (self._preparing - preparing) > \
+                            GATHER_COST * max(len(queue.pending) - waiting, 1):
                         self._no_gather_until = now + GATHER_RETRY
                 # writes queued while the lock is awaited join this batch
                 got = await self._take_turn()
