@@ -69,6 +69,47 @@ def rows_digest(path: str) -> str:
     return h.hexdigest()[:16]
 
 
+async def send_events(app, bodies: list[tuple[bytes, bytes]], connections: int,
+                      statuses: dict[int, int], profiler: cProfile.Profile | None = None
+                      ) -> int:
+    """Post each run's START then its COMPLETE (``bodies``) to ``app`` as uvicorn
+    calls it, from ``connections`` clients at once, with the collector's freeze
+    turns on as `fll serve` runs them; counts the answers' statuses into
+    ``statuses`` and returns the events sent. ``profiler``: on while they go."""
+    sent = 0
+
+    async def post(body: bytes) -> None:
+        nonlocal sent
+        messages: list[dict] = []
+
+        async def receive() -> dict:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: dict) -> None:
+            messages.append(message)
+
+        await app(_scope(body), receive, send)
+        status = messages[0]["status"]
+        statuses[status] = statuses.get(status, 0) + 1
+        sent += 1
+
+    queue = iter(bodies)
+    if profiler is not None:
+        profiler.enable()
+    app.state.freezer.start()  # what fll serve's lifespan does
+
+    async def client() -> None:
+        for start, complete in queue:
+            await post(start)
+            await post(complete)
+            await asyncio.sleep(0)  # another client's turn, as sockets give it
+    await asyncio.gather(*[client() for _ in range(connections)])
+    app.state.freezer.stop()
+    if profiler is not None:
+        profiler.disable()
+    return sent
+
+
 @click.command()
 @click.option("--datasets", default=300, show_default=True, type=click.IntRange(30))
 @click.option("--runs", default=0, type=click.IntRange(0),
@@ -84,7 +125,6 @@ def main(datasets: int, runs: int, connections: int, profile_path: str | None) -
     store = open_store(f"sqlite:///{path}", cache_size=32_768)
     app = create_app(store, checkpoint_every=None, gc_freeze=True)
     statuses: dict[int, int] = {}
-    sent = [0]
     spent = {"commit": 0.0, "union": 0.0}
 
     def timed(fn, what: str):
@@ -99,42 +139,11 @@ def main(datasets: int, runs: int, connections: int, profile_path: str | None) -
     app.state.writer._commit = timed(app.state.writer._commit, "commit")
     ol.union = timed(ol.union, "union")
 
-    async def post(body: bytes) -> None:
-        messages: list[dict] = []
-
-        async def receive() -> dict:
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        async def send(message: dict) -> None:
-            messages.append(message)
-
-        await app(_scope(body), receive, send)
-        status = messages[0]["status"]
-        statuses[status] = statuses.get(status, 0) + 1
-        sent[0] += 1
-
-    async def ingest() -> None:
-        queue = iter(bodies)
-        app.state.freezer.start()  # what fll serve's lifespan does
-
-        async def client() -> None:
-            for start, complete in queue:
-                await post(start)
-                await post(complete)
-                await asyncio.sleep(0)  # another client's turn, as sockets give it
-        await asyncio.gather(*[client() for _ in range(connections)])
-        app.state.freezer.stop()
-
     profiler = cProfile.Profile(time.process_time) if profile_path else None
     cpu0, t0 = time.process_time(), time.monotonic()
-    if profiler is not None:
-        profiler.enable()
-    asyncio.run(ingest())
-    if profiler is not None:
-        profiler.disable()
+    n = asyncio.run(send_events(app, bodies, connections, statuses, profiler))
     cpu, took = time.process_time() - cpu0, time.monotonic() - t0
     store.close()
-    n = sent[0]
     writer = app.state.writer
     click.echo(f"{n:,} events in {took:.1f} s; CPU {cpu:.2f} s: {cpu / n * 1000:.3f} ms per "
                f"event; {writer.events / max(writer.batches, 1):.1f} events per "

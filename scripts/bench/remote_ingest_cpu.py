@@ -34,7 +34,7 @@ import click
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from ingest_cpu import _scope  # noqa: E402
+from ingest_cpu import send_events  # noqa: E402
 from warehouse import Backend, Warehouse  # noqa: E402
 
 from fll import open_store  # noqa: E402
@@ -84,48 +84,15 @@ def main(kind: str, datasets: int, runs_per_day: int, rtt_ms: float, connections
             return call
         writer._grouped = timed(writer._grouped)
         statuses: dict[int, int] = {}
-        sent = [0]
-
-        async def post(body: bytes) -> None:
-            messages: list[dict] = []
-
-            async def receive() -> dict:
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            async def send(message: dict) -> None:
-                messages.append(message)
-
-            await app(_scope(body), receive, send)
-            status = messages[0]["status"]
-            statuses[status] = statuses.get(status, 0) + 1
-            sent[0] += 1
-
-        async def ingest() -> None:
-            queue = iter(bodies)
-            app.state.freezer.start()
-
-            async def client() -> None:
-                for start, complete in queue:
-                    await post(start)
-                    await post(complete)
-                    await asyncio.sleep(0)
-            await asyncio.gather(*[client() for _ in range(connections)])
-            app.state.freezer.stop()
-
         loop_prof = cProfile.Profile(time.thread_time) if prefix else None
         turns0 = backend.turns() or 0
         cpu0, loop0, t0 = time.process_time(), time.thread_time(), time.monotonic()
-        if loop_prof is not None:
-            loop_prof.enable()
-        asyncio.run(ingest())
-        if loop_prof is not None:
-            loop_prof.disable()
+        n = asyncio.run(send_events(app, bodies, connections, statuses, loop_prof))
         cpu, loop_cpu = time.process_time() - cpu0, time.thread_time() - loop0
         took = time.monotonic() - t0
         turns = (backend.turns() or 0) - turns0
         app.state.writer.close()
         store.close()
-        n = sent[0]
         click.echo(f"{kind}, {rtt_ms:g} ms per round trip: {n:,} events in {took:.1f} s "
                    f"({n / took:.0f}/s); CPU {cpu / n * 1000:.2f} ms per event: event loop "
                    f"{loop_cpu / n * 1000:.2f}, writers {sum(writers.values()) / n * 1000:.2f}, "
