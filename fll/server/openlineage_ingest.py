@@ -102,7 +102,7 @@ class OpenLineageIngest:
         """The ingest route's answer (also given in front of the framework by
         `fll.server.ingest.IngestRoute`, inside the token check and the slots)."""
         raw = decoded(await read_body(declared, stream, self.max_body), encoding, self.max_body)
-        began = time.perf_counter()
+        began = time.monotonic()
         event = parse_json(raw)
         fields = check_fields(event, self.max_fields)  # before any lineage object is built
         try:
@@ -121,7 +121,7 @@ class OpenLineageIngest:
                 return await self.writer.alone(write)
             write = self.prepare(event)
             del event
-            self.writer.prepared(time.perf_counter() - began)
+            self.writer.prepared(time.monotonic() - began)
             return await self.writer.submit(write)
         except BadRequest as e:
             # well-formed JSON that is not a valid RunEvent: the reason names the JSON path

@@ -57,6 +57,14 @@ def _read(sock: socket.socket, n: int) -> bytes | None:
     return got
 
 
+def _read_to_end(sock: socket.socket) -> bytes:
+    """Everything ``sock`` receives until the other end closes its side."""
+    got = b""
+    while chunk := sock.recv(65536):
+        got += chunk
+    return got
+
+
 def _ask(sock: socket.socket, payload: bytes) -> bytes:
     sock.sendall(len(payload).to_bytes(4, "big") + payload)
     head = _read(sock, 4)
@@ -129,13 +137,7 @@ def test_an_end_of_stream_passes_through_and_the_other_way_still_answers():
     def serve() -> None:
         conn, _ = srv.accept()
         with conn:
-            got = b""
-            while True:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    break
-                got += chunk
-            conn.sendall(b"read %d bytes" % len(got))
+            conn.sendall(b"read %d bytes" % len(_read_to_end(conn)))
 
     worker = threading.Thread(target=serve, daemon=True)
     worker.start()
@@ -144,12 +146,7 @@ def test_an_end_of_stream_passes_through_and_the_other_way_still_answers():
             with socket.create_connection(("127.0.0.1", proxy.port), timeout=5) as sock:
                 sock.sendall(b"a" * 100_000)
                 sock.shutdown(socket.SHUT_WR)
-                answer = b""
-                while True:
-                    chunk = sock.recv(65536)
-                    if not chunk:
-                        break
-                    answer += chunk
+                answer = _read_to_end(sock)
             assert answer == b"read 100000 bytes"
             assert proxy.turns == 1
         worker.join(5)
