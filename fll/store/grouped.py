@@ -39,11 +39,13 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from .base import Row, Span, SpanGroup, SpanRead, read_spans_by_rows
 
 _local = threading.local()
+T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -59,6 +61,32 @@ def grouping() -> Iterator[None]:
 
 def _grouped() -> bool:
     return getattr(_local, "on", False)
+
+
+# threads that make a writer's call while the writer makes another (`meanwhile`)
+_helpers: ThreadPoolExecutor | None = None
+_helpers_lock = threading.Lock()
+HELPERS = 16
+
+
+def meanwhile(call: Callable[[], T]) -> "Future[T]":
+    """``call()`` made in a helper thread, grouped if this thread is, while this
+    thread goes on: two calls that need not follow each other cost one round
+    trip instead of two. The caller waits for the result before it answers."""
+    global _helpers
+    if _helpers is None:
+        with _helpers_lock:
+            if _helpers is None:
+                _helpers = ThreadPoolExecutor(HELPERS, thread_name_prefix="fll-meanwhile")
+    on = _grouped()
+
+    def run() -> T:
+        _local.on = on
+        try:
+            return call()
+        finally:
+            _local.on = False
+    return _helpers.submit(run)
 
 
 class _Group:

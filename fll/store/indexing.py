@@ -125,10 +125,13 @@ class IndexCells(StoreState):
             memo[(checksum, first)] = hit
         return out + hit
 
-    def _old_index(self, table: Table, checksum: str, run_id: str, start: int
-                   ) -> dict[bytes, set[str]]:
+    def _old_index(self, table: Table, checksum: str, run_id: str, start: int,
+                   under_way: bool = False) -> dict[bytes, set[str]]:
         """The cells a run recorded with ``checksum`` at ``start`` leaves to delete
-        when it goes: its run cells and the bucket cells no other run keeps."""
+        when it goes: its run cells and the bucket cells no other run keeps.
+        ``under_way``: the run row it was claimed from is marked indexed while
+        under way, so it has a first-run cell at every endpoint and no bucket
+        cell: nothing to look up."""
         known = self._eps.get(checksum)  # a set this process recorded: no read, no decode
         if known is None:
             row = table.get(rk.data(checksum))
@@ -156,6 +159,8 @@ class IndexCells(StoreState):
         # run's START → COMPLETE supersede is the whole cost (a multi-get of
         # 64 children per level and endpoint)
         skip: set[tuple[bytes, str, str]] = set()
+        if self.first_runs and under_way:
+            return cells
         if self.first_runs:
             for key, cols in table.get_many(sorted(firsts)).items():
                 value = cols.get(run_id)
@@ -262,3 +267,17 @@ def _merge_into(rows: dict[bytes, dict[str, bytes]], key: bytes, cols: dict[str,
     elif cur is not cols and not cols.items() <= cur.items():
         merged = rows[key] = _Merged(cur)
         merged.update(cols)
+
+
+def not_put(cells: dict[bytes, set[str]], puts: dict[bytes, dict[str, bytes]]
+             ) -> dict[bytes, list[str]]:
+    """The cells to delete that the same batch does not write again (a
+    superseded run keeps its run cell, with its new set; another run of the
+    batch may keep a bucket cell)."""
+    out: dict[bytes, list[str]] = {}
+    for key, cols in cells.items():
+        again = puts.get(key, {})
+        left = sorted(c for c in cols if c not in again)
+        if left:
+            out[key] = left
+    return out

@@ -15,7 +15,8 @@ from ..opset import FieldLineageInfo
 from ..summaries import PLACEHOLDER_NS, summaries_to_bytes
 from .base import Table
 from .datarows import SHAPED, _deflated, _pack_endpoints, data_row, split_shape
-from .indexing import IndexCells
+from .grouped import meanwhile
+from .indexing import IndexCells, not_put
 from .layout import (_T, FIRST_OF_RUN, UNDER_WAY, _check_run, failed_rows,
                      marked_under_way, run_ended, run_failed)
 
@@ -301,7 +302,8 @@ class Writer(IndexCells):
                 puts.update(self._data_rows(p.info))
             prog = (p.program or "").encode("utf-8")
             if prior is not None:
-                for key, cols in self._old_index(table, prior, p.run_id, start).items():
+                for key, cols in self._old_index(table, prior, p.run_id, start,
+                                                 marked_under_way(old)).items():
                     gone_cells.setdefault(key, set()).update(cols)
                 if failed:
                     gone_rows.update(self._failed_keys(table, prior, p.run_id, start))
@@ -316,7 +318,7 @@ class Writer(IndexCells):
                 row[UNDER_WAY] = b"1"
             elif UNDER_WAY in old:  # its mark goes (set off, on another backend)
                 gone_cells.setdefault(run_keys[p.run_id], set()).add(UNDER_WAY)
-        cells_gone = _not_put(gone_cells, puts)
+        cells_gone = not_put(gone_cells, puts)
         if cells_gone:
             table.delete_columns(cells_gone)
         if gone_rows - puts.keys():
@@ -438,8 +440,8 @@ class Writer(IndexCells):
                 stored = existing.get(rk.run(p.run_id))
                 mark = b"1" if p.run_id in going and not first else \
                     b"0" if marked_under_way(stored) else None
-                outcome, start, prior = self._claim_run(p, stored, supersede, extra, mark,
-                                                        settle)
+                outcome, start, prior, was_marked = self._claim_run(p, stored, supersede,
+                                                                    extra, mark, settle)
                 if outcome is None:
                     continue  # recorded and written before: nothing to do
                 prog = (p.program or "").encode("utf-8")
@@ -454,8 +456,8 @@ class Writer(IndexCells):
                 new += 1
                 if prior is not None:
                     priors[p.run_id] = (prior, start)
-                    for key, cols in self._old_index(table, prior, p.run_id,
-                                                     start).items():
+                    for key, cols in self._old_index(table, prior, p.run_id, start,
+                                                     was_marked).items():
                         gone_cells.setdefault(key, set()).update(cols)
             broke = False
         finally:
@@ -464,7 +466,7 @@ class Writer(IndexCells):
                 extra.start is not None else {}
             # the old index cells go in the same call where the backend can
             # (both before the runs are marked written, in either order)
-            cells_gone = {} if broke else _not_put(gone_cells, index)
+            cells_gone = {} if broke else not_put(gone_cells, index)
             joined = getattr(table, "put_and_delete", None) if cells_gone else None
             if joined is not None:
                 joined({**beside, **index}, cells_gone)
@@ -478,12 +480,18 @@ class Writer(IndexCells):
         if after and not written:
             table.put(after)
         if written:
-            table.put({**after, **written})
             # a FAIL/ABORT recorded before or meanwhile (`fll.store.runs` puts its
             # event, then moves): checked after the index is written, so either
-            # this check sees it or that move sees this run's set
+            # this check sees it or that move sees this run's set; while the
+            # runs are marked written (nothing orders the two)
             runs = [rk.decode(k).run_id or "" for k in written]
-            models = table.get_many([rk.run_model(r) for r in runs])
+            check = meanwhile(lambda: table.get_many([rk.run_model(r) for r in runs]))
+            try:
+                table.put({**after, **written})
+            except BaseException:
+                check.exception()  # waited for, its answer moot
+                raise
+            models = check.result()
             failed = [r for r in runs if run_failed(models.get(rk.run_model(r)))]
             if failed:
                 self.move_to_failed(failed, priors={r: priors[r] for r in failed
@@ -504,7 +512,7 @@ class Writer(IndexCells):
 
     def _claim_run(self, p: "_Pending", old: dict[str, bytes] | None, supersede: bool,
                    extra: RunWrite | None = None, mark: bytes | None = None,
-                   settle: bool = False) -> tuple[bool | None, int, str | None]:
+                   settle: bool = False) -> tuple[bool | None, int, str | None, bool]:
         """Make the ``r|`` row say this run has ``p``'s set, by check-and-put
         (with ``extra``: only while it holds ``extra.expect``, whose ``start``
         and ``program`` are set to the run's). ``mark``: the `UNDER_WAY` value
@@ -513,7 +521,8 @@ class Writer(IndexCells):
 
         Returns (True when this call must write the run's index rows, None when
         the run has this set and is fully written; the run's start time; the
-        set it replaced)."""
+        set it replaced; whether the row it was claimed from was marked under
+        way, so the replaced set's index is first-run cells only)."""
         key = rk.run(p.run_id)
         mine = p.info.checksum.encode()
         prog = (p.program or "").encode("utf-8")
@@ -533,7 +542,7 @@ class Writer(IndexCells):
                                          "w": _PENDING, **marked}):
                     if extra is not None:
                         extra.start, extra.program = p.start, p.program or None
-                    return True, p.start, None
+                    return True, p.start, None, False
                 if not one_call and self.table.check_and_put(
                         key, "t", None, {"t": _T.pack(p.start)}):
                     old = {"t": _T.pack(p.start)}
@@ -547,12 +556,13 @@ class Writer(IndexCells):
                     if settle and marked_under_way(old):
                         if self.table.check_and_put(key, "c", mine,
                                                     {"w": _PENDING, UNDER_WAY: b"0"}):
-                            return True, start, None
+                            return True, start, None, True
                         old = self.table.get(key)
                         continue
                     if old.get("w") == _PENDING:
-                        return True, start, None  # a crashed or concurrent write: finish it
-                    return None, start, None
+                        # a crashed or concurrent write: finish it
+                        return True, start, None, marked_under_way(old)
+                    return None, start, None, marked_under_way(old)
                 if prior is not None and not supersede:
                     raise _conflict(p.run_id, prior.decode(), p.info.checksum)
                 values = {"c": mine, "p": prog, "w": _PENDING, **marked}
@@ -561,7 +571,8 @@ class Writer(IndexCells):
                 if self.table.check_and_put(key, "c", prior, values):
                     if extra is not None:
                         extra.start, extra.program = start, p.program or None
-                    return True, start, None if prior is None else prior.decode()
+                    return (True, start, None if prior is None else prior.decode(),
+                            marked_under_way(old))
             old = self.table.get(key)
         raise StoreError(f"store {self.url}: run {p.run_id!r} kept changing under 16 "
                          f"check-and-put attempts; retry")
@@ -581,16 +592,3 @@ class Writer(IndexCells):
             # the row went away in between (a purge): claim again
         raise StoreError(f"store {self.url}: could not claim the start of run {run_id!r}")
 
-
-def _not_put(cells: dict[bytes, set[str]], puts: dict[bytes, dict[str, bytes]]
-             ) -> dict[bytes, list[str]]:
-    """The cells to delete that the same batch does not write again (a
-    superseded run keeps its run cell, with its new set; another run of the
-    batch may keep a bucket cell)."""
-    out: dict[bytes, list[str]] = {}
-    for key, cols in cells.items():
-        again = puts.get(key, {})
-        left = sorted(c for c in cols if c not in again)
-        if left:
-            out[key] = left
-    return out

@@ -8,6 +8,7 @@ together in the next call.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +18,7 @@ import pytest
 
 from fll.errors import StoreError
 from fll.store import open_table
-from fll.store.grouped import GroupedTable, grouping
+from fll.store.grouped import GroupedTable, _grouped, grouping, meanwhile
 
 THREADS = 12
 REMOTE = ["bigtable", "hbase-thrift", "hbase-thrift-framed-compact"]
@@ -318,3 +319,18 @@ def test_a_put_with_column_deletes_is_one_call_where_the_backend_has_it(table_ur
         assert table.get(b"r01") == {"n": b"1"}
     finally:
         grouped.close()
+
+
+def test_a_call_made_meanwhile_overlaps_the_callers_own_and_is_grouped_like_it():
+    # the call made meanwhile waits for the caller to go on: made before
+    # `meanwhile` returned, it would wait out its timeout instead
+    for grouped in (True, False):
+        went_on = threading.Event()
+
+        def other(went_on: threading.Event = went_on) -> tuple[bool, bool]:
+            return went_on.wait(5), _grouped()
+
+        with grouping() if grouped else contextlib.nullcontext():
+            got = meanwhile(other)
+            went_on.set()
+            assert got.result(10) == (True, grouped)
