@@ -42,8 +42,8 @@ from .explorer import mount_explorer
 from .fast import FastReads
 from .governance import routes as governance_routes
 from .guard import (DEFAULT_BODY_MEMORY, DEFAULT_BODY_TIMEOUT, DEFAULT_INGEST_WAIT,
-                    DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS, DEFAULT_MAX_INGESTS,
-                    IngestLimitMiddleware, TokenMiddleware)
+                    DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS,
+                    IngestLimitMiddleware, TokenMiddleware, max_ingests_for)
 from .ingest import GroupCommit, IngestRoute
 from .paths import RawPathMiddleware
 from .responses import JSONResponse
@@ -55,7 +55,7 @@ MAX_BODY = DEFAULT_MAX_BODY
 
 def create_app(store: LineageStore | str, token: str | None = None, *,
                max_body: int = MAX_BODY, max_level: int = MAX_LEVEL,
-               public_reads: bool = False, max_ingests: int = DEFAULT_MAX_INGESTS,
+               public_reads: bool = False, max_ingests: int | None = None,
                ingest_wait: float = DEFAULT_INGEST_WAIT, max_fields: int = DEFAULT_MAX_FIELDS,
                body_timeout: float = DEFAULT_BODY_TIMEOUT, ingest_slots: Any = None,
                body_memory: int = DEFAULT_BODY_MEMORY,
@@ -67,8 +67,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     ``token``: when set, every route but the public shell (/health, the explorer
     page, /openapi.json, the docs) needs ``Authorization: Bearer <token>``;
     ``public_reads`` lets GET/HEAD through without it.
-    ``max_ingests``/``ingest_wait``: concurrent ingests, and how long one waits for
-    a slot before 503. ``max_fields``: column-lineage fields per event (413 above).
+    ``max_ingests``/``ingest_wait``: concurrent ingests (None: `max_ingests_for`
+    the store), and how long one waits for a slot before 503. ``max_fields``: column-lineage fields per event (413 above).
     ``body_timeout``: seconds for a request body to arrive (408 after).
     ``max_body``: largest accepted request body in bytes (413 above).
     ``body_memory``: bytes of ingest bodies this process holds at once beyond
@@ -158,6 +158,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     # both before an ingest is answered in front of the router
     if fast_reads:
         app.add_middleware(IngestRoute, answer=ingest.answer)
+    if max_ingests is None:
+        max_ingests = max_ingests_for(lineage)
     app.add_middleware(IngestLimitMiddleware, max_ingests=max_ingests, ingest_wait=ingest_wait,
                        body_timeout=body_timeout, slots=ingest_slots, max_body=max_body,
                        body_memory=body_memory)

@@ -37,7 +37,7 @@ CHECKPOINT_EVERY = 0.5
 # config key -> (type, default) of the settings `serve` also reads from the config file
 _SETTINGS: dict[str, tuple[type, Any]] = {
     "public_reads": (bool, False),
-    "max_ingests": (int, guard.DEFAULT_MAX_INGESTS),
+    "max_ingests": (int, None),  # guard.max_ingests_for(store)
     "ingest_wait": (float, guard.DEFAULT_INGEST_WAIT),  # config file only
     "max_fields": (int, guard.DEFAULT_MAX_FIELDS),
     "header_timeout": (float, guard.DEFAULT_HEADER_TIMEOUT),
@@ -59,11 +59,14 @@ def serve_settings(given: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise BadRequest(f"config file: unknown setting(s) serve.{', serve.'.join(unknown)} "
                          f"(known: {', '.join(sorted(_SETTINGS))})", "config")
-    out = {}
+    out: dict[str, Any] = {}
     for key, (kind, default) in _SETTINGS.items():
         value = given.get(key)
         if value is None:
             value = section.get(key, default)
+            if value is None:  # decided by the store (`max_ingests`)
+                out[key] = None
+                continue
             ok = isinstance(value, bool) if kind is bool else (
                 isinstance(value, (int, float)) and not isinstance(value, bool)
                 and (kind is float or isinstance(value, int)) and value > 0)
@@ -118,7 +121,8 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
               help="With --token: let GET requests through without it (writes still need it).")
 @click.option("--max-ingests", type=click.IntRange(1), default=None,
               help=f"Ingests at once; more wait up to {guard.DEFAULT_INGEST_WAIT:g} s, then 503 "
-                   f"[default: {guard.DEFAULT_MAX_INGESTS}].")
+                   f"[default: {guard.DEFAULT_MAX_INGESTS}; {guard.REMOTE_MAX_INGESTS} on "
+                   f"Bigtable and HBase, whose ingests wait on round trips].")
 @click.option("--max-fields", type=click.IntRange(1), default=None,
               help=f"Column-lineage fields (outputs + inputFields) per event, 413 above "
                    f"[default: {guard.DEFAULT_MAX_FIELDS}].")
@@ -193,6 +197,8 @@ def serve(store_url: str | None, create: bool, host: str, port: int, token: str 
         # exit 3 before any worker starts
         store = open_store(url, cache_size=settings["cache_sets"],
                            cache_mb=settings["cache_mb"])
+        if settings["max_ingests"] is None:
+            settings["max_ingests"] = guard.max_ingests_for(store)
         click.echo(f"fll: serving {redact(url)} on http://{_url_host(host)}:{real_port} "
                    f"({_access(token, settings['public_reads'])}"
                    f"{f', {workers} worker processes' if workers > 1 else ''})", err=True)

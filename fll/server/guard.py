@@ -7,7 +7,8 @@ the read timeouts.
   ``/health``, the explorer page and its static files, ``/openapi.json`` and
   the API docs pages. ``public_reads`` lets GET/HEAD through anonymously.
   It wraps the whole router, so a route added later is protected by default.
-- `IngestLimitMiddleware`: at most ``max_ingests`` ingests at once (a request
+- `IngestLimitMiddleware`: at most ``max_ingests`` ingests at once (by
+  default `max_ingests_for` the store: more where they wait on round trips; a request
   waits up to ``ingest_wait`` seconds for a slot, then 503 + Retry-After). The
   slot is taken only once the body has fully arrived: a client that sends its
   body slowly, or not at all, holds its connection and never the work (17
@@ -53,6 +54,10 @@ PUBLIC_PREFIXES = ("/static/",)
 READ_METHODS = frozenset({"GET", "HEAD"})
 
 DEFAULT_MAX_INGESTS = 8
+# on a store without transactions (Bigtable, HBase) an ingest spends most of
+# its time waiting on round trips, written beside others by as many threads
+# (fll.server.ingest.WRITERS): 8 at once left half of them idle
+REMOTE_MAX_INGESTS = 16
 DEFAULT_INGEST_WAIT = 10.0
 DEFAULT_MAX_FIELDS = 50_000
 DEFAULT_HEADER_TIMEOUT = 10.0
@@ -74,6 +79,14 @@ async def _send_error(send: Any, status: int, message: str,
     raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})
+
+
+def max_ingests_for(store: Any) -> int:
+    """The default number of ingests at once for ``store``: `REMOTE_MAX_INGESTS`
+    where its table has no transactions, else `DEFAULT_MAX_INGESTS`."""
+    table = getattr(store, "table", None)
+    return REMOTE_MAX_INGESTS if table is not None and not callable(
+        getattr(table, "atomic", None)) else DEFAULT_MAX_INGESTS
 
 
 def is_public(path: str) -> bool:

@@ -9,7 +9,10 @@ from fll.server import guard
 from fll.server.cli import DEFAULT_CACHE_SETS, serve_settings
 from fll.store.cache import DEFAULT_CACHE_MB
 
-DEFAULTS = {"public_reads": False, "max_ingests": guard.DEFAULT_MAX_INGESTS,
+from ..store.conftest import bigtable_emulator, emulator_binary  # noqa: F401 - fixtures
+
+# max_ingests: None until the store is open (guard.max_ingests_for)
+DEFAULTS = {"public_reads": False, "max_ingests": None,
             "ingest_wait": guard.DEFAULT_INGEST_WAIT, "max_fields": guard.DEFAULT_MAX_FIELDS,
             "header_timeout": guard.DEFAULT_HEADER_TIMEOUT,
             "body_timeout": guard.DEFAULT_BODY_TIMEOUT, "cache_sets": DEFAULT_CACHE_SETS,
@@ -57,3 +60,17 @@ def test_a_bad_serve_setting_is_refused_naming_it(config, text, message):
     with pytest.raises(BadRequest, match="^config file: ") as err:
         serve_settings({})
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_ingests_at_once_default_to_more_where_they_wait_on_round_trips(
+        tmp_path, bigtable_emulator):  # noqa: F811 - the fixture imported above
+    from fll import open_store
+
+    for url, want in [(f"sqlite:///{tmp_path}/fll.db", 8),
+                      (f"bigtable://fll-test/settings/fll?emulator={bigtable_emulator.host}", 16)]:
+        store = open_store(url)
+        try:
+            assert guard.max_ingests_for(store) == want
+        finally:
+            store.close()
+    assert (guard.DEFAULT_MAX_INGESTS, guard.REMOTE_MAX_INGESTS) == (8, 16)
