@@ -4,7 +4,7 @@ answer checked against a plain walk of the generated graph, and timed.
     PYTHONPATH=. .venv/bin/python scripts/bench/warehouse.py [--datasets 2000]
         [--runs-per-day 3] [--days 5] [--seed 7] [--workers 1] [--cache-sets 32768] [--cache-mb 512]
         [--rss-budget-mb 1024] [--one-hop 300] [--deep 60] [--candidates 300]
-        [--start-lineage half|all|none] [--connections 8] [--dir DIR] [--fll PATH]
+        [--start-lineage half|all|none] [--connections N] [--dir DIR] [--fll PATH]
 
 The warehouse (seeded, so the same arguments give the same events): ``--datasets``
 datasets in three namespaces (``postgres://db:5432``, ``s3://lake``,
@@ -24,7 +24,8 @@ all|none`` for all of it or none) then a COMPLETE event (all of it), run ids UUI
 Then: starts ``fll serve`` (an SQLite store in a temp dir, or ``--dir``; the
 ``fll`` next to this Python unless ``--fll``; ``--cache-sets``, ``--cache-mb`` and
 ``--workers`` passed on) on 127.0.0.1 at a free port; sends every event over
-HTTP/1.1 keep-alive with ``--connections`` concurrent connections (a run's
+HTTP/1.1 keep-alive with ``--connections`` concurrent connections (by default
+as many as the server takes ingests at once on the store; a run's
 START and COMPLETE on one connection, in that order, so its start time is its
 START's); reports events/s and the store's bytes. Then asks, and checks each
 answer against a walk of the generated graph (the runs whose start falls in
@@ -679,7 +680,8 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
                               "start_lineage": start_lineage,
                               "workers": workers, "cache_sets": cache_sets, "cache_mb": cache_mb,
                               "rss_budget_mb": rss_budget_mb, "fll": " ".join(fll),
-                              "backend": backend_kind, "rtt_ms": rtt_ms}
+                              "backend": backend_kind, "rtt_ms": rtt_ms,
+                              "connections": connections}
     server: subprocess.Popen | None = None
     watch: RssWatch | None = None
     try:
@@ -910,7 +912,8 @@ def render(r: dict[str, Any]) -> str:
                                          if r['backend'] != "sqlite" else " (embedded)"),
              f"fll serve --workers {r['workers']} --cache-sets {r['cache_sets']} "
              f"--cache-mb {r['cache_mb']} ({r['fll']}); "
-             f"START events carry {r['start_lineage']} of the column lineage",
+             f"START events carry {r['start_lineage']} of the column lineage; "
+             f"{r['connections']} producers sending at once",
              f"{'figure':<44}{'value':>12}{'target':>12}{'ratio':>8}  "]
 
     def row(name: str, value: float | None, target: float, unit: str,
@@ -1000,7 +1003,9 @@ def render(r: dict[str, Any]) -> str:
 @click.option("--start-lineage", type=click.Choice(["half", "all", "none"]), default="half",
               show_default=True,
               help="the column lineage a START event carries (COMPLETE carries all of it)")
-@click.option("--connections", default=8, show_default=True, type=click.IntRange(1, 64))
+@click.option("--connections", default=None, type=click.IntRange(1, 64),
+              help="producers sending events at once [default: the ingests `fll serve` "
+                   "takes at once on the store: 8 on SQLite, 16 on Bigtable and HBase]")
 @click.option("--dir", "directory", default=None, help="Put the store here (must not hold one).")
 @click.option("--fll", "fll_path", default=None, help="The fll executable to serve with.")
 @click.option("--backend", "backend_kind", type=click.Choice(["sqlite", "bigtable", "hbase"]),
@@ -1019,6 +1024,9 @@ def cli(n_datasets: int, days: int, runs_per_day: int, seed: int, workers: int,
         start_lineage: str, connections: int, directory: str | None, fll_path: str | None,
         backend_kind: str, rtt_ms: float, as_json: bool, reuse: bool) -> None:
     """Run the warehouse benchmark and print the table."""
+    if connections is None:
+        from fll.server.guard import DEFAULT_MAX_INGESTS, REMOTE_MAX_INGESTS
+        connections = DEFAULT_MAX_INGESTS if backend_kind == "sqlite" else REMOTE_MAX_INGESTS
     report = run_bench(n_datasets, days, runs_per_day, seed, workers, cache_sets, cache_mb,
                        rss_budget_mb,
                        n_one_hop, n_deep, candidates, connections, directory, fll_path,
