@@ -8,6 +8,7 @@ import pytest
 from fll import (DROPPED, EndPoint, EndPointField, FieldLineageInfo, InputField,
                  InvalidLineageError, ReadOperation, Transformation, TransformOperation,
                  WriteOperation)
+from fll.codec import canonical_bytes
 from tests.lineage_examples import ANOTHER_FILE, ENDPOINT1, cdap_example, cdap_example_operations
 
 SRC = EndPoint("ns", "src")
@@ -291,3 +292,13 @@ def test_the_json_form_round_trips_through_the_public_methods():
     assert FieldLineageInfo.from_dict(doc) == info
     with pytest.raises(InvalidLineageError, match="missing 'operations'"):
         FieldLineageInfo.from_dict({"checksum": info.checksum})
+
+
+def test_a_transform_made_from_checked_parts_is_the_one_the_constructor_makes():
+    a, b = InputField("read:s", "a"), InputField("read:s", "b")
+    tags = {b: (Transformation("DIRECT", "AGGREGATION"),)}
+    made = TransformOperation.checked("t", "d", (a, b), ("x",), dict(tags))
+    built = TransformOperation("t", "d", [a, b], ["x"], tags)
+    assert made == built and hash(made) == hash(built)
+    assert dict(made.transformations) == dict(built.transformations)
+    assert canonical_bytes([made]) == canonical_bytes([built])

@@ -222,16 +222,25 @@ def _build(lineage: dict[EndPoint, dict[str, dict[EndPointField, tuple[Transform
         ops.append(ReadOperation(read_name[ep], f"read {ep.namespace}:{ep.name}",
                                  EndPoint(ep.namespace, ep.name, props.get(ep)),
                                  tuple(sorted(reads[ep]))))
+    # one InputField per source field, however many outputs read it
+    refs: dict[EndPointField, InputField] = {}
+
+    def ref(s: EndPointField) -> InputField:
+        found = refs.get(s)
+        if found is None:
+            found = refs[s] = InputField(read_name[s.endpoint], s.field)
+        return found
     for dest in sorted(lineage):
         writes: list[InputField] = []
         for out_name in sorted(lineage[dest]):
             inputs = lineage[dest][out_name]
             name = f"transform:{dest.namespace}:{dest.name}:{out_name}"
-            ins = [InputField(read_name[s.endpoint], s.field) for s in sorted(inputs)]
-            tags = {InputField(read_name[s.endpoint], s.field): t
-                    for s, t in inputs.items() if t}
-            ops.append(TransformOperation(name, f"columnLineage of {out_name}", tuple(ins),
-                                          (out_name,), tags))
+            order = sorted(inputs)
+            # tags in input order, as TransformOperation keeps them
+            tags = {ref(s): inputs[s] for s in order if inputs[s]}
+            ops.append(TransformOperation.checked(name, f"columnLineage of {out_name}",
+                                                  tuple(ref(s) for s in order), (out_name,),
+                                                  tags))
             writes.append(InputField(name, out_name))
         ops.append(WriteOperation(f"write:{dest.namespace}:{dest.name}",
                                   f"write {dest.namespace}:{dest.name}",
