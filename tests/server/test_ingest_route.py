@@ -97,3 +97,20 @@ def test_the_token_is_checked_before_an_ingest_is_answered(store, token_given, s
         r = c.post("/api/v1/lineage", content=GOOD, headers=headers)
     assert r.status_code == status, r.text
     assert (store.run(RID) is not None) == (status == 201)
+
+
+def test_an_ingest_skips_the_framework_s_layers_once_they_are_built(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path}/fll.db")
+    app = create_app(store)
+    with store, TestClient(app) as c:
+        assert c.get("/health").status_code == 200  # the first request builds the stack
+        spy = app.middleware_stack = _RouterSpy(app.middleware_stack)
+        for i in range(3):
+            body = json.dumps(event(f"{RID[:-1]}{i}", "COMPLETE", ["x"])).encode()
+            r = c.post("/api/v1/lineage", content=body,
+                       headers={"content-type": "application/json"})
+            assert r.status_code == 201, r.text
+        assert c.post("/api/v1/lineage", content=b"{not json").status_code == 400
+        assert spy.seen == []  # straight to fll's own middleware
+        assert c.get("/api/v1/namespaces").status_code == 200
+        assert spy.seen == ["GET"]  # everything else as before
