@@ -5,7 +5,7 @@ building; the writers: the store calls and what they build).
 
     PYTHONPATH=. .venv/bin/python scripts/bench/remote_ingest_cpu.py \\
         [--backend bigtable|hbase] [--datasets 200] [--runs-per-day 1] \\
-        [--rtt-ms 1] [--connections 8] [--profile PREFIX]
+        [--rtt-ms 1] [--connections 16] [--profile PREFIX]
 
 The app (`fll.server.create_app` over the store, reached through
 `fll.testing.latency.LatencyProxy` as `warehouse.py --backend` does) is called
@@ -47,7 +47,8 @@ from fll.server import create_app  # noqa: E402
 @click.option("--datasets", default=200, show_default=True, type=click.IntRange(52))
 @click.option("--runs-per-day", default=1, show_default=True, type=click.IntRange(1, 48))
 @click.option("--rtt-ms", default=1.0, show_default=True, type=click.FloatRange(0, 100))
-@click.option("--connections", default=8, show_default=True, type=click.IntRange(1, 64))
+@click.option("--connections", default=16, show_default=True, type=click.IntRange(1, 64),
+              help="clients sending at once (16: the ingests fll serve takes at once here)")
 @click.option("--profile", "prefix", default=None, metavar="PREFIX")
 def main(kind: str, datasets: int, runs_per_day: int, rtt_ms: float, connections: int,
          prefix: str | None) -> None:
