@@ -68,7 +68,8 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     page, /openapi.json, the docs) needs ``Authorization: Bearer <token>``;
     ``public_reads`` lets GET/HEAD through without it.
     ``max_ingests``/``ingest_wait``: concurrent ingests (None: `max_ingests_for`
-    the store), and how long one waits for a slot before 503. ``max_fields``: column-lineage fields per event (413 above).
+    the store), and how long one waits for a slot before 503. ``max_fields``:
+    column-lineage fields per event (413 above).
     ``body_timeout``: seconds for a request body to arrive (408 after).
     ``max_body``: largest accepted request body in bytes (413 above).
     ``body_memory``: bytes of ingest bodies this process holds at once beyond

@@ -45,6 +45,7 @@ import h11
 from starlette.requests import ClientDisconnect
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from ..store.base import transactional
 from .errors import ApiError, error_bytes
 
 INGEST_PATH = "/api/v1/lineage"
@@ -85,8 +86,8 @@ def max_ingests_for(store: Any) -> int:
     """The default number of ingests at once for ``store``: `REMOTE_MAX_INGESTS`
     where its table has no transactions, else `DEFAULT_MAX_INGESTS`."""
     table = getattr(store, "table", None)
-    return REMOTE_MAX_INGESTS if table is not None and not callable(
-        getattr(table, "atomic", None)) else DEFAULT_MAX_INGESTS
+    return REMOTE_MAX_INGESTS if table is not None and not transactional(table) \
+        else DEFAULT_MAX_INGESTS
 
 
 def is_public(path: str) -> bool:

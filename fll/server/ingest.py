@@ -61,6 +61,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from ..errors import StoreError
+from ..store.base import transactional
 from ..store.grouped import GroupedTable, grouping
 from .errors import KNOWN_ERRORS, ApiError, known_error_response
 from .guard import INGEST_PATH
@@ -238,7 +239,7 @@ class GroupCommit:
         # of threads, their calls grouped (the module doc)
         table = getattr(store, "table", None)
         self._pool: ThreadPoolExecutor | None = None  # made on first use
-        self._concurrent = table is not None and not callable(getattr(table, "atomic", None))
+        self._concurrent = table is not None and not transactional(table)
         if self._concurrent and not isinstance(table, GroupedTable):
             store.table = GroupedTable(table, FLIGHTS)
         # when the last batch committed (`_gather`); whether the store has transactions

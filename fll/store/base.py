@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from typing import (Callable, Iterable, Iterator, Mapping, NamedTuple, Protocol, Sequence,
+from typing import (Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Protocol, Sequence,
                     TypeVar, runtime_checkable)
 from urllib.parse import urlsplit
 
@@ -127,6 +127,12 @@ class Table(Protocol):
 
     def close(self) -> None:
         """Release connections."""
+
+
+def transactional(table: Any) -> bool:
+    """Whether ``table`` runs a function in one transaction (``atomic``: SQLite);
+    Bigtable and HBase write row by row, guarded by check-and-put."""
+    return callable(getattr(table, "atomic", None))
 
 
 def scan_bounds(start: bytes, stop: bytes, limit: int | None) -> tuple[bytes, bytes] | None:

@@ -9,7 +9,7 @@ from typing import Iterator
 from ... import rowkeys as rk
 from ...errors import FllError, StoreError
 from .. import runs as run_model
-from ..base import Table
+from ..base import Table, transactional
 from ..datarows import SHAPED, shape_ref
 from ..layout import FIRST_OF_RUN, RUN_OF_FIRST, row_sets, run_cells
 from ..tags import decode_assignment, decode_def
@@ -55,20 +55,16 @@ def fsck(table: Table, *, repair: bool = False, progress: Progress | None = None
     with _read_view(table):
         _find_problems(table, report, progress)
     if not report.clean:
-        _confirm(table, report, settle=not _transactional(table))
+        _confirm(table, report, settle=not transactional(table))
     if repair and not report.clean:
         with maintenance(table, "fsck --repair"):
-            if not _transactional(table):
+            if not transactional(table):
                 # no writer runs now (the lease): this re-read is the state repaired
                 _confirm(table, report, settle=False)
             report.fixed = _repair(table, report)
         report.repaired = True
         report.unrepaired = len(report.corrupt) + len(report.unknown)
     return report
-
-
-def _transactional(table: Table) -> bool:
-    return callable(getattr(table, "atomic", None))
 
 
 @contextmanager
