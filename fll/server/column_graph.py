@@ -83,12 +83,20 @@ def _parse_node_id(store: LineageStore, node_id: str, walk: tuple[int, int] | No
     prefetch_names = getattr(store, "prefetch_names", None)
     if prefetch_names is not None:  # every name the id may mean, read at once
         asked = {(ep.namespace, ep.name) for ep, _ in candidates}
-        prefetch_names(asked, *ALL_TIME, **({"walk": walk} if walk else {}))
+        prefetch_names(asked, *ALL_TIME, **({"walk": walk} if walk else {}),
+                       exists=kind == "dataset")
         # and their schemas (a dataset known only by one; a field of it)
         prefetch_schemas = getattr(store, "prefetch_schemas", None)
         if prefetch_schemas is not None:
             prefetch_schemas(asked, *ALL_TIME)
     names = Names(store)
+    if kind == "datasetField":
+        # the first name holding the field wins, and only a known name holds
+        # one: the names before it are not asked whether they exist
+        for ep, fld in candidates:
+            found = _with_field(store, names, ep, str(fld))
+            if found is not None:
+                return found
     known = []
     for ep, fld in candidates:  # a name that is an alias stands for its dataset
         target = names.canonical(ep)
@@ -105,6 +113,25 @@ def _parse_node_id(store: LineageStore, node_id: str, walk: tuple[int, int] | No
             raise NotFound(f"nodeId {node_id!r} names no known field")
         return with_field[0]
     return known[0]
+
+
+def _with_field(store: LineageStore, names: Names, ep: EndPoint, fld: str
+                ) -> tuple[EndPoint, str] | None:
+    """The dataset a ``datasetField`` name stands for when it holds the field,
+    as `_parse_node_id` picks it (the alias's target when that is known, else
+    the name when known), asking whether a dataset exists only when its sets
+    and schema (`known_fields`) do not settle it."""
+    target = names.canonical(ep)
+    if target != ep and _known(store, target):
+        return (target, fld) if fld in known_fields(store, target, *ALL_TIME) else None
+    if fld in known_fields(store, ep, *ALL_TIME) and _known(store, ep):
+        return ep, fld
+    return None
+
+
+def _known(store: LineageStore, ep: EndPoint) -> bool:
+    """`dataset_known`, its schema asked first (read with the names)."""
+    return store.schema(ep.namespace, ep.name, *ALL_TIME) is not None or store.exists(ep)
 
 
 def job_outputs(store: LineageStore, node_id: str, start: int, end: int) -> list[EndPointField]:
@@ -153,6 +180,9 @@ def column_lineage(store: LineageStore, node_id: str, depth: int,
     every name it has (aliases) and answered under one. With ``show_indirect``
     False an input only INDIRECT (filter, join, group-by, sort…) is neither an
     edge nor an input field, and is not walked past; untagged inputs are kept."""
+    along = getattr(store, "schemas_along", None)
+    if along is not None:  # every node's type is answered: schemas read with the walk
+        along()
     if node_id.startswith("job:"):
         roots = job_outputs(store, node_id, start, end)
     else:

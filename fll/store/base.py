@@ -216,9 +216,16 @@ def first_cells_by_rows(table: "Table", rows: Sequence[bytes], lo: str, hi: str
                         ) -> dict[bytes, tuple[str, bytes]]:
     """`Table.first_cells` from whole rows: one `get_many`, the first column
     in ``[lo, hi)`` (in byte order, as the backends sort columns) picked here."""
+    return first_cells_in(table.get_many(list(dict.fromkeys(bytes(r) for r in rows))), lo, hi)
+
+
+def first_cells_in(rows: Mapping[bytes, Mapping[str, bytes]], lo: str, hi: str
+                   ) -> dict[bytes, tuple[str, bytes]]:
+    """`Table.first_cells` of whole rows already read: each row's first column
+    in ``[lo, hi)``, in byte order (as the backends sort columns)."""
     low, high = lo.encode("utf-8"), hi.encode("utf-8")
     out: dict[bytes, tuple[str, bytes]] = {}
-    for key, cols in table.get_many(list(dict.fromkeys(bytes(r) for r in rows))).items():
+    for key, cols in rows.items():
         inside = [c for c in cols if low <= c.encode("utf-8") < high]
         if inside:
             first = min(inside, key=lambda c: c.encode("utf-8"))

@@ -4,7 +4,7 @@ body, stored once per distinct schema) and aliases (``a|``, with their
 reverse rows)."""
 from __future__ import annotations
 
-from typing import AbstractSet, Callable, Iterable, Sequence
+from typing import AbstractSet, Callable, Iterable, Mapping, Sequence
 
 import msgpack
 import xxhash
@@ -12,6 +12,7 @@ import xxhash
 from .. import rowkeys as rk
 from ..errors import InvalidLineageError, StoreError
 from ..model import EndPoint
+from .base import first_cells_in
 from .layout import _check_name, _check_run, _corrupt, _decode_key, _target
 from .state import StoreState
 
@@ -71,7 +72,26 @@ class Datasets(StoreState):
         if not ds or columns is None:
             return {d: None for d in ds}
         keys = {d: rk.schemas(*d) for d in ds}
-        cells = self.table.first_cells(list(keys.values()), *columns)
+        return self._schemas_of(keys, self.table.first_cells(list(keys.values()), *columns))
+
+    def schemas_in_rows(self, rows: Mapping[tuple[str, str], Mapping[str, bytes] | None],
+                        start_ms: int, end_ms: int
+                        ) -> dict[tuple[str, str], dict[str, str | None] | None]:
+        """`schemas` of datasets whose whole ``S|`` rows were read already (by
+        a level read, `Levels.read_level_views` ``schemas=True``; None: no
+        row): only the schemas not cached are read, in one multi-get."""
+        columns = rk.schema_columns(start_ms, end_ms)
+        if columns is None:
+            return {d: None for d in rows}
+        keys = {d: rk.schemas(*d) for d in rows}
+        return self._schemas_of(keys, first_cells_in(
+            {keys[d]: row for d, row in rows.items() if row}, *columns))
+
+    def _schemas_of(self, keys: dict[tuple[str, str], bytes],
+                    cells: Mapping[bytes, tuple[str, bytes]]
+                    ) -> dict[tuple[str, str], dict[str, str | None] | None]:
+        """Each dataset's schema from the first cell of its ``S|`` row in the
+        range (``cells``, by row key; none: no schema), the bodies read once."""
         digests: dict[tuple[str, str], bytes] = {}
         for d, key in keys.items():
             if key in cells:
@@ -81,7 +101,7 @@ class Datasets(StoreState):
                 digests[d] = digest
         bodies = self._schema_fields(set(digests.values()), lambda missing: next(
             f"{ns}:{n}" for (ns, n), dg in digests.items() if dg == missing))
-        out: dict[tuple[str, str], dict[str, str | None] | None] = {d: None for d in ds}
+        out: dict[tuple[str, str], dict[str, str | None] | None] = {d: None for d in keys}
         for d, digest in digests.items():
             try:
                 out[d] = {str(n): (None if t is None else str(t)) for n, t in bodies[digest]}

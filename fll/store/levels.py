@@ -30,13 +30,16 @@ class Level(NamedTuple):
     resolved: dict[tuple[str, str], tuple[str, str]]  # as resolve_dataset answers
     aliases: dict[tuple[str, str], list[tuple[str, str]]]  # as aliases answers
     checksums: dict[tuple[str, str], list[str]]  # as checksums answers
+    #: with ``schemas``: each dataset's whole ``S|`` row (None: none), for
+    #: `Datasets.schemas_in_rows`
+    schema_rows: dict[tuple[str, str], dict[str, bytes] | None] = {}
 
 
 class Levels(Reader):
     """The level reads of a `LineageStore` (see the module doc)."""
 
     def read_level(self, datasets: Iterable[tuple[str, str]], start: int, end: int,
-                   direction: str = "incoming") -> "Level":
+                   direction: str = "incoming", *, schemas: bool = False) -> "Level":
         """What a walk needs of every dataset of one hop, in the round trips of
         one read (`Table.read_span_groups`): the dataset each name stands for
         (`resolve_dataset`), the aliases naming it (`aliases`), and its
@@ -46,8 +49,10 @@ class Levels(Reader):
         more than 64 of them as one span per dataset (no directory row to read
         first); a second read confirms any aliases found.
         A dataset that turns out to be an alias is answered under its own
-        name here; the walk reads its target as it reads any other dataset."""
-        return self._read_level(list(dict.fromkeys(datasets)), ((direction, start, end),))[0]
+        name here; the walk reads its target as it reads any other dataset.
+        ``schemas``: their ``S|`` rows too (`Level.schema_rows`)."""
+        return self._read_level(list(dict.fromkeys(datasets)), ((direction, start, end),),
+                                schemas=schemas)[0]
 
     def read_level_both(self, datasets: Iterable[tuple[str, str]], start: int, end: int
                         ) -> tuple["Level", dict[tuple[str, str], list[str]]]:
@@ -59,26 +64,32 @@ class Levels(Reader):
             datasets, (("incoming", start, end), ("outgoing", start, end)))
         return level, outgoing
 
-    def read_level_views(self, datasets: Iterable[tuple[str, str]], views: Sequence[View]
+    def read_level_views(self, datasets: Iterable[tuple[str, str]], views: Sequence[View],
+                         *, schemas: bool = False
                          ) -> tuple["Level", list[dict[tuple[str, str], list[str]]]]:
         """`read_level` of the first view (a direction and a range), and the
         sets of the same datasets in each other view (as `checksums` answers
         them), in the round trips of one: what a question naming a dataset
         first asks of it (its fields are those of both directions over all
-        time; its walk, the sets of the walk's range)."""
-        level, others, _ = self._read_level(list(dict.fromkeys(datasets)), views)
+        time; its walk, the sets of the walk's range). ``schemas``: their
+        ``S|`` rows too, in the same call (`Level.schema_rows`)."""
+        level, others, _ = self._read_level(list(dict.fromkeys(datasets)), views,
+                                            schemas=schemas)
         return level, others
 
     def _read_level(self, ds: list[tuple[str, str]], views: Sequence[View],
-                    also: Sequence[bytes] = ()
+                    also: Sequence[bytes] = (), *, schemas: bool = False
                     ) -> tuple["Level", list[dict[tuple[str, str], list[str]]],
                                dict[bytes, dict[str, bytes]]]:
         """The level read of ``ds`` in each view (the first's sets in the
         `Level`, the others' apart), and the rows of the keys ``also``, read
-        in the same call (`Table.read_span_groups`)."""
+        in the same call (`Table.read_span_groups`); with ``schemas``, the
+        datasets' ``S|`` rows among them."""
         if not ds:
             return (Level({}, {}, {}), [{} for _ in views[1:]],
                     self.table.get_many(list(also)) if also else {})
+        schema_keys = [rk.schemas(ns, n) for ns, n in ds] if schemas else []
+        also = [*also, *schema_keys]
         alias_keys = [rk.alias(ns, n) for ns, n in ds]
         heads = sorted(rk.dataset_prefix(rk.ALIASED_BY, ns, n) for ns, n in ds)
         plans = [self._index_plan(ns, n, start, end, direction, top_span=True)
@@ -108,11 +119,15 @@ class Levels(Reader):
             named[d] = sorted(a for a in found if rows.get(rk.alias(*a), {}).get("t") == want)
         per_view = [dict(zip(ds, answers[i:i + len(ds)], strict=True))
                     for i in range(0, len(answers), len(ds))]
-        return Level(resolved, named, per_view[0]), per_view[1:], extra.rows
+        rows = extra.rows
+        schema_rows = {d: rows.pop(k, None) for d, k in zip(ds, schema_keys, strict=True)} \
+            if schemas else {}
+        return Level(resolved, named, per_view[0], schema_rows), per_view[1:], rows
 
     def summaries_reading_ahead(
             self, checksums: Iterable[str], start: int, end: int, direction: str,
-            known: Callable[[tuple[str, str]], bool], leads: Collection[str] | None = None
+            known: Callable[[tuple[str, str]], bool], leads: Collection[str] | None = None,
+            *, schemas: bool = False
     ) -> tuple[dict[str, Summaries], list[tuple[str, str]], "Level"]:
         """`summaries` of one level's sets, and `read_level` of the datasets
         the next level may reach: those the sets read (incoming) or write
@@ -121,7 +136,8 @@ class Levels(Reader):
         in one `Table.read_span_groups`: a walk's level then costs its sets,
         and their shapes with the next level's index rows); with every shape
         cached, nothing is read ahead (the second answer is empty).
-        ``leads``: the sets whose datasets are read ahead (default: all)."""
+        ``leads``: the sets whose datasets are read ahead (default: all);
+        ``schemas``: their ``S|`` rows too (`Level.schema_rows`)."""
         wanted = list(dict.fromkeys(checksums))
         found: dict[str, _Cached] = dict(self._cache.get_many(wanted))  # type: ignore[arg-type]
         missing = [c for c in wanted if c not in found]
@@ -142,7 +158,8 @@ class Levels(Reader):
                 [r for c in leading for r in [rows.get(rk.data(c))] if r and SHAPED in r],
                 direction, known)
             level, _, got = self._read_level(ahead, ((direction, start, end),),
-                                             sorted(rk.shape(c) for c in unread))
+                                             sorted(rk.shape(c) for c in unread),
+                                             schemas=schemas)
             self._keep_shapes(unread, got, shapes)
         for c in missing:
             if c not in found:

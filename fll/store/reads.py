@@ -124,6 +124,16 @@ class ReadView:
         self._memo: dict[tuple, Any] = {}
         # datasets read ahead whose sets are not loaded yet, with the range
         self._unloaded: set[tuple[tuple[str, str], int, int, str]] = set()
+        # whole ``S|`` rows read with level reads (None: the dataset has
+        # none), from which `prefetch_schemas` answers any range
+        self._schema_rows: dict[tuple[str, str], dict[str, bytes] | None] = {}
+        self._along = False
+
+    def schemas_along(self) -> None:
+        """Read each dataset's ``S|`` row with the level read that reads it
+        ahead, in the same call: `prefetch_schemas` of the datasets a walk
+        reached then reads no ``S|`` row again."""
+        self._along = True
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
@@ -178,8 +188,8 @@ class ReadView:
         asked = list(dict.fromkeys((e.namespace, e.name) for e in endpoints))
         todo = [d for d in asked if ("c", d[0], d[1], start, end, direction) not in self._memo]
         if todo:
-            self._remember_level(todo, read_level(todo, start, end, direction), start, end,
-                                 direction)
+            self._remember_level(todo, read_level(todo, start, end, direction, **(
+                {"schemas": True} if self._along else {})), start, end, direction)
         early = [d for d in asked if (d, start, end, direction) in self._unloaded]
         self._unloaded.difference_update((d, start, end, direction) for d in early)
         load = todo + early
@@ -191,7 +201,8 @@ class ReadView:
             self.summaries(sets)
             return
         _, more, level = reading(sets, start, end, direction, lambda d: (
-            "c", d[0], d[1], start, end, direction) in self._memo)
+            "c", d[0], d[1], start, end, direction) in self._memo,
+            **({"schemas": True} if self._along else {}))
         if more:
             self._remember_level(more, level, start, end, direction)
             self._unloaded.update((d, start, end, direction) for d in more)
@@ -199,6 +210,8 @@ class ReadView:
     def _remember_level(self, datasets: list[tuple[str, str]], level: Any, start: int,
                         end: int, direction: str) -> None:
         """A `LineageStore.read_level` answer, as if each dataset had been asked alone."""
+        for d, row in level.schema_rows.items():
+            self._schema_rows.setdefault(d, row)
         for d in datasets:
             ns, name = d
             self._memo.setdefault(("r", ns, name), level.resolved[d])
@@ -206,17 +219,20 @@ class ReadView:
             self._memo[("c", ns, name, start, end, direction)] = tuple(level.checksums[d])
 
     def prefetch_names(self, datasets: Iterable[tuple[str, str]], start: int, end: int,
-                       walk: tuple[int, int] | None = None) -> None:
+                       walk: tuple[int, int] | None = None, *, exists: bool = True) -> None:
         """What a question naming a dataset asks of each name it may mean, in
         one store read (`LineageStore.read_level_both`): the dataset it stands
         for, its aliases, its operation sets both ways in the range (its
         fields), and so whether a run ever touched it (sets found: yes), then
         the sets not cached in one multi-get; remembered for the request.
+        Their ``S|`` rows are read in the same store read (`prefetch_schemas`).
 
         ``walk``: the range of the upstream walk the question goes on to (its
         incoming sets over that range are read in the same store read,
         `LineageStore.read_level_views`, and what they lead to with the sets'
-        shapes, as `prefetch` reads ahead)."""
+        shapes, as `prefetch` reads ahead). ``exists``: ask at once whether
+        the names no set was found for are known otherwise (a run outside the
+        range); without, `exists` asks it of a name when asked."""
         read_both = getattr(self.store, "read_level_both", None)
         todo = [d for d in dict.fromkeys(datasets)
                 if ("c", d[0], d[1], start, end, "incoming") not in self._memo
@@ -225,16 +241,20 @@ class ReadView:
             return
         views = getattr(self.store, "read_level_views", None)
         reading = getattr(self.store, "summaries_reading_ahead", None)
-        if walk is None or views is None or reading is None:
+        if views is None:
             walk = None
             level, outgoing = read_both(todo, start, end)
-        else:
+        else:  # their schemas too: a question naming a dataset asks them next
             wanted = [("incoming", start, end), ("outgoing", start, end)]
-            if walk != (start, end):
+            if walk is not None and reading is not None and walk != (start, end):
                 wanted.append(("incoming", *walk))
-            level, others = views(todo, wanted)
+            level, others = views(todo, wanted, schemas=True)
             outgoing = others[0]
             walk_sets = others[1] if len(others) > 1 else level.checksums
+            if reading is None:
+                walk = None
+            for d, row in level.schema_rows.items():
+                self._schema_rows.setdefault(d, row)
         for d in todo:
             ns, name = d
             self._memo.setdefault(("r", ns, name), level.resolved[d])
@@ -253,14 +273,15 @@ class ReadView:
             ws, we = walk
             leads = {c for d in todo for c in walk_sets[d]}
             _, more, ahead = reading(sets | leads, ws, we, "incoming", lambda d: (
-                "c", d[0], d[1], ws, we, "incoming") in self._memo, leads)
+                "c", d[0], d[1], ws, we, "incoming") in self._memo, leads,
+                **({"schemas": True} if self._along else {}))
             if more:
                 self._remember_level(more, ahead, ws, we, "incoming")
                 self._unloaded.update((d, ws, we, "incoming") for d in more)
         # the others may still have runs outside the range: asked all at once
         unsure = [EndPoint(*d) for d in todo if ("e", *d) not in self._memo]
         many = getattr(self.store, "exists_many", None)
-        if unsure and many is not None:
+        if unsure and many is not None and exists:
             for e, found in many(unsure).items():
                 self._memo[("e", e.namespace, e.name)] = found
 
@@ -273,8 +294,14 @@ class ReadView:
         many = getattr(self.store, "schemas", None)
         if many is None or not todo:
             return
-        for (ns, name), found in many(todo, start_ms, end_ms).items():
-            self._memo[("s", ns, name, start_ms, end_ms)] = found
+        read = [d for d in todo if d in self._schema_rows]
+        found = self.store.schemas_in_rows(
+            {d: self._schema_rows[d] for d in read}, start_ms, end_ms) if read else {}
+        rest = [d for d in todo if d not in self._schema_rows]
+        if rest:
+            found.update(many(rest, start_ms, end_ms))
+        for (ns, name), schema in found.items():
+            self._memo[("s", ns, name, start_ms, end_ms)] = schema
 
     # -- answers merged over the range's operation sets ------------------------
     def sets(self, endpoint: EndPoint, start: int, end: int, direction: str) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from fll import EndPoint
 from fll.rowkeys import MAX_TIME
 from fll.server.column_graph import column_lineage
 from fll.store import LineageStore
+from fll.store.levels import Level
 from fll.store.reads import ReadView, SetMerges
 from tests.lineage_examples import chain
 
@@ -73,7 +74,7 @@ def test_an_empty_level_reads_nothing(open_table_for):
     counting = _Counting(open_table_for())
     store = LineageStore(counting)
     counting.calls.clear()
-    assert store.read_level([], 0, MAX_TIME) == ({}, {}, {})
+    assert store.read_level([], 0, MAX_TIME) == Level({}, {}, {})
     assert store.checksums_many([], 0, MAX_TIME) == {}
     assert counting.calls == []
 
@@ -121,10 +122,11 @@ def test_a_deep_question_reads_level_by_level(open_table_for):
         # 4 hops and one look past the last: a read of the level and one of
         # its sets (their shapes, here the same at every level, are read once,
         # with the next level's index rows); the node id's names with the
-        # walk's range; the schemas of every node: one read of their latest
-        # reports, one of the schemas themselves. (HBase, counted here as
-        # its pipelined scanners and getRows apart: 14 calls in 10 reads.)
-        assert walk.count("first_cells") == 2, walk  # the root's fields; every node's type
+        # walk's range. Every node's schema: its latest report (``S|`` row)
+        # read with its level, then one read of the schemas themselves.
+        # (HBase, counted here as its pipelined scanners and getRows apart:
+        # 13 calls in 9 reads.)
+        assert "first_cells" not in walk, walk
         assert walk.count("get_many schemas") == 1, walk
         rest = [c for c in walk if c not in ("first_cells", "get_many schemas")]
         assert len(rest) <= 3 * 5, " ".join(walk)
@@ -166,11 +168,43 @@ def test_a_node_id_with_many_splits_reads_its_names_at_once(open_table_for):
     assert {n["id"] for n in answer["graph"]} == {f"datasetField:{e.namespace}:{e.name}:a"
                                                   for e in (src, dst)}
     walk = counting.calls
-    assert walk.count("first_cells") == 2, walk  # every candidate's schema; every node's
-    if getattr(counting.inner, "first_rows", None) is not None:  # HBase: one call for all
-        assert "scan" not in walk, walk
-    else:  # a backend without it asks the names without sets one by one (SQLite: local)
-        assert "scan" in walk, walk
+    # every candidate's schema read with its names, every node's with its
+    # level; only a name holding the field can be the one meant, so no
+    # candidate is asked whether it exists
+    assert "first_cells" not in walk and "scan" not in walk, walk
+    assert "first_rows" not in walk, walk
+
+
+def _split_history(store: LineageStore, case: str) -> None:
+    """``datasetField:a:b:c:f`` may mean a:b:c's field f, a:b:c's c:f or
+    a:b's c:f... fll tries the splits shortest namespace first, each name
+    standing for its alias's target when that is known."""
+    src = EndPoint("src", "s")
+    if case in ("sets", "exists-without-field", "schema-first", "alias"):
+        store.record_many([(chain(src, EndPoint("a:b", "c"), ["f"]), "r1", T0, None)])
+    if case == "exists-without-field":  # an earlier split, known, without the field
+        store.record_many([(chain(src, EndPoint("a", "b:c"), ["g"]), "r2", T0, None)])
+    if case == "schema-first":  # an earlier split known only by its schema, with it
+        store.record_schema("a", "b:c", "r3", T0, [("f", "int")])
+    if case == "alias":  # an earlier split is an alias of a dataset with the field
+        store.record_many([(chain(src, EndPoint("x", "y"), ["f"]), "r4", T0, None)])
+        store.record_alias("a", "b:c", "x", "y")
+
+
+@pytest.mark.parametrize("case, meant", [
+    ("sets", ("a:b", "c")), ("exists-without-field", ("a:b", "c")),
+    ("schema-first", ("a", "b:c")), ("alias", ("x", "y"))])
+def test_a_field_node_id_means_the_first_split_holding_the_field(open_table_for, case, meant):
+    counting = _Counting(open_table_for())
+    store = LineageStore(counting)
+    _split_history(store, case)
+    for view in (store, ReadView(store, SetMerges())):
+        counting.calls.clear()
+        answer = column_lineage(view, "datasetField:a:b:c:f", 1, False, 0, MAX_TIME)
+        ids = {n["id"] for n in answer["graph"]}
+        assert f"datasetField:{meant[0]}:{meant[1]}:f" in ids, (case, ids)
+        if view is not store and case != "alias":  # the names it may mean: one read
+            assert "scan" not in counting.calls and "first_rows" not in counting.calls
 
 
 def test_read_level_views_answers_each_view_as_checksums(open_table_for):
@@ -219,7 +253,7 @@ def test_summaries_reading_ahead_reads_the_next_level_with_the_shapes(open_table
     counting.calls.clear()
     again, ahead, level = store.summaries_reading_ahead(sets, 0, MAX_TIME, direction,
                                                         known.__contains__)
-    assert set(again) == set(sets) and ahead == [] and level == ({}, {}, {})
+    assert set(again) == set(sets) and ahead == [] and level == Level({}, {}, {})
     assert counting.calls == ["get_many"]
     # sets only lead where asked (``leads``)
     store.clear_caches()
