@@ -188,8 +188,8 @@ class ReadView:
         asked = list(dict.fromkeys((e.namespace, e.name) for e in endpoints))
         todo = [d for d in asked if ("c", d[0], d[1], start, end, direction) not in self._memo]
         if todo:
-            self._remember_level(todo, read_level(todo, start, end, direction, **(
-                {"schemas": True} if self._along else {})), start, end, direction)
+            self._remember_level(todo, read_level(todo, start, end, direction,
+                                                  schemas=self._along), start, end, direction)
         early = [d for d in asked if (d, start, end, direction) in self._unloaded]
         self._unloaded.difference_update((d, start, end, direction) for d in early)
         load = todo + early
@@ -201,8 +201,7 @@ class ReadView:
             self.summaries(sets)
             return
         _, more, level = reading(sets, start, end, direction, lambda d: (
-            "c", d[0], d[1], start, end, direction) in self._memo,
-            **({"schemas": True} if self._along else {}))
+            "c", d[0], d[1], start, end, direction) in self._memo, schemas=self._along)
         if more:
             self._remember_level(more, level, start, end, direction)
             self._unloaded.update((d, start, end, direction) for d in more)
@@ -274,7 +273,7 @@ class ReadView:
             leads = {c for d in todo for c in walk_sets[d]}
             _, more, ahead = reading(sets | leads, ws, we, "incoming", lambda d: (
                 "c", d[0], d[1], ws, we, "incoming") in self._memo, leads,
-                **({"schemas": True} if self._along else {}))
+                schemas=self._along)
             if more:
                 self._remember_level(more, ahead, ws, we, "incoming")
                 self._unloaded.update((d, ws, we, "incoming") for d in more)

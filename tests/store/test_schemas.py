@@ -126,6 +126,14 @@ def test_the_latest_schemas_of_many_datasets_are_one_call_and_answer_as_one_at_a
         assert fresh.schemas(asked, start, end) == one, (start, end)
         assert counting.calls in (["first_cells", "get_many schemas"], ["first_cells"], []), \
             counting.calls
+        # from the whole ``S|`` rows a level read brings (`schemas_in_rows`):
+        # the same answers, and only the schemas not cached read
+        rows = store.table.get_many([rk.schemas(*d) for d in asked])
+        fresh = LineageStore(counting)
+        counting.calls.clear()
+        assert fresh.schemas_in_rows({d: rows.get(rk.schemas(*d)) for d in asked},
+                                     start, end) == one, (start, end)
+        assert counting.calls in (["get_many schemas"], []), counting.calls
     assert store.schema("n", "d0", 10_000, 10_001) == {"x": "tie a"}
     assert store.schema("n", "d1", 0, MAX_TIME) == {"x": "d1@4400"}
     assert store.schema("n", "d1", 11_000, 12_200) == {"x": "d1@1100"}
