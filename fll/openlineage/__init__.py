@@ -46,7 +46,7 @@ from .events import (COLUMN_LINEAGE_SCHEMA_URL, DATASET_EVENT_SCHEMA_URL, PRODUC
                      SCHEMA_SCHEMA_URL, SYMLINKS_SCHEMA_URL, DatasetFacts, _iso,
                      check_shape, check_static_event, dataset_facts, event_kind,
                      event_run_id, event_time_ms, export_run_id, job_of, record_facts,
-                     schema_owner, static_column_lineage, static_owner)
+                     record_schemas, schema_owner, static_column_lineage, static_owner)
 from .export import export_events, exported_end_ms, info_to_event
 from .facets import (_NORMAL, dataset_input_transformations, facet_from_info,
                      input_transformations, normal_form)
@@ -57,7 +57,7 @@ __all__ = ["dataset_input_transformations", "run_event_to_lineage", "union", "no
            "memo_budget", "run_event", "union_of",
            "normal_checksum", "event_kind", "dataset_facts", "DatasetFacts",
            "check_static_event", "static_column_lineage", "export_run_id", "schema_owner",
-           "static_owner", "record_facts", "SCHEMA_OWNER_FACET", "RUN_FACET", "check_shape",
+           "static_owner", "record_facts", "record_schemas", "SCHEMA_OWNER_FACET", "RUN_FACET", "check_shape",
            "facet_from_info", "export_events", "info_to_event", "exported_end_ms",
            "input_transformations", "event_run_id", "event_time_ms", "job_of", "PRODUCER",
            "RUN_EVENT_SCHEMA_URL", "COLUMN_LINEAGE_SCHEMA_URL", "PROPERTIES_FACET",

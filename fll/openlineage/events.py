@@ -201,7 +201,14 @@ def _schema_fields(d: dict, path: str) -> list[tuple[str, str | None]] | None:
     out: list[tuple[str, str | None]] = []
     seen: set[str] = set()
     for i, f in enumerate(_list_or_none(schema.get("fields"), f"{sp}.fields")):
-        fp = f"{sp}.fields[{i}]"
+        if isinstance(f, dict):  # the usual field, checked without building its path
+            name, ftype = f.get("name"), f.get("type")
+            if isinstance(name, str) and name and (ftype is None or isinstance(ftype, str)):
+                if name not in seen:
+                    seen.add(name)
+                    out.append((name, ftype))
+                continue
+        fp = f"{sp}.fields[{i}]"  # the checks that say what is wrong, and where
         f = _obj(f, fp)
         name = _str(f.get("name"), f"{fp}.name")
         ftype = _opt(f, "type", lambda v, p: _str(v, p, empty=True), fp, None)
@@ -287,15 +294,23 @@ def record_facts(store: Any, facts: Iterable["DatasetFacts"], owner: str, at: in
     """Store the schemas and symlinks of the datasets an event names, its schemas
     under ``owner`` (a run id, or `static_owner`) at ``at``: (schemas, aliases)
     written. What `fll serve` and `fll record` both keep of an event."""
-    schemas = aliases = 0
+    facts = list(facts)
+    schemas = record_schemas(store, facts, owner, at)
+    aliases = 0
     for f in facts:
-        if f.schema is not None:
-            store.record_schema(f.namespace, f.name, owner, at, f.schema)
-            schemas += 1
         for alias_ns, alias_name in f.symlinks:
             store.record_alias(alias_ns, alias_name, f.namespace, f.name)
             aliases += 1
     return schemas, aliases
+
+
+def record_schemas(store: Any, facts: Iterable["DatasetFacts"], owner: str, at: int) -> int:
+    """Store the schemas these datasets' facets report, in one store call
+    (`Datasets.record_schemas`): how many."""
+    schemas = [(f.namespace, f.name, f.schema) for f in facts if f.schema is not None]
+    if schemas:  # the facet parser made the fields (name, type) pairs
+        store.record_schemas(schemas, owner, at, checked=True)
+    return len(schemas)
 
 
 def static_owner(event: dict, kind: str) -> str:

@@ -200,12 +200,7 @@ class OpenLineageIngest:
         def rest(start: int) -> int:  # what a 200 still writes, one by one
             if model is not None:
                 run_model.record_event(self.lineage, model, start)
-            kept = 0
-            for f in facts:
-                if f.schema is not None:
-                    self.lineage.record_schema(f.namespace, f.name, run_id, start, f.schema)
-                    kept += 1
-            return kept
+            return ol.record_schemas(self.lineage, facts, run_id, start)
         body, status, _start = self.runs.merge(event, info, run_id, start_ms, program, model,
                                                facts, rest, under_way)
         for f in facts:  # symlinks: each a check-and-put of its own

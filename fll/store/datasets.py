@@ -20,12 +20,18 @@ from .state import StoreState
 _SCHEMAS_KEPT = 1024
 
 
-def schema_body(namespace: str, name: str, fields: Sequence[tuple[str, str | None]]
-                ) -> tuple[bytes, bytes]:
+def schema_body(namespace: str, name: str, fields: Sequence[tuple[str, str | None]],
+                *, checked: bool = False) -> tuple[bytes, bytes]:
     """A dataset's reported schema checked, as its ``q|`` body and digest
-    (`Datasets.record_schema`; the ingest joins these rows to its others)."""
+    (`Datasets.record_schema`; the ingest joins these rows to its others).
+    ``checked``: the fields are (name, type or None) pairs already (as the
+    OpenLineage facet parser makes them), packed as they are: msgpack packs
+    a tuple as the list it is checked into."""
     _check_name(namespace, "namespace")
     _check_name(name, "dataset name")
+    if checked:
+        body = msgpack.packb(fields, use_bin_type=True)
+        return body, xxhash.xxh3_128_digest(body)
     pairs: list[list[str | None]] = []
     for i, f in enumerate(fields):
         if not (isinstance(f, (tuple, list)) and len(f) == 2 and isinstance(f[0], str)
@@ -46,14 +52,28 @@ class Datasets(StoreState):
         Idempotent (a blind put); time-ranged like runs, so `schema` answers for
         any range. The fields are stored once per distinct schema (``q|``), the
         run's column of the dataset's ``S|`` row names them by digest."""
+        self.record_schemas([(namespace, name, fields)], run_id, start_ms)
+
+    def record_schemas(self, schemas: Sequence[tuple[str, str, Sequence[tuple[str, str | None]]]],
+                       run_id: str, start_ms: int, *, checked: bool = False) -> None:
+        """`record_schema` of several datasets (namespace, name, fields) one run
+        reported, in ONE put: an event names its inputs' and outputs' schemas,
+        which cost a store call each before. All are checked before any is
+        written (``checked``: the fields are pairs already, `schema_body`)."""
         _check_run(run_id, start_ms)
-        body, digest = schema_body(namespace, name, fields)
-        # the body always, first in the batch (one transaction on SQLite): a purge
-        # removing an unused body between a cached "already there" and the
-        # reference would leave the reference naming nothing. Content-addressed,
-        # so a body written again is the same row, still stored once.
-        self.table.put({rk.schema_body(rk.checksum_of(digest)): {"f": body},
-                        rk.schemas(namespace, name): {rk.schema_column(start_ms, run_id): digest}})
+        rows: dict[bytes, dict[str, bytes]] = {}
+        refs: dict[bytes, dict[str, bytes]] = {}
+        column = rk.schema_column(start_ms, run_id)
+        for namespace, name, fields in schemas:
+            body, digest = schema_body(namespace, name, fields, checked=checked)
+            # the body always, in the batch of its reference (one transaction on
+            # SQLite): a purge removing an unused body between a cached "already
+            # there" and the reference would leave the reference naming nothing.
+            # Content-addressed, so a body written again is the same row.
+            rows[rk.schema_body(rk.checksum_of(digest))] = {"f": body}
+            refs.setdefault(rk.schemas(namespace, name), {})[column] = digest
+        if rows:
+            self.table.put(rows | refs)
 
     def schema(self, namespace: str, name: str, start_ms: int,
                end_ms: int) -> dict[str, str | None] | None:

@@ -4,7 +4,7 @@ answer checked against a plain walk of the generated graph, and timed.
     PYTHONPATH=. .venv/bin/python scripts/bench/warehouse.py [--datasets 2000]
         [--runs-per-day 3] [--days 5] [--seed 7] [--workers 1] [--cache-sets 32768] [--cache-mb 512]
         [--rss-budget-mb 1024] [--one-hop 300] [--deep 60] [--candidates 300]
-        [--start-lineage half|all|none] [--connections N] [--dir DIR] [--fll PATH]
+        [--start-lineage half|all|none] [--schemas] [--connections N] [--dir DIR] [--fll PATH]
 
 The warehouse (seeded, so the same arguments give the same events): ``--datasets``
 datasets in three namespaces (``postgres://db:5432``, ``s3://lake``,
@@ -19,7 +19,9 @@ facet's ``dataset`` list, which applies to every output column). Every job runs
 its column lineage from day 3 on (other inputs for a fifth of its columns), so
 answers over a time range differ by range. Each run is a START event (the
 column lineage of the first half of the output columns; ``--start-lineage
-all|none`` for all of it or none) then a COMPLETE event (all of it), run ids UUIDs, eventTime advancing; the totals are printed.
+all|none`` for all of it or none) then a COMPLETE event (all of it), run ids UUIDs, eventTime advancing; the totals are printed. With ``--schemas`` every dataset an
+event names carries its schema facet (a type per column), as Spark's and
+dbt's producers send them, and every deep answer's ``fieldType`` is checked.
 
 Then: starts ``fll serve`` (an SQLite store in a temp dir, or ``--dir``; the
 ``fll`` next to this Python unless ``--fll``; ``--cache-sets``, ``--cache-mb`` and
@@ -103,6 +105,9 @@ REMOTE_TARGETS = {"deep_ms": 500, "restart_s": 2.0, "ingest_eps": 300}
 REQUEST_TIMEOUT = 120.0
 PROGRESS_S = 30.0  # seconds between two progress lines of the ingest
 
+#: column types of the schema facets (``--schemas``): each column has one, for good
+TYPES = ("bigint", "string", "double", "timestamp", "boolean", "decimal(18,2)", "date")
+
 _RUN_MARK = b"@@RUN-ID@@"
 _TIME_MARK = b"@@EVENT-TIME@@"
 
@@ -115,9 +120,10 @@ class Warehouse:
     """Datasets, jobs, their column lineage (one or two versions) and runs."""
 
     def __init__(self, n_datasets: int, days: int, runs_per_day: int, seed: int,
-                 start_lineage: str = "half"):
+                 start_lineage: str = "half", schemas: bool = False):
         rnd = random.Random(seed)
         self.start_lineage = start_lineage
+        self.schemas = schemas
         self.days = days
         self.ns: list[str] = []
         self.name: list[str] = []
@@ -261,6 +267,16 @@ class Warehouse:
                  "transformations": [{"type": t, "subtype": st, "description": "",
                                       "masking": False} for t, st in tags]}
                 for (s, col), tags in sorted(wide.items())]
+        def named(i: int, **more: Any) -> dict[str, Any]:
+            facets = dict(more)
+            if self.schemas:  # as producers send them: every dataset's schema
+                facets["schema"] = {
+                    "_producer": "urn:fll-bench:warehouse",
+                    "_schemaURL": "https://openlineage.io/spec/facets/1-1-1/"
+                                  "SchemaDatasetFacet.json",
+                    "fields": [{"name": c, "type": self.col_type(i, c)} for c in self.cols[i]]}
+            return {"namespace": self.ns[i], "name": self.name[i]} | (
+                {"facets": facets} if facets else {})
         ev = {
             "eventType": kind,
             "eventTime": _TIME_MARK.decode(),
@@ -268,11 +284,9 @@ class Warehouse:
             "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
             "run": {"runId": _RUN_MARK.decode()},
             "job": {"namespace": "warehouse", "name": self.job_of[d]},
-            "inputs": [{"namespace": self.ns[s], "name": self.name[s]}
-                       for s in self.inputs[d]],
-            "outputs": [{"namespace": self.ns[d], "name": self.name[d]}
-                        | ({} if kind == "START" and self.start_lineage == "none"
-                           else {"facets": {"columnLineage": facet}})],
+            "inputs": [named(s) for s in self.inputs[d]],
+            "outputs": [named(d, **({} if kind == "START" and self.start_lineage == "none"
+                                    else {"columnLineage": facet}))],
         }
         return json.dumps(ev, separators=(",", ":")).encode()
 
@@ -317,6 +331,17 @@ class Warehouse:
 
     def node_id(self, f: Field) -> str:
         return f"datasetField:{self.ns[f[0]]}:{self.name[f[0]]}:{f[1]}"
+
+    def col_type(self, d: int, c: str) -> str:
+        """The type every schema facet gives column ``c`` of dataset ``d``."""
+        return TYPES[(d * 31 + int(c[1:])) % len(TYPES)]
+
+    def field_of(self, node_id: str) -> Field | None:
+        """The field a node id names (None: none of the warehouse's)."""
+        if not hasattr(self, "_by_node"):
+            self._by_node = {f"datasetField:{self.ns[d]}:{self.name[d]}:{c}": (d, c)
+                             for d, cols in enumerate(self.cols) for c in cols}
+        return self._by_node.get(node_id)
 
 
 # -- the server --------------------------------------------------------------
@@ -586,8 +611,12 @@ def check_deep(wh: Warehouse, nodes: set[Field], edges: set[tuple[Field, Field]]
                data: bytes) -> str | None:
     body = json.loads(data)
     got_nodes, got_edges = set(), set()
+    types = []
     for node in body.get("graph", []):
         got_nodes.add(node["id"])
+        f = wh.field_of(node["id"]) if wh.schemas else None
+        if f is not None and node["data"].get("fieldType") != wh.col_type(*f):
+            types.append(f"{node['id']} {node['data'].get('fieldType')!r}")
         for e in node.get("inEdges", []):
             if e["origin"] != node["id"]:
                 return f"inEdge {e} of {node['id']} does not have the node as origin"
@@ -603,6 +632,8 @@ def check_deep(wh: Warehouse, nodes: set[Field], edges: set[tuple[Field, Field]]
         problems.append(f"edges: missing {sorted(want_edges - got_edges)[:3]} "
                         f"({len(want_edges - got_edges)}), extra "
                         f"{sorted(got_edges - want_edges)[:3]} ({len(got_edges - want_edges)})")
+    if types:
+        problems.append(f"fieldType not the schema's: {types[:3]} ({len(types)})")
     return "; ".join(problems) or None
 
 
@@ -646,10 +677,10 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
               n_candidates: int, connections: int, directory: str | None,
               fll_path: str | None, start_lineage: str = "half",
               reuse: bool = False, backend_kind: str = "sqlite",
-              rtt_ms: float = 0.0) -> dict[str, Any]:
+              rtt_ms: float = 0.0, schemas: bool = False) -> dict[str, Any]:
     t_all = time.monotonic()
     t0 = time.monotonic()
-    wh = Warehouse(n_datasets, days, runs_per_day, seed, start_lineage)
+    wh = Warehouse(n_datasets, days, runs_per_day, seed, start_lineage, schemas)
     totals = {"datasets": n_datasets, "jobs": len(wh.versions),
               "changing_jobs": sum(len(v) > 1 for v in wh.versions.values()),
               "runs": len(wh.runs), "events": 2 * len(wh.runs),
@@ -677,7 +708,7 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
     errors: list[str] = []
     wrong: list[str] = []
     report: dict[str, Any] = {"totals": totals, "generate_s": round(generate_s, 1),
-                              "start_lineage": start_lineage,
+                              "start_lineage": start_lineage, "schemas": schemas,
                               "workers": workers, "cache_sets": cache_sets, "cache_mb": cache_mb,
                               "rss_budget_mb": rss_budget_mb, "fll": " ".join(fll),
                               "backend": backend_kind, "rtt_ms": rtt_ms,
@@ -912,8 +943,9 @@ def render(r: dict[str, Any]) -> str:
                                          if r['backend'] != "sqlite" else " (embedded)"),
              f"fll serve --workers {r['workers']} --cache-sets {r['cache_sets']} "
              f"--cache-mb {r['cache_mb']} ({r['fll']}); "
-             f"START events carry {r['start_lineage']} of the column lineage; "
-             f"{r['connections']} producers sending at once",
+             f"START events carry {r['start_lineage']} of the column lineage"
+             + ("; every dataset with its schema facet" if r.get("schemas") else "")
+             + f"; {r['connections']} producers sending at once",
              f"{'figure':<44}{'value':>12}{'target':>12}{'ratio':>8}  "]
 
     def row(name: str, value: float | None, target: float, unit: str,
@@ -1003,6 +1035,10 @@ def render(r: dict[str, Any]) -> str:
 @click.option("--start-lineage", type=click.Choice(["half", "all", "none"]), default="half",
               show_default=True,
               help="the column lineage a START event carries (COMPLETE carries all of it)")
+@click.option("--schemas/--no-schemas", default=False, show_default=True,
+              help="every dataset an event names carries its schema facet, as Spark's and "
+                   "dbt's producers send them (every node's fieldType is then checked); "
+                   "off: the figures of docs/benchmarks.md before it existed")
 @click.option("--connections", default=None, type=click.IntRange(1, 64),
               help="producers sending events at once [default: the ingests `fll serve` "
                    "takes at once on the store: 8 on SQLite, 16 on Bigtable and HBase]")
@@ -1021,8 +1057,9 @@ def render(r: dict[str, Any]) -> str:
 def cli(n_datasets: int, days: int, runs_per_day: int, seed: int, workers: int,
         cache_sets: int, cache_mb: int, rss_budget_mb: float, n_one_hop: int, n_deep: int,
         candidates: int,
-        start_lineage: str, connections: int, directory: str | None, fll_path: str | None,
-        backend_kind: str, rtt_ms: float, as_json: bool, reuse: bool) -> None:
+        start_lineage: str, schemas: bool, connections: int, directory: str | None,
+        fll_path: str | None, backend_kind: str, rtt_ms: float, as_json: bool,
+        reuse: bool) -> None:
     """Run the warehouse benchmark and print the table."""
     if connections is None:
         from fll.server.guard import DEFAULT_MAX_INGESTS, REMOTE_MAX_INGESTS
@@ -1030,7 +1067,7 @@ def cli(n_datasets: int, days: int, runs_per_day: int, seed: int, workers: int,
     report = run_bench(n_datasets, days, runs_per_day, seed, workers, cache_sets, cache_mb,
                        rss_budget_mb,
                        n_one_hop, n_deep, candidates, connections, directory, fll_path,
-                       start_lineage, reuse, backend_kind, rtt_ms)
+                       start_lineage, reuse, backend_kind, rtt_ms, schemas)
     click.echo(json.dumps(report, indent=2) if as_json else render(report))
     if report["wrong"] or report["errors"]:
         sys.exit(1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from fll import EndPoint, StoreError
+from fll import EndPoint, InvalidLineageError, StoreError
 from fll import rowkeys as rk
 from fll.store import LineageStore, admin
 from fll.rowkeys import MAX_TIME
@@ -142,3 +142,32 @@ def test_the_latest_schemas_of_many_datasets_are_one_call_and_answer_as_one_at_a
     assert [(at, owner) for at, owner, _ in history] == [
         (10_000 + t, "a-first-id" if t == 0 else f"r{t}") for t in range(0, 5_000, 1_000)]
     assert store.schema_spans()[EndPoint("n", "a|b%c")] == (10_000, 14_800)
+
+
+@BACKENDS
+def test_the_schemas_one_event_reports_are_one_put_or_none(open_table_for):
+    """An event names its inputs' and outputs' schemas: `record_schemas` writes
+    them in one put, as `record_schema` one by one would answer them, and a
+    bad one among them writes none."""
+    counting = _Counting(open_table_for())
+    store = LineageStore(counting)
+    reported = [("n", f"d{i}", [("id", "bigint"), (f"c{i}", None)]) for i in range(5)]
+    reported.append(("n", "d0", [("id", "string")]))  # reported twice: the later one
+    counting.calls.clear()
+    store.record_schemas(reported, "r1", 5_000)
+    assert counting.calls == ["put"]
+    one_by_one = LineageStore(open_table_for())
+    for ns, name, fields in reported:
+        one_by_one.record_schema(ns, name, "r1", 5_000, fields)
+    for ns, name, _ in reported:
+        assert store.schema(ns, name, 0, MAX_TIME) == one_by_one.schema(ns, name, 0, MAX_TIME)
+    assert store.schema("n", "d0", 0, MAX_TIME) == {"id": "string"}
+    checked = LineageStore(open_table_for())
+    checked.record_schemas(reported, "r1", 5_000, checked=True)  # pairs already
+    assert all(checked.schema(ns, n, 0, MAX_TIME) == store.schema(ns, n, 0, MAX_TIME)
+               for ns, n, _ in reported)
+    counting.calls.clear()
+    with pytest.raises(InvalidLineageError, match="schema of n:bad, field 2"):
+        store.record_schemas([("n", "new", [("a", "int")]), ("n", "bad", [("a", "int"), 7])],
+                             "r2", 6_000)
+    assert counting.calls == [] and store.schema("n", "new", 0, MAX_TIME) is None
