@@ -108,7 +108,9 @@ class Table(Protocol):
         read (Bigtable: one ReadRows of the keys with a column-range filter
         and one cell per row; SQLite: one statement; HBase's Thrift 1, whose
         multi-get takes no column range: one ``getRows`` of the whole rows,
-        `first_cells_by_rows`)."""
+        `first_cells_by_rows`). A table whose ``first_cells`` reads the
+        whole rows so says with a true ``first_cells_reads_rows`` attribute:
+        reading those rows beside another read then costs no more bytes."""
 
     def delete(self, rows: list[bytes]) -> None:
         """Remove these rows entirely."""

@@ -84,6 +84,8 @@ class HBaseTable(HBaseConnection):
 
     atomic_batches = False
     max_key_bytes = MAX_ROW_LENGTH
+    #: `first_cells` reads whole rows (`Table.first_cells`)
+    first_cells_reads_rows = True
 
     # -- writes ----------------------------------------------------------------
     def _check_key(self, key: bytes) -> None:

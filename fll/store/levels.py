@@ -30,8 +30,8 @@ class Level(NamedTuple):
     resolved: dict[tuple[str, str], tuple[str, str]]  # as resolve_dataset answers
     aliases: dict[tuple[str, str], list[tuple[str, str]]]  # as aliases answers
     checksums: dict[tuple[str, str], list[str]]  # as checksums answers
-    #: with ``schemas``: each dataset's whole ``S|`` row (None: none), for
-    #: `Datasets.schemas_in_rows`
+    #: with ``schemas`` (on a table whose ``first_cells`` reads whole rows):
+    #: each dataset's whole ``S|`` row (None: none), for `Datasets.schemas_in_rows`
     schema_rows: dict[tuple[str, str], dict[str, bytes] | None] = {}
 
 
@@ -72,7 +72,8 @@ class Levels(Reader):
         them), in the round trips of one: what a question naming a dataset
         first asks of it (its fields are those of both directions over all
         time; its walk, the sets of the walk's range). ``schemas``: their
-        ``S|`` rows too, in the same call (`Level.schema_rows`)."""
+        ``S|`` rows too, in the same call, where `Table.first_cells` reads
+        whole rows (`Level.schema_rows`; elsewhere none are read)."""
         level, others, _ = self._read_level(list(dict.fromkeys(datasets)), views,
                                             schemas=schemas)
         return level, others
@@ -84,10 +85,14 @@ class Levels(Reader):
         """The level read of ``ds`` in each view (the first's sets in the
         `Level`, the others' apart), and the rows of the keys ``also``, read
         in the same call (`Table.read_span_groups`); with ``schemas``, the
-        datasets' ``S|`` rows among them."""
+        datasets' ``S|`` rows among them where the table's ``first_cells``
+        reads whole rows (``first_cells_reads_rows``)."""
         if not ds:
             return (Level({}, {}, {}), [{} for _ in views[1:]],
                     self.table.get_many(list(also)) if also else {})
+        # where `first_cells` would read the whole rows anyway (HBase); elsewhere
+        # it reads one cell of each, far less than a row with a cell per run
+        schemas = schemas and bool(getattr(self.table, "first_cells_reads_rows", False))
         schema_keys = [rk.schemas(ns, n) for ns, n in ds] if schemas else []
         also = [*also, *schema_keys]
         alias_keys = [rk.alias(ns, n) for ns, n in ds]

@@ -131,8 +131,9 @@ class ReadView:
 
     def schemas_along(self) -> None:
         """Read each dataset's ``S|`` row with the level read that reads it
-        ahead, in the same call: `prefetch_schemas` of the datasets a walk
-        reached then reads no ``S|`` row again."""
+        ahead, in the same call, where `Table.first_cells` reads whole rows
+        anyway (HBase): `prefetch_schemas` of the datasets a walk reached then
+        reads no ``S|`` row again."""
         self._along = True
 
     def __getattr__(self, name: str) -> Any:
@@ -224,7 +225,8 @@ class ReadView:
         for, its aliases, its operation sets both ways in the range (its
         fields), and so whether a run ever touched it (sets found: yes), then
         the sets not cached in one multi-get; remembered for the request.
-        Their ``S|`` rows are read in the same store read (`prefetch_schemas`).
+        Their ``S|`` rows are read in the same store read where the table
+        reads whole rows for `Table.first_cells` (`prefetch_schemas`).
 
         ``walk``: the range of the upstream walk the question goes on to (its
         incoming sets over that range are read in the same store read,
