@@ -4,7 +4,7 @@ the ingest), without HTTP, sockets or another process, so it holds on a busy
 machine and can be profiled.
 
     PYTHONPATH=. .venv/bin/python scripts/bench/ingest_cpu.py [--datasets 300]
-        [--runs N] [--connections 8] [--profile FILE]
+        [--runs N] [--connections 8] [--profile FILE] [--schemas]
 
 The app (`fll.server.create_app` over an SQLite store in a temp dir) is
 called as uvicorn would call it, with ``--connections`` concurrent clients
@@ -116,8 +116,11 @@ async def send_events(app, bodies: list[tuple[bytes, bytes]], connections: int,
               help="The first N runs only (0: all of them).")
 @click.option("--connections", default=8, show_default=True, type=click.IntRange(1, 64))
 @click.option("--profile", "profile_path", default=None, metavar="FILE")
-def main(datasets: int, runs: int, connections: int, profile_path: str | None) -> None:
-    wh = Warehouse(datasets, 5, 3, 7, "half")
+@click.option("--schemas", is_flag=True,
+              help="every dataset an event names carries its schema facet (warehouse.py --schemas)")
+def main(datasets: int, runs: int, connections: int, profile_path: str | None,
+         schemas: bool) -> None:
+    wh = Warehouse(datasets, 5, 3, 7, "half", schemas)
     chosen = wh.runs[:runs] if runs else wh.runs
     bodies = [(wh.event(r, "START"), wh.event(r, "COMPLETE")) for r in chosen]
     directory = tempfile.mkdtemp(prefix="fll-ingest-cpu-")
