@@ -210,13 +210,17 @@ class ReadView:
     def _remember_level(self, datasets: list[tuple[str, str]], level: Any, start: int,
                         end: int, direction: str) -> None:
         """A `LineageStore.read_level` answer, as if each dataset had been asked alone."""
-        for d, row in level.schema_rows.items():
-            self._schema_rows.setdefault(d, row)
+        self._keep_schema_rows(level)
         for d in datasets:
             ns, name = d
             self._memo.setdefault(("r", ns, name), level.resolved[d])
             self._memo.setdefault(("a", ns, name), tuple(level.aliases[d]))
             self._memo[("c", ns, name, start, end, direction)] = tuple(level.checksums[d])
+
+    def _keep_schema_rows(self, level: Any) -> None:
+        """The ``S|`` rows a level read brought (`Level.schema_rows`), for `prefetch_schemas`."""
+        for d, row in level.schema_rows.items():
+            self._schema_rows.setdefault(d, row)
 
     def prefetch_names(self, datasets: Iterable[tuple[str, str]], start: int, end: int,
                        walk: tuple[int, int] | None = None, *, exists: bool = True) -> None:
@@ -254,8 +258,7 @@ class ReadView:
             walk_sets = others[1] if len(others) > 1 else level.checksums
             if reading is None:
                 walk = None
-            for d, row in level.schema_rows.items():
-                self._schema_rows.setdefault(d, row)
+            self._keep_schema_rows(level)
         for d in todo:
             ns, name = d
             self._memo.setdefault(("r", ns, name), level.resolved[d])

@@ -60,6 +60,7 @@ by its pid in a ``finally``; every request has a timeout.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import random
@@ -336,11 +337,12 @@ class Warehouse:
         """The type every schema facet gives column ``c`` of dataset ``d``."""
         return TYPES[(d * 31 + int(c[1:])) % len(TYPES)]
 
+    @functools.cached_property
+    def _by_node(self) -> dict[str, Field]:
+        return {self.node_id((d, c)): (d, c) for d, cols in enumerate(self.cols) for c in cols}
+
     def field_of(self, node_id: str) -> Field | None:
         """The field a node id names (None: none of the warehouse's)."""
-        if not hasattr(self, "_by_node"):
-            self._by_node = {f"datasetField:{self.ns[d]}:{self.name[d]}:{c}": (d, c)
-                             for d, cols in enumerate(self.cols) for c in cols}
         return self._by_node.get(node_id)
 
 
