@@ -24,7 +24,7 @@ Format 5 (wide rows: a column per run or per set; format 4 without ``i|``/``o|``
 | ``y|<ns>|<name>|<inv start>|<run>`` | failed run × source | ``c`` |
 | ``v|<name>`` | store metadata: the format version, an upgrade's cursor | |
 | ``a|<ns>|<name>`` | alias (a logical dataset name) | ``t``: the dataset it stands for |
-| ``A|<ns>|<name>|<alias ns>|<alias name>`` | the reverse: a dataset's aliases | |
+| ``A|<ns>|<name>`` | the reverse: a dataset's aliases (format 8) | ``<alias ns>|<alias name>`` → b"" (`alias_column`) |
 | ``T|<tag>`` | classification tag (format 6, additive) | ``d`` description, ``p`` policy, ``by``, ``at`` |
 | ``t|<ns>|<name>|<field>|<tag>`` | tag put on a field (``<field>`` empty: on the dataset) | ``by``, ``at`` |
 
@@ -257,9 +257,25 @@ def alias(namespace: str, name: str) -> bytes:
     return ALIAS + SEP + escape(namespace) + SEP + escape(name)
 
 
-def aliased_by(namespace: str, name: str, alias_ns: str, alias_name: str) -> bytes:
-    return dataset_prefix(ALIASED_BY, namespace, name) + escape(alias_ns) + SEP + \
-        escape(alias_name)
+def aliased_by(namespace: str, name: str) -> bytes:
+    """The row of the aliases standing for a dataset (format 8): a column
+    per alias (`alias_column`), so a walk reads a dataset's aliases with a
+    key, as it reads everything else of a hop (format 7 had a row per alias,
+    found by a scan)."""
+    return ALIASED_BY + SEP + escape(namespace) + SEP + escape(name)
+
+
+def alias_column(alias_ns: str, alias_name: str) -> str:
+    """An alias's column in its target's ``A|`` row: ``<alias ns>|<alias>``, escaped."""
+    return (escape(alias_ns) + SEP + escape(alias_name)).decode("utf-8")
+
+
+def alias_of_column(column: str) -> tuple[str, str]:
+    """The alias an ``A|`` column names (`alias_column`); ValueError if malformed."""
+    ns, sep, name = column.encode("utf-8").partition(SEP)
+    if not sep or SEP in name:
+        raise ValueError(f"malformed alias column: {column!r}")
+    return unescape(ns), unescape(name)
 
 
 def time_range(prefix: bytes, start_ms: int, end_ms: int) -> tuple[bytes, bytes]:
@@ -458,7 +474,7 @@ class Key(NamedTuple):
     checksum: str | None = None
     start_ms: int | None = None
     run_id: str | None = None
-    #: the alias of an ``A|`` row (namespace, name)
+    #: the alias of a format-7 ``A|`` row (namespace, name), a row per alias
     alias: tuple[str, str] | None = None
     #: the level of a bucket row (its start_ms is the bucket's start); 0 for a
     #: format-4 run row (no run id: its runs are its columns); DIRECTORY_LEVEL
@@ -545,8 +561,11 @@ def decode(key: bytes) -> Key:
         return Key(KINDS[kind], unescape(ns), unescape(name))
     if kind == ALIASED_BY:
         parts = rest.split(SEP)
+        if len(parts) == 2:
+            return Key("aliased-by", unescape(parts[0]), unescape(parts[1]))
         if len(parts) != 4:
             raise ValueError(f"malformed alias row key: {key!r}")
+        # format 7's row per alias, which `fll admin upgrade` moves into columns
         return Key("aliased-by", unescape(parts[0]), unescape(parts[1]),
                    alias=(unescape(parts[2]), unescape(parts[3])))
     ns, name, rest = rest.split(SEP, 2)

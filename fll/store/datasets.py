@@ -1,7 +1,7 @@
 """What a store knows of datasets besides their lineage: the schemas runs
-reported (format 7: a ``S|`` row per dataset, a column per run naming a ``q|``
-body, stored once per distinct schema) and aliases (``a|``, with their
-reverse rows)."""
+reported (a ``S|`` row per dataset, a column per run naming a ``q|``
+body, stored once per distinct schema) and aliases (``a|``, and the target's
+``A|`` row, a column per alias)."""
 from __future__ import annotations
 
 from typing import AbstractSet, Callable, Iterable, Mapping, Sequence
@@ -13,7 +13,8 @@ from .. import rowkeys as rk
 from ..errors import InvalidLineageError, StoreError
 from ..model import EndPoint
 from .base import first_cells_in
-from .layout import _check_name, _check_run, _corrupt, _decode_key, _target
+from .layout import (_check_name, _check_run, _corrupt, _decode_key, _target, alias_candidates,
+                     confirmed_aliases)
 from .state import StoreState
 
 #: schemas a store keeps decoded by digest
@@ -212,21 +213,23 @@ class Datasets(StoreState):
         row = self.table.get(back)
         if row and row.get("t") == msgpack.packb([alias_ns, alias_name], use_bin_type=True):
             if self.table.check_and_put(back, "t", row["t"], {"t": b""}):
-                self.table.delete([back, rk.aliased_by(alias_ns, alias_name, namespace, name)])
+                self.table.delete([back])
+                self.table.delete_columns(
+                    {rk.aliased_by(alias_ns, alias_name): [rk.alias_column(namespace, name)]})
+        # the alias's column in its target's row first: a crash leaves a column
+        # the alias row does not confirm, which `aliases` ignores
+        reverse = {rk.aliased_by(namespace, name): {rk.alias_column(alias_ns, alias_name): b""}}
         for _ in range(16):
             row = self.table.get(key)
             current = row.get("t") if row else None
+            self.table.put(reverse)  # idempotent: it may be missing after a crash
             if current == target:
-                # the reverse row may be missing after a crash: putting it is idempotent
-                self.table.put({rk.aliased_by(namespace, name, alias_ns, alias_name): {"x": b""}})
                 return False
-            # the reverse row first: a crash leaves a reverse row the alias row
-            # does not confirm, which `aliases` ignores
-            self.table.put({rk.aliased_by(namespace, name, alias_ns, alias_name): {"x": b""}})
             if self.table.check_and_put(key, "t", current, {"t": target}):
                 if current:
                     old_ns, old_name = _target(self.url, key, current)
-                    self.table.delete([rk.aliased_by(old_ns, old_name, alias_ns, alias_name)])
+                    self.table.delete_columns({rk.aliased_by(old_ns, old_name):
+                                               [rk.alias_column(alias_ns, alias_name)]})
                 return True
         raise StoreError(f"store {self.url}: alias {alias_ns}:{alias_name} kept changing; retry")
 
@@ -238,18 +241,14 @@ class Datasets(StoreState):
         return _target(self.url, rk.alias(namespace, name), row["t"])
 
     def aliases(self, namespace: str, name: str) -> list[tuple[str, str]]:
-        """Every alias that stands for ``namespace:name``, sorted."""
-        prefix = rk.dataset_prefix(rk.ALIASED_BY, namespace, name)
-        candidates = []
-        for key, _ in self.table.scan(prefix, rk.prefix_end(prefix)):
-            k = rk.decode(key)
-            if k.alias is not None:
-                candidates.append(k.alias)
-        if not candidates:
+        """Every alias that stands for ``namespace:name``, sorted: the columns
+        of its ``A|`` row that the aliases' own rows confirm (two reads)."""
+        key = rk.aliased_by(namespace, name)
+        found = alias_candidates(self.url, key, self.table.get(key))
+        if not found:
             return []
-        rows = self.table.get_many([rk.alias(*a) for a in candidates])
-        want = msgpack.packb([namespace, name], use_bin_type=True)
-        return sorted(a for a in candidates if rows.get(rk.alias(*a), {}).get("t") == want)
+        rows = self.table.get_many([rk.alias(*a) for a in found])
+        return confirmed_aliases({(namespace, name): found}, rows)[(namespace, name)]
 
     def all_aliases(self) -> dict[tuple[str, str], list[tuple[str, str]]]:
         """Every alias in the store, by the dataset it stands for (one scan of the

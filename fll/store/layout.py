@@ -1,4 +1,4 @@
-"""The row layout of format 7: which keys and cells a run writes, and how a
+"""The row layout of format 8: which keys and cells a run writes, and how a
 time range is covered (see `fll.rowkeys` and docs/storage.md, "How runs are
 stored").
 
@@ -75,6 +75,28 @@ def _target(url: str, key: bytes, raw: bytes) -> tuple[str, str]:
         return str(ns), str(name)
     except Exception:
         raise _corrupt(url, key) from None
+
+
+def alias_candidates(url: str, key: bytes, row: dict[str, bytes] | None
+                     ) -> list[tuple[str, str]]:
+    """The aliases a dataset's ``A|`` row names, to confirm (`confirmed_aliases`)."""
+    try:
+        return [rk.alias_of_column(c) for c in row or ()]
+    except (ValueError, UnicodeDecodeError):
+        raise _corrupt(url, key) from None
+
+
+def confirmed_aliases(candidates: dict[tuple[str, str], list[tuple[str, str]]],
+                      rows: dict[bytes, dict[str, bytes]]
+                      ) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """Of each dataset's candidate aliases, those whose alias row (in
+    ``rows``) names it, sorted: an ``A|`` column outlives a crash between a
+    change's puts, and the alias row says what holds."""
+    out = {}
+    for d, found in candidates.items():
+        want = msgpack.packb(list(d), use_bin_type=True)
+        out[d] = sorted(a for a in found if rows.get(rk.alias(*a), {}).get("t") == want)
+    return out
 
 
 def _decode_key(url: str, key: bytes) -> rk.Key:

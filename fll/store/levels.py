@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from typing import Callable, Collection, Iterable, NamedTuple, Sequence
 
-import msgpack
-
 from .. import rowkeys as rk
 from ..summaries import Summaries
 from .base import Span
 from .datarows import SHAPED, _Cached, shape_ref
-from .layout import _decode_key, _target
+from .layout import _target, alias_candidates, confirmed_aliases
 from .reader import Reader
 
 
@@ -43,11 +41,10 @@ class Levels(Reader):
         """What a walk needs of every dataset of one hop, in the round trips of
         one read (`Table.read_span_groups`): the dataset each name stands for
         (`resolve_dataset`), the aliases naming it (`aliases`), and its
-        operation sets in the range (`checksums`). The aliases are read as one
-        span over the hop's datasets (the aliased-by rows between the first and
-        the last: only aliases have them), the top buckets of a range over
-        more than 64 of them as one span per dataset (no directory row to read
-        first); a second read confirms any aliases found.
+        operation sets in the range (`checksums`). Every dataset's names are
+        two keys (its alias row and its ``A|`` row), the top buckets of a
+        range over more than 64 of them one span per dataset (no directory
+        row to read first); a second read confirms any aliases found.
         A dataset that turns out to be an alias is answered under its own
         name here; the walk reads its target as it reads any other dataset.
         ``schemas``: their ``S|`` rows too (`Level.schema_rows`)."""
@@ -96,32 +93,25 @@ class Levels(Reader):
         schema_keys = [rk.schemas(ns, n) for ns, n in ds] if schemas else []
         also = [*also, *schema_keys]
         alias_keys = [rk.alias(ns, n) for ns, n in ds]
-        heads = sorted(rk.dataset_prefix(rk.ALIASED_BY, ns, n) for ns, n in ds)
+        reverse_keys = [rk.aliased_by(ns, n) for ns, n in ds]
         plans = [self._index_plan(ns, n, start, end, direction, top_span=True)
                  for direction, start, end in views for ns, n in ds]
         *reads, extra = self.table.read_span_groups(
-            [([Span(k, k + b"\x00", (k,)) for k in alias_keys], (), ()),
-             ([Span(heads[0], rk.prefix_end(heads[-1]))], (), ())] + [p.group for p in plans]
+            [([Span(k, k + b"\x00", (k,)) for k in alias_keys + reverse_keys], (), ())]
+            + [p.group for p in plans]
             + [([Span(k, k + b"\x00", (k,)) for k in also], (), ())])
+        names = reads[0].rows
         resolved = {}
         for d, key in zip(ds, alias_keys, strict=True):
-            row = reads[0].rows.get(key)
+            row = names.get(key)
             # b"": a turned pair being deleted, as `resolve_dataset` reads it
             resolved[d] = _target(self.url, key, row["t"]) if row and row.get("t") else d
-        wanted = set(ds)
-        candidates: dict[tuple[str, str], list[tuple[str, str]]] = {d: [] for d in ds}
-        for key in reads[1].rows:
-            k = _decode_key(self.url, key)
-            target = (k.namespace, k.name)
-            if k.alias is not None and target in wanted:
-                candidates[target].append(k.alias)
+        candidates = {d: alias_candidates(self.url, key, names.get(key))
+                      for d, key in zip(ds, reverse_keys, strict=True)}
         # the aliases found are confirmed in one more call (none without)
         answers, rows = self._index_answers_and_rows(
-            plans, reads[2:], sorted({rk.alias(*a) for c in candidates.values() for a in c}))
-        named = {}
-        for d, found in candidates.items():
-            want = msgpack.packb(list(d), use_bin_type=True)
-            named[d] = sorted(a for a in found if rows.get(rk.alias(*a), {}).get("t") == want)
+            plans, reads[1:], sorted({rk.alias(*a) for c in candidates.values() for a in c}))
+        named = confirmed_aliases(candidates, rows)
         per_view = [dict(zip(ds, answers[i:i + len(ds)], strict=True))
                     for i in range(0, len(answers), len(ds))]
         rows = extra.rows

@@ -1,9 +1,10 @@
 """The lineage store: records runs as wide rows and answers time-ranged questions.
 
-Format 7 (see `fll.rowkeys` and docs/storage.md, "How runs are stored"): wide
+Format 8 (see `fll.rowkeys` and docs/storage.md, "How runs are stored"): wide
 rows, a column per run or per set; time buckets, first-run rows, shapes,
 summaries stored as shared groups with their tags, schemas stored once and
-named from a row per dataset (a column per run, `fll.store.datasets`).
+named from a row per dataset (a column per run, `fll.store.datasets`), and a
+dataset's aliases listed in one row of its own (a column per alias).
 
 Write path (`record`): the ``d|<checksum>`` row once per distinct operation
 set: its shape's checksum and its endpoints, the shape (``p|``: the operations
@@ -72,7 +73,7 @@ from .levels import Levels
 from .writer import WRITER_TTL_MS, Writer
 
 #: the row layout this module writes and reads (see docs/storage.md, "How runs are stored")
-FORMAT = 7
+FORMAT = 8
 
 
 def has_lineage_rows(table: Table) -> bool:
@@ -90,7 +91,7 @@ def unstamped_format(table: Table) -> int:
     without the stamp written at its first open); 1 (before versioning) when
     its run index is narrow rows or its upgrade began (`fll.store.admin.upgrade`
     marks that before it changes a row); 6 when its run rows are wide but its
-    schema reports are a row each."""
+    schema reports are a row each; 7 when its aliases are a row each."""
     if not has_lineage_rows(table):
         return FORMAT
     if table.get(rk.meta("upgrade")) is not None:
@@ -103,6 +104,10 @@ def unstamped_format(table: Table) -> int:
             return 1
     for _ in table.scan(rk.SCHEMA + rk.SEP, rk.prefix_end(rk.SCHEMA + rk.SEP), limit=1):
         return 6  # wide run rows, but a row per run's schema report
+    prefix = rk.ALIASED_BY + rk.SEP
+    for key, _ in table.scan(prefix, rk.prefix_end(prefix)):  # aliases are few
+        if key.count(rk.SEP) > 2:
+            return 7  # a row per alias
     return FORMAT
 
 

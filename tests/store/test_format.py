@@ -1,9 +1,10 @@
-"""Store formats: this fll reads and writes one format (7). A store of any
+"""Store formats: this fll reads and writes one format (8). A store of any
 older one (1: before time buckets; 2: by-set index, hex bucket keys, programs
 in index rows, plain data rows; 3: narrow run and bucket rows; 4: wide rows;
 5: first-run rows and shapes; 1-5 with summaries that list every edge and no
 tags, and schemas in their runs' rows; 6: a row per run naming its schema,
-where format 7 has a column of the dataset's row) is refused with one line naming the upgrade, until `fll admin upgrade`
+where format 7 has a column of the dataset's row; 7: a row per alias, where
+format 8 has a column of the dataset's ``A|`` row) is refused with one line naming the upgrade, until `fll admin upgrade`
 converts it in place (resumably) to answer exactly as before; a store of a
 newer format is refused with one line naming both versions."""
 from __future__ import annotations
@@ -44,6 +45,7 @@ def _history(store: LineageStore) -> None:
     store.claim_run_start("claimed-only", 1_650_000_000_000)
     store.record_schema("n", "dst", "r1", 1_650_000_000_000, [("a", "string")])
     store.record_alias("ref", "dst", "n", "dst")
+    store.record_alias("ref", "dst|2", "n", "dst")
 
 
 def _answers(store: LineageStore) -> dict:
@@ -57,6 +59,7 @@ def _answers(store: LineageStore) -> dict:
         out[(lo, hi, "runs")] = [tuple(r) for r in store.runs(DST, lo, hi)]
     out["schema"] = store.schema("n", "dst", 0, rk.MAX_TIME)
     out["alias"] = store.resolve_dataset("ref", "dst")
+    out["aliases"] = store.aliases("n", "dst")
     return out
 
 
@@ -91,6 +94,12 @@ def data_row_v1(info) -> dict[str, bytes]:
     return {"z": bytes([1]) + body}
 
 
+def aliased_by_v7(namespace: str, name: str, alias_ns: str, alias_name: str) -> bytes:
+    """Format 7's row per alias: ``A|<ns>|<name>|<alias ns>|<alias>``."""
+    return rk.dataset_prefix(rk.ALIASED_BY, namespace, name) + rk.escape(alias_ns) + rk.SEP \
+        + rk.escape(alias_name)
+
+
 def to_older_format(table, fmt: int) -> None:
     """Rewrite a store's rows as format ``fmt`` (1 to 5) wrote them: every
     whole d| and p| row with the summaries of formats 2-5; format 4
@@ -99,13 +108,22 @@ def to_older_format(table, fmt: int) -> None:
     rows (4 s x16 levels, raw checksum in the key); format 2 with the by-set
     index ``B|``/``F|``, the program in every index row, plain ``o``/``s``
     data rows and hex-keyed bucket rows; format 1 like 2 without buckets nor
-    a stamp; format 6 as this one but for a row per run's schema report
-    (formats 1-5 kept the schema there, 6 its digest)."""
+    a stamp; format 6 as 7 but for a row per run's schema report
+    (formats 1-5 kept the schema there, 6 its digest); format 7 as this one
+    but for a row per alias (every older format had that too)."""
     puts: dict[bytes, dict[str, bytes]] = {}
     gone: list[bytes] = []
     for key, cols in list(table.scan()):
         kind = key[:1]
-        if kind == rk.SCHEMAS:  # every older format had a row per run and dataset
+        if kind == rk.ALIASED_BY:
+            k = rk.decode(key)
+            gone.append(key)
+            for col in cols:
+                puts[aliased_by_v7(k.namespace, k.name, *rk.alias_of_column(col))] = {"x": b""}
+        elif fmt == 7:
+            if key == rk.meta("format"):
+                puts[key] = {"v": b"7"}
+        elif kind == rk.SCHEMAS:  # every older format had a row per run and dataset
             k = rk.decode(key)
             gone.append(key)
             for col, digest in cols.items():
@@ -173,8 +191,9 @@ def to_older_format(table, fmt: int) -> None:
 
 
 def _older_rows(table) -> list[bytes]:
-    """Rows format 7 never has: narrow run and bucket rows, by-set rows, data
-    rows with the older summaries, a row per run's schema report."""
+    """Rows format 8 never has: narrow run and bucket rows, by-set rows, data
+    rows with the older summaries, a row per run's schema report, a row per
+    alias."""
     out = []
     for key, cols in table.scan():
         if key[:1] in (rk.BACKWARD_BY_SET, rk.FORWARD_BY_SET):
@@ -182,7 +201,7 @@ def _older_rows(table) -> list[bytes]:
         elif key[:1] in (rk.BACKWARD, rk.FORWARD, rk.BACKWARD_BUCKET, rk.FORWARD_BUCKET):
             if not rk.is_wide(key) and not key.endswith(b"|*"):
                 out.append(key)
-        elif key[:1] == rk.SCHEMA:
+        elif key[:1] == rk.SCHEMA or (key[:1] == rk.ALIASED_BY and key.count(rk.SEP) == 4):
             out.append(key)
         elif key[:1] in (rk.DATA, rk.SHAPE) and SHAPED not in cols:
             if "z" not in cols or msgpack.unpackb(data_parts(cols)[1])["v"] != 2:
@@ -190,7 +209,7 @@ def _older_rows(table) -> list[bytes]:
     return out
 
 
-@pytest.fixture(params=[1, 2, 3, 4, 5, 6])
+@pytest.fixture(params=[1, 2, 3, 4, 5, 6, 7])
 def older(tmp_path, request):
     url = f"sqlite:///{tmp_path}/old.db"
     with open_store(url) as store:
@@ -231,7 +250,8 @@ def test_an_older_store_is_refused_until_upgraded_in_place_then_answers_as_befor
                                                         else (0, 0))
     assert report.data_rows == dry.data_rows
     assert report.schema_rows == dry.schema_rows == (fmt < 6)
-    assert report.schema_refs == dry.schema_refs == 1
+    assert report.schema_refs == dry.schema_refs == (fmt < 7)
+    assert report.alias_rows == dry.alias_rows == 2
     assert _older_rows(table) == []
     table.close()
     with open_store(url) as store:

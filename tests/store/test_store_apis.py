@@ -230,6 +230,48 @@ def test_an_alias_pointed_elsewhere_moves_to_its_new_dataset(open_table_for):
     assert store.aliases("file", "/b") == [("ref", "raw")]
 
 
+def test_a_datasets_aliases_are_the_columns_of_one_row_that_follow_each_change(
+        open_table_for):
+    """Format 8: every alias standing for a dataset is a column of the
+    dataset's ``A|`` row (one key to read, as a walk's level read wants);
+    pointing an alias elsewhere or turning a pair moves its column, and a
+    column its alias row does not confirm (a crash between the puts) is not
+    an alias."""
+    from fll.store.admin import fsck
+    table = open_table_for()
+    store = LineageStore(table)
+    store.record_alias("ref", "raw", "file", "/a")
+    store.record_alias("ref", "r|2", "file", "/a")
+    assert table.get(rk.aliased_by("file", "/a")) == {"ref|raw": b"", "ref|r%7C2": b""}
+    store.record_alias("ref", "raw", "file", "/b")
+    assert table.get(rk.aliased_by("file", "/a")) == {"ref|r%7C2": b""}
+    assert table.get(rk.aliased_by("file", "/b")) == {"ref|raw": b""}
+    # the pair the other way round is turned: one direction per pair
+    store.record_alias("file", "/b", "ref", "raw")
+    assert store.resolve_dataset("file", "/b") == ("ref", "raw")
+    assert store.resolve_dataset("ref", "raw") == ("ref", "raw")
+    assert not table.get(rk.aliased_by("file", "/b"))
+    assert store.aliases("ref", "raw") == [("file", "/b")]
+    # a column left by a crash before its alias row changed
+    table.put({rk.aliased_by("file", "/a"): {rk.alias_column("ref", "gone"): b""}})
+    assert store.aliases("file", "/a") == [("ref", "r|2")]
+    assert store.read_level([("file", "/a")], 0, rk.MAX_TIME).aliases == {
+        ("file", "/a"): [("ref", "r|2")]}
+    assert fsck(table).clean
+    # format 7's row per alias, left by an upgrade, is reported and repaired away
+    old = rk.dataset_prefix(rk.ALIASED_BY, "file", "/a") + b"ref|raw"
+    table.put({old: {"x": b""}})
+    report = fsck(table)
+    assert report.legacy == [old] and not report.clean
+    assert fsck(table, repair=True).to_dict()["fixed"]
+    assert table.get(old) is None and fsck(table).clean
+    # a column of no alias's shape is a corrupt row, named
+    table.put({rk.aliased_by("file", "/a"): {"no-separator": b""}})
+    with pytest.raises(StoreError, match="fsck"):
+        store.aliases("file", "/a")
+    assert fsck(table).corrupt
+
+
 def test_an_alias_with_an_empty_part_is_refused(open_table_for):
     store = LineageStore(open_table_for())
     with pytest.raises(InvalidLineageError, match="alias name"):

@@ -37,6 +37,8 @@ class UpgradeReport:
     schema_rows: int = 0
     #: ``s|`` rows (one per run and dataset) moved into their dataset's ``S|`` row (format 7)
     schema_refs: int = 0
+    #: ``A|`` rows (one per alias) moved into their target's ``A|`` row (format 8)
+    alias_rows: int = 0
     resumed_from: bytes | None = None
 
     def to_dict(self) -> dict:
@@ -48,6 +50,7 @@ class UpgradeReport:
                 "data_rows_rewritten": self.data_rows,
                 "schema_rows_rewritten": self.schema_rows,
                 "schema_rows_moved": self.schema_refs,
+                "alias_rows_moved": self.alias_rows,
                 "resumed_from": None if self.resumed_from is None
                 else printable_key(self.resumed_from)}
 
@@ -87,9 +90,10 @@ def _older_rows(table: Table) -> Iterator[bytes]:
 
 def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
             progress: Progress | None = None) -> UpgradeReport:
-    """Convert a store of format 1 to 6 to format 7 in place (from 4: format 5
+    """Convert a store of format 1 to 7 to format 8 in place (from 4: format 5
     adds rows without changing any; 5 to 6: data rows and schemas rewritten;
-    6 to 7: the schema rows moved, `_move_schema_rows`).
+    6 to 7: the schema rows moved, `_move_schema_rows`; 7 to 8: the alias
+    rows moved, `_move_alias_rows`).
 
     First pass, over the narrow ``b|``/``f|`` rows (one per run and endpoint)
     in key order: write each run's format-4 cells (its run cell, its set's
@@ -183,6 +187,7 @@ def upgrade(table: Table, *, dry_run: bool = False, batch_size: int = 1000,
     report.data_rows = _upgrade_data_rows(table, dry_run, batch_size, progress)
     report.schema_rows = _upgrade_schema_rows(table, dry_run, batch_size)
     report.schema_refs = _move_schema_rows(table, dry_run, batch_size)
+    report.alias_rows = _move_alias_rows(table, dry_run, batch_size)
     if not dry_run:
         table.put({rk.meta("format"): {"v": str(FORMAT).encode()}})
         table.delete([rk.meta("upgrade")])
@@ -246,6 +251,43 @@ def _move_schema_rows(table: Table, dry_run: bool, batch_size: int) -> int:
         if dry_run:
             continue
         cells.setdefault(rk.schemas(k.namespace, k.name), {})[column] = digest or b""
+        moved.append(key)
+        if len(moved) >= batch_size:
+            flush()
+    if not dry_run:
+        flush()
+    return done
+
+
+def _move_alias_rows(table: Table, dry_run: bool, batch_size: int) -> int:
+    """Format 8: move each ``A|<ns>|<name>|<alias ns>|<alias>`` row (format 7,
+    a row per alias) into a column of its dataset's ``A|<ns>|<name>`` row
+    (`fll.rowkeys.alias_column`), then delete the rows of the batch. Blind
+    puts, so an interrupted upgrade simply runs it again over the rows left.
+    Returns the rows moved."""
+    done = 0
+    cells: dict[bytes, dict[str, bytes]] = {}
+    moved: list[bytes] = []
+
+    def flush() -> None:
+        if cells:
+            table.put(cells)  # the columns before the rows they replace go
+        _delete(table, moved)
+        cells.clear()
+        moved.clear()
+
+    prefix = rk.ALIASED_BY + rk.SEP
+    for key, _ in table.scan(prefix, rk.prefix_end(prefix)):
+        try:
+            k = rk.decode(key)
+        except (ValueError, UnicodeDecodeError):
+            continue  # of no known shape: fsck reports it
+        if k.alias is None or k.namespace is None or k.name is None:
+            continue  # already a row per dataset
+        done += 1
+        if dry_run:
+            continue
+        cells.setdefault(rk.aliased_by(k.namespace, k.name), {})[rk.alias_column(*k.alias)] = b""
         moved.append(key)
         if len(moved) >= batch_size:
             flush()

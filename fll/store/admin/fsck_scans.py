@@ -205,8 +205,15 @@ def _find_problems(table: Table, report: FsckReport, progress: Progress | None) 
                             rk.checksum_of(digest))) is None:  # (not written since the scan)
                         report.dangling_schemas.append((key, col))
                 continue
-            if kind in (rk.ALIAS, rk.ALIASED_BY):
-                continue  # no operation set behind these
+            if kind == rk.ALIASED_BY:
+                if k.alias is not None:
+                    report.legacy.append(key)  # format 7's row per alias, left by an upgrade
+                else:
+                    for col in cols:
+                        rk.alias_of_column(col)  # a column of another shape: corrupt
+                continue
+            if kind == rk.ALIAS:
+                continue  # no operation set behind it
             if kind == rk.TAG:
                 decode_def(key, cols)  # a tag's definition: it must decode, nothing more
                 continue
