@@ -155,6 +155,7 @@ class LineageStore(Writer, Levels, Datasets):
         self._written: OrderedDict[str, FieldLineageInfo] = OrderedDict()
         # schemas read, by their digest (content-addressed: never stale)
         self._schema_bodies: OrderedDict[bytes, list] = OrderedDict()
+        self._tops_seen: set[int] = set()
         declare = getattr(table, "declare_wide", None)
         if callable(declare):
             declare(WIDE_PREFIXES)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import struct
+import time
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from .. import rowkeys as rk
@@ -36,6 +37,10 @@ class OperationGroup(NamedTuple):
     runs: list[RunInfo]  # newest first
 
 
+#: top buckets a store remembers its directories listing (`Reader._likely_tops`)
+TOPS_KEPT = 8
+
+
 class _IndexPlan(NamedTuple):
     """One dataset's index read for `LineageStore.checksums`: its range, the
     ``(spans, names, values)`` of `Table.read_spans`, its directory row's key
@@ -48,6 +53,8 @@ class _IndexPlan(NamedTuple):
     group: SpanGroup
     directory: bytes
     top: tuple[int, int] | None
+    #: the top buckets read by key with the directory row (not after it)
+    guessed: tuple[int, ...] = ()
 
 
 class Reader(StoreState):
@@ -182,9 +189,11 @@ class Reader(StoreState):
         """What `checksums` reads for one dataset: the spans of its range's
         cover. A range over more than 64 top buckets reads those the directory
         row lists in a second call, or, with ``top_span``, reads them as one
-        keyless span in the same call: what a read that opens a scanner anyway
-        (`Levels.read_level` on HBase) or reads key ranges in one call
-        (Bigtable, SQLite) does at no extra round trip."""
+        keyless span in the same call where the table reads key ranges in one
+        call (Bigtable, SQLite). Where it reads keys in one call and a range
+        with a scanner (HBase), ``top_span`` reads the directory row with the
+        top buckets it most likely lists by key instead (`_likely_tops`):
+        only a top bucket it lists beside those is read in a second call."""
         bucket_kind, run_kind = _BUCKET_KINDS[direction], _RUN_KINDS[direction]
         runs, top = rk.cover4_runs(start, end)
         # the keys as rk.run_row / rk.bucket4 build them, a prefix per level made once
@@ -204,7 +213,13 @@ class Reader(StoreState):
             edges += _first_run_spans(rk.dataset_prefix(_FIRST_KINDS[direction], ns, name),
                                       start, end, interior)
         index = rk.directory(bucket_kind, ns, name)
-        if top and top_span:  # the top buckets in the range, newest first, as one span
+        guessed: tuple[int, ...] = ()
+        if top and top_span and not getattr(self.table, "one_call_ranges", False):
+            guessed = tuple(t for t in self._likely_tops() if top[0] <= t < top[1])
+            buckets += [Span(k, k + b"\x00", (k,)) for k in (
+                rk.bucket4(bucket_kind, ns, name, rk.TOP, t) for t in guessed)]
+            edges.append(Span(index, index + b"\x00", (index,)))
+        elif top and top_span:  # the top buckets in the range, newest first, as one span
             head = heads[rk.TOP]
             buckets.append(Span(head + rk.invert(top[1] - rk.LEVELS4[rk.TOP]),
                                 head + rk.invert(top[0]) + b"\x00"))
@@ -212,8 +227,21 @@ class Reader(StoreState):
         elif top:  # more top buckets than are worth enumerating: the directory lists them
             edges.append(Span(index, index + b"\x00", (index,)))
         return _IndexPlan((ns, name), start, end, direction, (edges, buckets, interior),
-                          index, top)
+                          index, top, guessed)
 
+    def _likely_tops(self) -> list[int]:
+        """The top buckets a dataset's directory most likely lists: now's and
+        the one before, and those directories read lately listed."""
+        size = rk.LEVELS4[rk.TOP]
+        now = int(time.time() * 1000)
+        return sorted(self._tops_seen | {now - now % size, now - now % size - size})
+
+    def _saw_tops(self, tops: Iterable[int]) -> None:
+        """Remember top buckets a directory listed (the newest `TOPS_KEPT`)."""
+        seen = self._tops_seen
+        if not seen.issuperset(tops):
+            kept = sorted(seen.union(tops))[-TOPS_KEPT:]
+            self._tops_seen = set(kept)
     def _index_answers(self, plans: list["_IndexPlan"], *reads: SpanRead) -> list[list[str]]:
         """Each plan's sorted checksums from its read (`read_spans` answers, one
         per plan), reading the top buckets a directory row names, for every
@@ -242,7 +270,9 @@ class Reader(StoreState):
                 except ValueError:
                     raise _corrupt(self.url, plan.directory) from None
                 wanted = [rk.bucket4(_BUCKET_KINDS[plan.direction], ns, name, rk.TOP, t)
-                          for t in firsts if plan.top[0] <= t < plan.top[1]]
+                          for t in firsts if plan.top[0] <= t < plan.top[1]
+                          and t not in plan.guessed]
+                self._saw_tops(firsts)
             if self.include_failed:
                 got.update(r.checksum for r in self._failed_runs(
                     plan.direction, EndPoint(ns, name), start, end))

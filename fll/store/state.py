@@ -38,3 +38,5 @@ class StoreState:
     _shapes: SizedLRU[tuple[bytes, bytes]]
     _written: OrderedDict[str, FieldLineageInfo]
     _schema_bodies: OrderedDict[bytes, list]
+    #: top buckets directories listed lately (`fll.store.reader.Reader._likely_tops`)
+    _tops_seen: set[int]

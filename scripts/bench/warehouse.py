@@ -439,6 +439,11 @@ class Backend:
         self.proxy = LatencyProxy(("127.0.0.1", int(line.split()[1])), self.rtt_ms).start()
         return f"hbase://127.0.0.1:{self.proxy.port}/fll?transport=framed"
 
+    def pid(self) -> int | None:
+        """The store's own process (the emulator, the double); None: embedded."""
+        proc = self._double if self._emulator is None else self._emulator.proc
+        return None if proc is None else proc.pid
+
     def turns(self) -> int | None:
         """Round trips made to the store so far (None: embedded)."""
         return None if self.proxy is None else self.proxy.turns
@@ -725,11 +730,13 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
 
         # -- ingest (with --reuse: the store holds it already; the figures say so)
         t0, cpu0, own0 = time.monotonic(), _cpu_seconds(server.pid), time.process_time()
-        turns0 = backend.turns()
+        turns0, store_pid = backend.turns(), backend.pid()
+        store0 = None if store_pid is None else _cpu_seconds(store_pid)
         events, sent_bytes = (0, 0) if reuse else asyncio.run(ingest(wh, port, connections,
                                                                       errors))
         took = time.monotonic() - t0
         server_cpu, own_cpu = _cpu_seconds(server.pid) - cpu0, time.process_time() - own0
+        store_cpu = None if store0 is None else _cpu_seconds(store_pid) - store0
         report["ingest"] = {"events": events, "seconds": round(took, 1),
                             "events_per_s": round(events / took, 1) if events else None,
                             "mb_sent": round(sent_bytes / 2**20, 1),
@@ -738,6 +745,8 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
                             "server_cpu_s": round(server_cpu, 1),
                             "server_ms_per_event": round(server_cpu / max(events, 1) * 1000, 2),
                             "client_cpu_s": round(own_cpu, 1),
+                            # the emulator's or the double's: a real store's is elsewhere
+                            "store_cpu_s": None if store_cpu is None else round(store_cpu, 1),
                             "round_trips_per_event": (
                                 None if turns0 is None or not events
                                 else round((backend.turns() - turns0) / events, 1)),
@@ -747,7 +756,8 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
               f"{sent_bytes / 2**20:.1f} MB sent, store {report['ingest']['store_mb']} MB, "
               f"{len(errors)} errors; server CPU {server_cpu:.1f} s "
               f"({report['ingest']['server_ms_per_event']} ms/event), this script's "
-              f"{own_cpu:.1f} s; {report['ingest']['round_trips_per_event']} store round "
+              f"{own_cpu:.1f} s, the store's {report['ingest']['store_cpu_s']} s; "
+              f"{report['ingest']['round_trips_per_event']} store round "
               f"trips per event; load {report['ingest']['load_average']}", flush=True)
 
         # -- the expected graphs
@@ -984,7 +994,8 @@ def render(r: dict[str, Any]) -> str:
                      f"{ing['seconds']} s; store {ing['store_mb']} MB; RSS after ingest "
                      f"{r.get('rss_after_ingest_mb')} MB; VmHWM {r.get('rss_hwm_mb')} MB; "
                      f"server CPU {ing['server_cpu_s']} s ({ing['server_ms_per_event']} "
-                     f"ms/event), this script's {ing['client_cpu_s']} s; load average "
+                     f"ms/event), this script's {ing['client_cpu_s']} s, the store's "
+                     f"{ing.get('store_cpu_s')} s; load average "
                      f"{ing['load_average']}")
     for label in ("first", "warm"):
         rt = r.get(f"round_trips_{label}")

@@ -148,3 +148,46 @@ def test_a_field_question_costs_at_most_three_thrift_calls_whatever_the_history(
             assert sum(calls.values()) <= (3 if shapes_cached else 4), calls
             counts.append(sum(calls.values()))
     assert counts[:2] == counts[2:]
+
+
+def test_a_level_read_is_one_get_rows_for_a_range_of_keys_or_all_time(hbase_servers):
+    """A walk's level read on HBase: every dataset's alias row, ``A|`` row and
+    cover are keys, so one ``getRows`` and no scanner. Over all time (more
+    than 64 top buckets) the directory row is read with the top buckets it
+    most likely lists (now's, the one before, those directories listed
+    lately) by key: a dataset with a run in an older top bucket costs one
+    more ``getRows`` the first time, none once its directory was read, and
+    the answers are those of `checksums` either way."""
+    import time
+
+    from fll import EndPoint
+    from fll import rowkeys as rk
+    from tests.lineage_examples import chain
+
+    server = hbase_servers["buffered", "binary"]
+    store = LineageStore(open_table(server.url(f"l{next(_ids)}")))
+    now = int(time.time() * 1000)
+    old, recent = 1_000_000_000_000, now - 3_600_000  # 2001, an hour ago
+    eps = [EndPoint("n", f"d{i}") for i in range(5)]
+    store.record_many([(chain(eps[i], eps[i + 1], ["a"], prefix=f"v{i}"), f"r{i}",
+                        old if i == 2 else recent, None) for i in range(4)])
+    asked = [(e.namespace, e.name) for e in eps]
+
+    def level(start: int, end: int) -> dict:
+        before = dict(server.calls)
+        got = store.read_level(asked, start, end)
+        calls = {k: v - before.get(k, 0) for k, v in server.calls.items()
+                 if v != before.get(k, 0)}
+        assert got.checksums == {d: store.checksums(EndPoint(*d), start, end) for d in asked}
+        assert got.checksums[("n", "d3")] and got.checksums[("n", "d4")]
+        return calls
+
+    assert level(0, now + 1) == {"getRows": 1}  # a range ending now: its cover is keys
+    # all time: the old top bucket is read once the directory named it, the
+    # first time only
+    assert level(0, rk.MAX_TIME) == {"getRows": 2}
+    assert level(0, rk.MAX_TIME) == {"getRows": 1}
+    # an alias found is confirmed in one more call
+    store.record_alias("ref", "d3", "n", "d3")
+    assert level(0, now + 1) == {"getRows": 2}
+    assert store.read_level(asked, 0, now + 1).aliases[("n", "d3")] == [("ref", "d3")]
