@@ -665,6 +665,12 @@ def check_cli(wh: Warehouse, nodes: set[Field], edges: set[tuple[Field, Field]],
     return "; ".join(problems) or None
 
 
+def _store_cpu(ingest: dict) -> str:
+    """", the store's N s" where the store is a process of its own."""
+    cpu = ingest.get("store_cpu_s")
+    return "" if cpu is None else f", the store's {cpu} s"
+
+
 def _cpu_seconds(pid: int) -> float:
     """User + system CPU of ``pid`` and its live children (Linux /proc)."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -756,7 +762,7 @@ def run_bench(n_datasets: int, days: int, runs_per_day: int, seed: int, workers:
               f"{sent_bytes / 2**20:.1f} MB sent, store {report['ingest']['store_mb']} MB, "
               f"{len(errors)} errors; server CPU {server_cpu:.1f} s "
               f"({report['ingest']['server_ms_per_event']} ms/event), this script's "
-              f"{own_cpu:.1f} s, the store's {report['ingest']['store_cpu_s']} s; "
+              f"{own_cpu:.1f} s{_store_cpu(report['ingest'])}; "
               f"{report['ingest']['round_trips_per_event']} store round "
               f"trips per event; load {report['ingest']['load_average']}", flush=True)
 
@@ -994,8 +1000,8 @@ def render(r: dict[str, Any]) -> str:
                      f"{ing['seconds']} s; store {ing['store_mb']} MB; RSS after ingest "
                      f"{r.get('rss_after_ingest_mb')} MB; VmHWM {r.get('rss_hwm_mb')} MB; "
                      f"server CPU {ing['server_cpu_s']} s ({ing['server_ms_per_event']} "
-                     f"ms/event), this script's {ing['client_cpu_s']} s, the store's "
-                     f"{ing.get('store_cpu_s')} s; load average "
+                     f"ms/event), this script's {ing['client_cpu_s']} s{_store_cpu(ing)}; "
+                     f"load average "
                      f"{ing['load_average']}")
     for label in ("first", "warm"):
         rt = r.get(f"round_trips_{label}")
