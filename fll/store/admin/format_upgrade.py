@@ -3,7 +3,7 @@ reads older formats; `store_format` tells which format a table is in."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 import msgpack
 import xxhash
@@ -218,14 +218,17 @@ def _upgrade_schema_rows(table: Table, dry_run: bool, batch_size: int) -> int:
     return done
 
 
-def _move_schema_rows(table: Table, dry_run: bool, batch_size: int) -> int:
-    """Format 7: move each ``s|<ns>|<name>|<inv start>|<run>`` row (format 6,
-    naming its schema by digest; formats 1-5 held it, in a dry run not yet
-    converted) into a column of its dataset's ``S|`` row
-    (`fll.rowkeys.schema_column`), the same digest as its value; then delete
-    the ``s|`` rows of the batch. Blind puts, so an interrupted upgrade simply
-    runs it again over the ``s|`` rows left. A row that does not decode is
-    left as it is: fsck reports it. Returns the rows moved."""
+#: where a row of an older format moves: (its new row, the column, the value),
+#: or None to leave it (already moved, or not decoding: fsck reports it)
+_Move = Callable[[bytes, dict[str, bytes]], "tuple[bytes, str, bytes] | None"]
+
+
+def _move_rows(table: Table, kind: bytes, move: _Move, dry_run: bool, batch_size: int
+               ) -> int:
+    """Move every row of ``kind`` that ``move`` places into a column of
+    another row, a batch at a time: the columns put, then the rows they
+    replace deleted. Blind puts, so an interrupted upgrade simply runs it
+    again over the rows left. Returns the rows moved (to move, dry)."""
     done = 0
     cells: dict[bytes, dict[str, bytes]] = {}
     moved: list[bytes] = []
@@ -237,63 +240,52 @@ def _move_schema_rows(table: Table, dry_run: bool, batch_size: int) -> int:
         cells.clear()
         moved.clear()
 
-    for key, cols in table.scan(rk.SCHEMA + rk.SEP, rk.prefix_end(rk.SCHEMA + rk.SEP)):
+    for key, cols in table.scan(kind + rk.SEP, rk.prefix_end(kind + rk.SEP)):
         try:
-            k = rk.decode(key)
-            column = rk.schema_column(k.start_ms or 0, k.run_id or "")
+            where = move(key, cols)
         except (ValueError, UnicodeDecodeError):
             continue
-        digest = cols.get(SCHEMA_REF)
-        if k.namespace is None or k.name is None or k.start_ms is None or not k.run_id or (
-                len(digest or b"") != 16 and not (dry_run and "f" in cols)):
+        if where is None:
             continue
         done += 1
         if dry_run:
             continue
-        cells.setdefault(rk.schemas(k.namespace, k.name), {})[column] = digest or b""
+        row, column, value = where
+        cells.setdefault(row, {})[column] = value
         moved.append(key)
         if len(moved) >= batch_size:
             flush()
     if not dry_run:
         flush()
     return done
+
+
+def _move_schema_rows(table: Table, dry_run: bool, batch_size: int) -> int:
+    """Format 7: move each ``s|<ns>|<name>|<inv start>|<run>`` row (format 6,
+    naming its schema by digest; formats 1-5 held it, in a dry run not yet
+    converted) into a column of its dataset's ``S|`` row
+    (`fll.rowkeys.schema_column`), the same digest as its value."""
+    def move(key: bytes, cols: dict[str, bytes]) -> tuple[bytes, str, bytes] | None:
+        k = rk.decode(key)
+        column = rk.schema_column(k.start_ms or 0, k.run_id or "")
+        digest = cols.get(SCHEMA_REF)
+        if k.namespace is None or k.name is None or k.start_ms is None or not k.run_id or (
+                len(digest or b"") != 16 and not (dry_run and "f" in cols)):
+            return None
+        return rk.schemas(k.namespace, k.name), column, digest or b""
+    return _move_rows(table, rk.SCHEMA, move, dry_run, batch_size)
 
 
 def _move_alias_rows(table: Table, dry_run: bool, batch_size: int) -> int:
     """Format 8: move each ``A|<ns>|<name>|<alias ns>|<alias>`` row (format 7,
     a row per alias) into a column of its dataset's ``A|<ns>|<name>`` row
-    (`fll.rowkeys.alias_column`), then delete the rows of the batch. Blind
-    puts, so an interrupted upgrade simply runs it again over the rows left.
-    Returns the rows moved."""
-    done = 0
-    cells: dict[bytes, dict[str, bytes]] = {}
-    moved: list[bytes] = []
-
-    def flush() -> None:
-        if cells:
-            table.put(cells)  # the columns before the rows they replace go
-        _delete(table, moved)
-        cells.clear()
-        moved.clear()
-
-    prefix = rk.ALIASED_BY + rk.SEP
-    for key, _ in table.scan(prefix, rk.prefix_end(prefix)):
-        try:
-            k = rk.decode(key)
-        except (ValueError, UnicodeDecodeError):
-            continue  # of no known shape: fsck reports it
+    (`fll.rowkeys.alias_column`)."""
+    def move(key: bytes, _: dict[str, bytes]) -> tuple[bytes, str, bytes] | None:
+        k = rk.decode(key)
         if k.alias is None or k.namespace is None or k.name is None:
-            continue  # already a row per dataset
-        done += 1
-        if dry_run:
-            continue
-        cells.setdefault(rk.aliased_by(k.namespace, k.name), {})[rk.alias_column(*k.alias)] = b""
-        moved.append(key)
-        if len(moved) >= batch_size:
-            flush()
-    if not dry_run:
-        flush()
-    return done
+            return None  # already a row per dataset
+        return rk.aliased_by(k.namespace, k.name), rk.alias_column(*k.alias), b""
+    return _move_rows(table, rk.ALIASED_BY, move, dry_run, batch_size)
 
 
 def _put_replacing(table: Table, batch: dict[bytes, dict[str, bytes]]) -> None:
