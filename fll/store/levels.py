@@ -42,9 +42,11 @@ class Levels(Reader):
         one read (`Table.read_span_groups`): the dataset each name stands for
         (`resolve_dataset`), the aliases naming it (`aliases`), and its
         operation sets in the range (`checksums`). Every dataset's names are
-        two keys (its alias row and its ``A|`` row), the top buckets of a
-        range over more than 64 of them one span per dataset (no directory
-        row to read first); a second read confirms any aliases found.
+        two keys (its alias row and its ``A|`` row); the top buckets of a
+        range over more than 64 of them are one span per dataset, or, where
+        a span takes a scanner (HBase), keys read with the directory row
+        (`Reader._index_plan`); a second read confirms any aliases found and
+        reads any top bucket the directory lists beside those read.
         A dataset that turns out to be an alias is answered under its own
         name here; the walk reads its target as it reads any other dataset.
         ``schemas``: their ``S|`` rows too (`Level.schema_rows`)."""

@@ -242,6 +242,7 @@ class Reader(StoreState):
         if not seen.issuperset(tops):
             kept = sorted(seen.union(tops))[-TOPS_KEPT:]
             self._tops_seen = set(kept)
+
     def _index_answers(self, plans: list["_IndexPlan"], *reads: SpanRead) -> list[list[str]]:
         """Each plan's sorted checksums from its read (`read_spans` answers, one
         per plan), reading the top buckets a directory row names, for every
