@@ -28,6 +28,9 @@ Format 5 (wide rows: a column per run or per set; format 4 without ``i|``/``o|``
 | ``T|<tag>`` | classification tag (format 6, additive) | ``d`` description, ``p`` policy, ``by``, ``at`` |
 | ``t|<ns>|<name>|<field>|<tag>`` | tag put on a field (``<field>`` empty: on the dataset) | ``by``, ``at`` |
 
+Formats 1-7 had a row per alias, ``A|<ns>|<name>|<alias ns>|<alias name>``,
+found by a scan of the dataset's prefix.
+
 Formats 1-6 had a row per run and dataset whose schema the run reported,
 ``s|<ns>|<name>|<inv start>|<run>``, holding the schema (``f``, formats 1-5)
 or its digest (``h``, format 6): the latest schema in a range was the first
