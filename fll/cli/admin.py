@@ -148,7 +148,8 @@ def upgrade(state: State, dry_run: bool, batch_size: int, fmt: str) -> None:
                f"{'to write' if dry_run else 'written'}, {report.data_rows} operation sets "
                f"and shapes and {report.schema_rows} schema rows "
                f"{'to rewrite' if dry_run else 'rewritten'}, {report.schema_refs} schema "
-               f"reports {'to move' if dry_run else 'moved'} to their dataset's row")
+               f"reports and {report.alias_rows} aliases {'to move' if dry_run else 'moved'} "
+               f"to their dataset's row")
 
 
 @admin.command()
