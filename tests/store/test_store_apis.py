@@ -272,6 +272,32 @@ def test_a_datasets_aliases_are_the_columns_of_one_row_that_follow_each_change(
     assert fsck(table).corrupt
 
 
+def test_aliases_written_at_once_all_stand_and_a_contested_one_ends_under_one_target(
+        open_table_for):
+    """Threads adding aliases to one dataset's ``A|`` row at once lose none of
+    them, and threads pointing one alias at different datasets (that one
+    among them) at once leave it under exactly one, listed there and nowhere
+    else: moving it off a dataset takes its column alone, not the row; 10
+    rounds."""
+    store = LineageStore(open_table_for())
+    for r in range(10):
+        target = ("file", f"/t{r}")
+        contenders = [target] + [("file", f"/t{r}-{i}") for i in range(5, 8)]
+
+        def write(i: int, r: int = r, target: tuple[str, str] = target,
+                  contenders: list = contenders) -> bool:
+            if i < 4:
+                return store.record_alias("ref", f"a{r}-{i}", *target)
+            return store.record_alias("ref", f"c{r}", *contenders[i - 4])
+        assert all(_race(8, write))
+        won = store.resolve_dataset("ref", f"c{r}")
+        assert won in contenders
+        mine = [("ref", f"a{r}-{i}") for i in range(4)]
+        for c in contenders:
+            want = sorted((mine if c == target else []) + ([("ref", f"c{r}")] if c == won else []))
+            assert store.aliases(*c) == want, (r, c, won)
+
+
 def test_an_alias_with_an_empty_part_is_refused(open_table_for):
     store = LineageStore(open_table_for())
     with pytest.raises(InvalidLineageError, match="alias name"):
