@@ -27,20 +27,27 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import multiprocessing
+import os
 import selectors
+import signal
 import socket
 import threading
+from typing import Any
 
 
 class LatencyProxy:
     """Forward 127.0.0.1:``port`` to ``target`` with ``rtt_ms`` of round-trip time."""
 
-    def __init__(self, target: tuple[str, int], rtt_ms: float = 1.0, port: int = 0):
+    def __init__(self, target: tuple[str, int], rtt_ms: float = 1.0, port: int = 0,
+                 counter: Any = None):
         self.target = target
         self.delay = max(rtt_ms, 0.0) / 2000.0  # one way, seconds
         self._port = port
         self._lock = threading.Lock()
         self._turns = 0
+        # a shared counter (``multiprocessing.Value``) the turns also go to
+        self._counter = counter
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
         self._thread: threading.Thread | None = None
@@ -130,6 +137,72 @@ class LatencyProxy:
     def _count_turn(self) -> None:
         with self._lock:
             self._turns += 1
+            if self._counter is not None:
+                self._counter.value = self._turns
+
+
+class ProxyProcess:
+    """A `LatencyProxy` in a process of its own, for a benchmark whose client
+    is Python: in the client's process the proxy's timers wait for the GIL
+    behind the client's own work (up to its 5 ms switch interval), so a 1 ms
+    round trip cost several; a network costs no client CPU. Same ``port``,
+    ``turns``, ``start``/``stop``; the process is stopped by its pid."""
+
+    def __init__(self, target: tuple[str, int], rtt_ms: float = 1.0):
+        self.target, self.rtt_ms = target, rtt_ms
+        self.port = 0
+        self._proc: Any = None
+        self._turns: Any = None
+
+    @property
+    def turns(self) -> int:
+        return 0 if self._turns is None else int(self._turns.value)
+
+    def start(self) -> "ProxyProcess":
+        ctx = multiprocessing.get_context("spawn")
+        self._turns = ctx.Value("q", 0, lock=False)  # one writer: the proxy's loop
+        mine, theirs = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve_proxy, daemon=True, name="latency-proxy",
+                                 args=(self.target, self.rtt_ms, self._turns, theirs))
+        self._proc.start()
+        if not mine.poll(30):
+            self.stop()
+            raise RuntimeError("latency proxy process did not start within 30 s")
+        answer = mine.recv()
+        if isinstance(answer, str):
+            self.stop()
+            raise RuntimeError(f"latency proxy process: {answer}")
+        self.port = answer
+        return self
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.is_alive():
+            os.kill(proc.pid, signal.SIGTERM)
+            proc.join(10)
+            if proc.is_alive():
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.join(10)
+
+    def __enter__(self) -> "ProxyProcess":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _serve_proxy(target: tuple[str, int], rtt_ms: float, counter: Any, pipe: Any) -> None:
+    # blocked before the proxy's thread starts (it inherits the mask): they
+    # come to the `sigwait` below, which stops the proxy
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    try:
+        proxy = LatencyProxy(target, rtt_ms, counter=counter).start()
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        pipe.send(f"{type(exc).__name__}: {exc}")
+        return
+    pipe.send(proxy.port)
+    signal.sigwait({signal.SIGTERM, signal.SIGINT})
+    proxy.stop()
 
 
 class _Pair:

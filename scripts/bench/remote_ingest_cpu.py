@@ -8,7 +8,7 @@ building; the writers: the store calls and what they build).
         [--rtt-ms 1] [--connections 16] [--profile PREFIX]
 
 The app (`fll.server.create_app` over the store, reached through
-`fll.testing.latency.LatencyProxy` as `warehouse.py --backend` does) is called
+`fll.testing.latency.ProxyProcess` as `warehouse.py --backend` does) is called
 as uvicorn would call it, with ``--connections`` concurrent clients each
 sending a run's START then its COMPLETE (`warehouse.Warehouse`, same seed).
 Prints the events, this process's CPU per event (the clients' share is a few
@@ -97,7 +97,7 @@ def main(kind: str, datasets: int, runs_per_day: int, rtt_ms: float, connections
         click.echo(f"{kind}, {rtt_ms:g} ms per round trip: {n:,} events in {took:.1f} s "
                    f"({n / took:.0f}/s); CPU {cpu / n * 1000:.2f} ms per event: event loop "
                    f"{loop_cpu / n * 1000:.2f}, writers {sum(writers.values()) / n * 1000:.2f}, "
-                   f"the rest (the proxy; on Bigtable gRPC's threads) "
+                   f"the rest (on Bigtable gRPC's threads) "
                    f"{(cpu - loop_cpu - sum(writers.values())) / n * 1000:.2f}; "
                    f"{turns / n:.2f} round trips per event; "
                    f"answers "

@@ -404,7 +404,9 @@ class Backend:
     """Where the store lives: ``sqlite`` (a file in the bench's directory), or
     ``bigtable`` (Google's emulator) and ``hbase`` (fll's Thrift test double,
     framed) started here on 127.0.0.1 and reached through a `LatencyProxy`
-    that adds ``rtt_ms`` to every round trip and counts them. Stopped by pid."""
+    that adds ``rtt_ms`` to every round trip and counts them, in a process
+    of its own (`ProxyProcess`: in this one its timers would wait for this
+    client's GIL). Stopped by pid."""
 
     def __init__(self, kind: str, directory: str, rtt_ms: float):
         self.kind, self.directory, self.rtt_ms = kind, directory, rtt_ms
@@ -418,7 +420,7 @@ class Backend:
             if self.rtt_ms:
                 raise click.UsageError("--rtt-ms: SQLite is embedded, it has no round trips")
             return f"sqlite:///{os.path.join(self.directory, 'fll.db')}"
-        from fll.testing.latency import LatencyProxy
+        from fll.testing.latency import ProxyProcess
         if self.kind == "bigtable":
             from fll.store.emulator import Emulator, find_emulator
             binary = find_emulator()
@@ -426,7 +428,7 @@ class Backend:
                 raise click.UsageError("--backend bigtable: cbtemulator is not installed")
             self._emulator = Emulator(binary).start()
             host, port = self._emulator.host.rsplit(":", 1)
-            self.proxy = LatencyProxy((host, int(port)), self.rtt_ms).start()
+            self.proxy = ProxyProcess((host, int(port)), self.rtt_ms).start()
             return f"bigtable://warehouse/warehouse/fll?emulator=127.0.0.1:{self.proxy.port}"
         self._double = subprocess.Popen(
             [sys.executable, "-m", "fll.testing.hbase_thrift", "--framed", "--port", "0"],
@@ -436,7 +438,7 @@ class Backend:
         if not line.startswith("port "):
             self.stop()
             raise RuntimeError(f"the HBase Thrift double did not start: {line!r}")
-        self.proxy = LatencyProxy(("127.0.0.1", int(line.split()[1])), self.rtt_ms).start()
+        self.proxy = ProxyProcess(("127.0.0.1", int(line.split()[1])), self.rtt_ms).start()
         return f"hbase://127.0.0.1:{self.proxy.port}/fll?transport=framed"
 
     def pid(self) -> int | None:
