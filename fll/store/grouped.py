@@ -211,12 +211,14 @@ class GroupedTable:
         found = group.result
         if len(group.parts) == 1:
             return found
-        out: dict[bytes, dict[str, bytes]] = {}
-        for key in map(bytes, rows):
-            cols = found.get(key)
-            if cols is not None:
-                out[key] = dict(cols)  # a copy: another caller may change its own
-        return out
+        # the caller's rows among those found, each a copy (another caller may
+        # change its own); walked from the smaller side: a writer's look at a
+        # superseded set's buckets asks hundreds of keys and finds a few
+        if len(found) < len(rows):
+            mine = set(map(bytes, rows))
+            return {key: dict(cols) for key, cols in found.items() if key in mine}
+        return {key: dict(cols) for key in map(bytes, rows)
+                if (cols := found.get(key)) is not None}
 
     # -- what a group sends ---------------------------------------------------
     def _put_all(self, parts: list[Any]) -> None:
