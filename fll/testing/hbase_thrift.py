@@ -237,28 +237,18 @@ class HBaseThriftServer:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             pass
-        if self.transport == "framed" and self.protocol == "binary" and _CyFrames is not None:
-            try:
+        try:
+            if self.transport == "framed" and self.protocol == "binary" and \
+                    _CyFrames is not None:
                 frames = _CyFrames(conn, self.max_frame)
                 while True:
                     self._one(frames.next_request(), frames.answer)
-            except Exception:  # a closed, broken or mismatched connection: drop it
-                pass
-            finally:
-                with self._mu:
-                    self._clients.discard(conn)
-                try:
-                    conn.close()
-                except OSError:
-                    pass
-            return
-        tsock = TSocket()
-        tsock.set_handle(conn)
-        trans: Any = (_LimitedFramedTransport(tsock, self.max_frame)
-                      if self.transport == "framed" else TBufferedTransport(tsock))
-        proto = (TCompactProtocol(trans) if self.protocol == "compact"
-                 else TBinaryProtocol(trans, decode_response=False))
-        try:
+            tsock = TSocket()
+            tsock.set_handle(conn)
+            trans: Any = (_LimitedFramedTransport(tsock, self.max_frame)
+                          if self.transport == "framed" else TBufferedTransport(tsock))
+            proto = (TCompactProtocol(trans) if self.protocol == "compact"
+                     else TBinaryProtocol(trans, decode_response=False))
             while True:
                 self._one(proto)
         except Exception:  # a closed, broken or mismatched connection: drop it

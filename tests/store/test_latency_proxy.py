@@ -75,8 +75,10 @@ def _ask(sock: socket.socket, payload: bytes) -> bytes:
     return body
 
 
-def test_each_round_trip_is_delayed_and_counted(echo_server):
-    with LatencyProxy(echo_server, rtt_ms=4.0) as proxy:
+@pytest.mark.parametrize("kind", [LatencyProxy, ProxyProcess])
+def test_each_round_trip_is_delayed_and_counted(echo_server, kind):
+    # in this process, or in one of its own with the turns read across
+    with kind(echo_server, rtt_ms=4.0) as proxy:
         with socket.create_connection(("127.0.0.1", proxy.port)) as sock:
             began = time.perf_counter()
             for i in range(10):
@@ -195,23 +197,12 @@ def test_bursts_keep_their_order_under_many_concurrent_connections(echo_server):
         assert proxy.turns == 16 * 20
 
 
-def test_a_proxy_in_its_own_process_delays_counts_and_stops_by_pid(echo_server):
-    """The benchmarks' proxy runs apart from their Python client (whose GIL
-    would hold its timers up): the same delay and count, read across the
-    process boundary, and its process gone once stopped."""
-    proxy = ProxyProcess(echo_server, rtt_ms=4.0).start()
+def test_a_proxy_in_its_own_process_is_gone_once_stopped(echo_server):
+    """The benchmarks run the proxy apart from their Python client, whose GIL
+    would hold its timers up; its process is stopped by its pid."""
+    proxy = ProxyProcess(echo_server).start()
     pid = proxy._proc.pid
-    try:
-        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
-            began = time.perf_counter()
-            for i in range(5):
-                assert _ask(sock, b"ask %d" % i) == b"ASK %d" % i
-            took = time.perf_counter() - began
-        assert proxy.turns == 5
-        assert took >= 5 * 0.004
-    finally:
-        proxy.stop()
+    os.kill(pid, 0)  # serving
+    proxy.stop()
     with pytest.raises(ProcessLookupError):
-        for _ in range(100):  # the child is reaped by join(): gone at once
-            os.kill(pid, 0)
-            time.sleep(0.05)
+        os.kill(pid, 0)  # stopped and reaped
