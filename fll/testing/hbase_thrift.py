@@ -98,55 +98,6 @@ class _LimitedFramedTransport(TFramedTransport):
         self._rbuf = BytesIO(buf.getvalue())
 
 
-try:  # thriftpy2's compiled binary protocol, where it was built (CPython wheels)
-    from thriftpy2.protocol import TCyBinaryProtocol
-    from thriftpy2.transport.memory import TCyMemoryBuffer
-except ImportError:  # pragma: no cover - a pure-Python thriftpy2
-    _CyFrames = None
-else:
-    class _CyFrames:  # type: ignore[no-redef]
-        """Framed binary requests of one connection decoded and answered by the
-        compiled protocol (the pure-Python one cost the double most of its CPU
-        under the benchmarks' load): each frame is read whole, refused over
-        ``max_frame`` as `_LimitedFramedTransport` does, and decoded from
-        memory; an answer is written to memory and sent as one frame."""
-
-        def __init__(self, conn: socket.socket, max_frame: int):
-            self.conn, self.max_frame = conn, max_frame
-
-        def _read(self, size: int) -> bytes:
-            buf = bytearray()
-            while len(buf) < size:
-                chunk = self.conn.recv(size - len(buf))
-                if not chunk:
-                    raise TTransportException(TTransportException.END_OF_FILE,
-                                              "connection closed")
-                buf += chunk
-            return bytes(buf)
-
-        def next_request(self) -> Any:
-            size, = struct.unpack("!i", self._read(4))
-            if size < 0 or size > self.max_frame:
-                raise TTransportException(TTransportException.UNKNOWN,
-                                          f"Read a frame size of {size}, which is bigger "
-                                          f"than the maximum allowable buffer size")
-            return TCyBinaryProtocol(TCyMemoryBuffer(self._read(size)), decode_response=False)
-
-        def answer(self) -> Any:
-            return TCyBinaryProtocol(_FrameOut(self.conn), decode_response=False)
-
-    class _FrameOut(TCyMemoryBuffer):
-        """An answer written to memory; ``flush`` sends it as one frame."""
-
-        def __init__(self, conn: socket.socket):
-            super().__init__()
-            self.conn = conn
-
-        def flush(self) -> None:
-            body = self.getvalue()
-            self.conn.sendall(struct.pack("!i", len(body)) + body)
-
-
 class HBaseThriftServer:
     """The handler served on 127.0.0.1, a thread per connection."""
 
@@ -237,18 +188,13 @@ class HBaseThriftServer:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             pass
+        tsock = TSocket()
+        tsock.set_handle(conn)
+        trans: Any = (_LimitedFramedTransport(tsock, self.max_frame)
+                      if self.transport == "framed" else TBufferedTransport(tsock))
+        proto = (TCompactProtocol(trans) if self.protocol == "compact"
+                 else TBinaryProtocol(trans, decode_response=False))
         try:
-            if self.transport == "framed" and self.protocol == "binary" and \
-                    _CyFrames is not None:
-                frames = _CyFrames(conn, self.max_frame)
-                while True:
-                    self._one(frames.next_request(), frames.answer)
-            tsock = TSocket()
-            tsock.set_handle(conn)
-            trans: Any = (_LimitedFramedTransport(tsock, self.max_frame)
-                          if self.transport == "framed" else TBufferedTransport(tsock))
-            proto = (TCompactProtocol(trans) if self.protocol == "compact"
-                     else TBinaryProtocol(trans, decode_response=False))
             while True:
                 self._one(proto)
         except Exception:  # a closed, broken or mismatched connection: drop it
@@ -261,12 +207,8 @@ class HBaseThriftServer:
             except OSError:
                 pass
 
-    def _one(self, proto: Any, answer: Any = None) -> None:
-        """Read one request from ``proto`` and write its answer: to ``proto``, or
-        to the protocol ``answer()`` gives (a frame sent once written)."""
+    def _one(self, proto: Any) -> None:
         api, seqid, result, call = self._processor.process_in(proto)
-        if answer is not None:
-            proto = answer()
         with self._mu:
             self.calls[api] += 1
         if self.delay:
