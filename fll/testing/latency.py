@@ -146,13 +146,15 @@ class ProxyProcess:
     is Python: in the client's process the proxy's timers wait for the GIL
     behind the client's own work (up to its 5 ms switch interval), so a 1 ms
     round trip cost several; a network costs no client CPU. Same ``port``,
-    ``turns``, ``start``/``stop``; the process is stopped by its pid."""
+    ``turns``, ``start``/``stop``; the process is stopped by its pid, and
+    ends by itself when its parent does (its end of a pipe closes)."""
 
     def __init__(self, target: tuple[str, int], rtt_ms: float = 1.0):
         self.target, self.rtt_ms = target, rtt_ms
         self.port = 0
         self._proc: Any = None
         self._turns: Any = None
+        self._pipe: Any = None  # held while the proxy serves: closing it stops it
 
     @property
     def turns(self) -> int:
@@ -172,11 +174,14 @@ class ProxyProcess:
         if isinstance(answer, str):
             self.stop()
             raise RuntimeError(f"latency proxy process: {answer}")
-        self.port = answer
+        self.port, self._pipe = answer, mine
         return self
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
+        pipe, self._pipe = self._pipe, None
+        if pipe is not None:
+            pipe.close()
         if proc is not None and proc.is_alive():
             os.kill(proc.pid, signal.SIGTERM)
             proc.join(10)
@@ -192,16 +197,18 @@ class ProxyProcess:
 
 
 def _serve_proxy(target: tuple[str, int], rtt_ms: float, counter: Any, pipe: Any) -> None:
-    # blocked before the proxy's thread starts (it inherits the mask): they
-    # come to the `sigwait` below, which stops the proxy
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    """The proxy process: serves until its parent closes the pipe (or dies),
+    or a signal ends it."""
     try:
         proxy = LatencyProxy(target, rtt_ms, counter=counter).start()
     except BaseException as exc:  # noqa: BLE001 - reported to the parent
         pipe.send(f"{type(exc).__name__}: {exc}")
         return
     pipe.send(proxy.port)
-    signal.sigwait({signal.SIGTERM, signal.SIGINT})
+    try:
+        pipe.recv()  # nothing is ever sent: this returns when the parent's end closes
+    except (EOFError, OSError):
+        pass
     proxy.stop()
 
 

@@ -206,3 +206,14 @@ def test_a_proxy_in_its_own_process_is_gone_once_stopped(echo_server):
     proxy.stop()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # stopped and reaped
+
+
+def test_a_proxy_process_ends_when_its_parent_lets_go(echo_server):
+    """A benchmark that dies leaves no proxy listening: the process ends when
+    its end of the pipe to the parent closes, before any signal."""
+    proxy = ProxyProcess(echo_server).start()
+    proc = proxy._proc
+    proxy._pipe.close()  # what the parent's death does to it
+    proc.join(10)
+    assert proc.exitcode == 0
+    proxy.stop()
