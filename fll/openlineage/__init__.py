@@ -50,11 +50,13 @@ from .events import (COLUMN_LINEAGE_SCHEMA_URL, DATASET_EVENT_SCHEMA_URL, PRODUC
 from .export import export_events, exported_end_ms, info_to_event
 from .facets import (_NORMAL, dataset_input_transformations, facet_from_info,
                      input_transformations, normal_form)
-from .ingest import (_BUILT, _ORIGINAL, memo_budget, normal_checksum, run_event,
-                     run_event_to_lineage, union, union_of)
+from .ingest import (_BUILT, _ORIGINAL, adopt, adopt_union, build_json, built_here,
+                     lineage_json, memo_budget, normal_checksum, run_event,
+                     run_event_to_lineage, union, union_built, union_of)
 
 __all__ = ["dataset_input_transformations", "run_event_to_lineage", "union", "normal_form",
-           "memo_budget", "run_event", "union_of",
+           "memo_budget", "run_event", "union_of", "lineage_json", "built_here", "build_json", "union_built",
+           "adopt", "adopt_union",
            "normal_checksum", "event_kind", "dataset_facts", "DatasetFacts",
            "check_static_event", "static_column_lineage", "export_run_id", "schema_owner",
            "static_owner", "record_facts", "record_schemas", "SCHEMA_OWNER_FACET", "RUN_FACET",

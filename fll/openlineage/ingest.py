@@ -103,20 +103,22 @@ def run_event_to_lineage(event: Any) -> tuple[FieldLineageInfo, str, int, str]:
     return run_event(event)[0]
 
 
-def run_event(event: Any) -> tuple[tuple[FieldLineageInfo, str, int, str], Callable[[], dict]]:
+def run_event(event: Any, raw: bytes | None = None
+              ) -> tuple[tuple[FieldLineageInfo, str, int, str], Callable[[], dict]]:
     """`run_event_to_lineage`, and a function giving the event's ``inputs`` and
     ``outputs`` again (a dict of those two), read back from their JSON bytes
     when ingest kept them: what merging the event into its run may read, so
     that a caller waiting to write need not hold the parsed event (a thousand
     containers or more, which the garbage collector walks while they live;
-    `fll.server.collector`)."""
+    `fll.server.collector`). ``raw``: the event's `lineage_json`, when the
+    caller made it already."""
     ev = _obj(event, "$")
     run_id = event_run_id(ev)
     start_ms = event_time_ms(ev)
     program = _job_program(ev)
     if ev.get("eventType") is not None:
         _str(ev["eventType"], "$.eventType")
-    info, raw = _event_set(ev)
+    info, raw = _event_set(ev, raw)
     if info is None:
         raise InvalidLineageError(
             "the event has no output with a columnLineage facet "
@@ -128,11 +130,14 @@ def run_event(event: Any) -> tuple[tuple[FieldLineageInfo, str, int, str], Calla
     return (info, run_id, start_ms, program), again
 
 
-def _event_set(ev: dict) -> tuple[FieldLineageInfo | None, bytes | None]:
+def _event_set(ev: dict, raw: bytes | None = None
+               ) -> tuple[FieldLineageInfo | None, bytes | None]:
     """The operation set an event's column lineage builds (None when it has
     none): built, or a `DeferredSet` when the same JSON built it before; and
-    the JSON of the event's inputs and outputs, when it can stand for them."""
-    raw = canonical([ev.get("inputs"), ev.get("outputs")])
+    the JSON of the event's inputs and outputs, when it can stand for them
+    (``raw``: that JSON, made by the caller)."""
+    if raw is None:
+        raw = lineage_json(ev)
     key = None if raw is None else Memo.digest(raw)
     hit = _BUILT.find(key) if key is not None else MISS
     if hit is MISS:
@@ -161,6 +166,71 @@ def _lineage_info(ev: dict) -> FieldLineageInfo | None:
     """The operation set an event's column lineage builds; None when it has none."""
     lineage, props = _event_lineage(ev)
     return _build(lineage, props) if lineage else None
+
+
+# -- sets built in another process ------------------------------------------------
+#
+# Building a new set is most of a new event's CPU, and a server's one process
+# does it holding the GIL. A builder process (`fll.server.set_builder`) builds
+# instead: this process sends an event's inputs and outputs as JSON
+# (`lineage_json`, when not `built_here`), the builder builds them (`build_json`, and `union_built` for
+# the union with the run's set when it built that one too), and this process
+# remembers what came back (`adopt`, `adopt_union`) as it remembers what it
+# built: the event then gets a `DeferredSet`, as a repeated event does.
+
+def lineage_json(ev: Any) -> bytes | None:
+    """The JSON an event's set is built from (its inputs and outputs, keys
+    sorted), which `run_event` takes instead of making it again; None when
+    nothing can stand for them."""
+    return canonical([ev.get("inputs"), ev.get("outputs")]) if isinstance(ev, dict) else None
+
+
+def built_here(raw: bytes) -> bool:
+    """Whether this process built the set of ``raw`` (`lineage_json`), or was
+    told what it is, and still remembers it."""
+    return _BUILT.find(Memo.digest(raw)) is not MISS
+
+
+def build_json(raw: bytes) -> FieldLineageInfo | None:
+    """The set the inputs and outputs ``raw`` (`lineage_json`) build; None when they
+    carry no column lineage. Raises as `run_event` does."""
+    return _lineage_info(_reread(raw))
+
+
+def union_built(prior: str, mine: FieldLineageInfo, raw: bytes) -> FieldLineageInfo | None:
+    """`union_of` the set whose checksum is ``prior`` and ``mine``, which this
+    process built from ``raw``: when it built ``prior`` too and still has its
+    lineage (else None: the union is made where the run's set is read)."""
+    if prior == mine.checksum or normal_checksum(mine) != mine.checksum or \
+            _SOURCES.find(prior) is MISS:
+        return None
+    merged = _union(DeferredSet(prior, _no_lineage), _reread(raw), mine)
+    _UNIONS.keep((prior, mine.checksum), merged.checksum)
+    return merged
+
+
+def adopt(raw: bytes, checksum: str | None, destinations: frozenset[EndPoint] | None) -> None:
+    """Remember what another process built from ``raw`` (`build_json`): the
+    set's checksum and destinations, or None for no column lineage."""
+    _BUILT.keep(Memo.digest(raw), None if checksum is None or destinations is None
+                else (checksum, destinations))
+    if checksum is not None:
+        _normal_itself(checksum)
+
+
+def adopt_union(prior: str, mine: str, merged: str) -> None:
+    """Remember that the union of the sets ``prior`` and ``mine`` is ``merged``
+    (`union_built`, in another process)."""
+    _UNIONS.keep((prior, mine), merged)
+    _normal_itself(merged)
+
+
+def _normal_itself(checksum: str) -> None:
+    """A set built from facets is its own normal form (as `_build` notes)."""
+    if checksum not in _NORMAL:
+        if len(_NORMAL) >= _NORMAL_ENTRIES:
+            _NORMAL.clear()
+        _NORMAL[checksum] = checksum
 
 
 def _original_run(ev: dict, info: FieldLineageInfo) -> tuple[FieldLineageInfo, str, str] | None:

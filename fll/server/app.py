@@ -47,6 +47,7 @@ from .guard import (DEFAULT_BODY_MEMORY, DEFAULT_BODY_TIMEOUT, DEFAULT_INGEST_WA
 from .ingest import GroupCommit, IngestRoute
 from .paths import RawPathMiddleware
 from .responses import JSONResponse
+from .set_builder import SetBuilder
 from .shared import MAX_LEVEL
 from .stalls import StallLog
 
@@ -61,7 +62,7 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
                body_memory: int = DEFAULT_BODY_MEMORY,
                fast_reads: bool = True, write_lock: Any = None,
                log_stalls: float | None = None, gc_freeze: bool = False,
-               checkpoint_every: float | None = None) -> FastAPI:
+               checkpoint_every: float | None = None, build_processes: int = 0) -> FastAPI:
     """The ASGI app over ``store`` (a `LineageStore` or a store URL).
 
     ``token``: when set, every route but the public shell (/health, the explorer
@@ -90,6 +91,10 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
     checkpointed every this many seconds from a thread, and never inside a
     commit on the event loop (`fll.server.checkpoint`); None: SQLite's own
     auto-checkpoints.
+    ``build_processes``: while the app runs, the operation sets of lineage
+    it has not seen are built in this many processes of their own, beside
+    the GIL of this one (`fll.server.set_builder`; ``fll serve`` starts one
+    where there is a second core); 0: built here.
     ``fast_reads``: False answers every route through the framework, each
     reading the store directly (no `fll.server.fast`, no `fll.store.reads`,
     no `fll.server.ingest.IngestRoute`):
@@ -126,11 +131,16 @@ def create_app(store: LineageStore | str, token: str | None = None, *,
             checkpointer.start()
         if freezer is not None:
             freezer.start()
+        if build_processes:
+            ingest.builder = SetBuilder(build_processes, lineage.cache_budget.ingest)
         try:
             yield
         finally:
             if checkpointer is not None:
                 checkpointer.stop()
+            builder, ingest.builder = ingest.builder, None
+            if builder is not None:
+                builder.close()
             writer.close()
             # the stall log first: the accounting collection at shutdown is no stall
             if stalls is not None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import ipaddress
+import os
 import socket
 
 from typing import Any
@@ -146,6 +147,10 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Server processes sharing the listening socket: reads scale across "
                    "cores; writes stay serialized by the store, --max-ingests holds for all.")
+@click.option("--build-processes", type=click.IntRange(0, 64), default=None, metavar="N",
+              help="Processes of their own that build the operation sets of lineage not seen "
+                   "before, beside each server process's GIL; 0: built in the server "
+                   "[default: 1 where there are more cores than --workers, else 0].")
 @click.option("--log-stalls", type=click.FloatRange(0, min_open=True), default=None,
               metavar="MS", help="Log every pause of a server process of at least MS ms "
                                  "(commits, WAL checkpoints, garbage collections, the event "
@@ -165,10 +170,12 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def serve(store_url: str | None, create: bool, host: str, port: int, token: str | None,
           insecure: bool, log_level: str, workers: int, log_stalls: float | None, gc_freeze: bool,
-          checkpoint_every: float, **limits: Any) -> None:
+          checkpoint_every: float, build_processes: int | None, **limits: Any) -> None:
     """Serve the REST API (CDAP v3 field lineage, column lineage, OpenLineage ingest)."""
     check_bind(host, token, insecure)
     settings = serve_settings(limits)
+    settings["build_processes"] = build_processes if build_processes is not None else \
+        int((os.cpu_count() or 1) > workers)
     settings["log_stalls"] = log_stalls
     settings["gc_freeze"] = gc_freeze
     settings["checkpoint_every"] = checkpoint_every or None
@@ -229,7 +236,8 @@ def _run_worker(store: Any, sock: socket.socket, token: str | None, settings: di
                      body_memory=settings["body_memory"] * 2**20,
                      log_stalls=settings.get("log_stalls"),
                      gc_freeze=settings.get("gc_freeze", True),
-                     checkpoint_every=settings.get("checkpoint_every", CHECKPOINT_EVERY))
+                     checkpoint_every=settings.get("checkpoint_every", CHECKPOINT_EVERY),
+                     build_processes=settings.get("build_processes", 0))
     config = uvicorn.Config(app, log_level=log_level,
                             http=guard.timed_http(settings["header_timeout"],
                                                   settings["body_timeout"]))

@@ -16,22 +16,24 @@ import contextlib
 import logging
 import threading
 import time
+from collections import OrderedDict
 from typing import Any, AsyncIterator, Callable, ContextManager, Iterable, Iterator
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 
 from .. import openlineage as ol
-from ..errors import BadRequest, InvalidLineageError
+from ..errors import BadRequest, FllError, InvalidLineageError
 from ..openlineage import check_shape, event_run_id, event_time_ms, run_event
 from ..store import runs as run_model
 from ..store.lineage import LineageStore
 from . import shared
 from .errors import ApiError
 from .guard import check_fields
-from .guarded_ingest import GuardedRuns, cannot_extend, receipt, union_with_stored
+from .guarded_ingest import RUNS_KEPT, GuardedRuns, cannot_extend, receipt, union_with_stored
 from .ingest import GroupCommit, parse_json
 from .responses import JSONResponse
+from .set_builder import SetBuilder, adopt
 from .shared import decoded, read_body
 
 log = logging.getLogger("fll.server")
@@ -79,7 +81,7 @@ class OpenLineageIngest:
     ``max_fields`` column-lineage fields are refused (413)."""
 
     def __init__(self, lineage: LineageStore, writer: GroupCommit, max_body: int,
-                 max_fields: int):
+                 max_fields: int, builder: SetBuilder | None = None):
         self.lineage = lineage
         self.writer = writer
         self.max_body = max_body
@@ -96,6 +98,11 @@ class OpenLineageIngest:
         self.dataset_locks = _DatasetLocks() if writer.concurrent else None
         # there too, a run's events merge with the set kept from its last one
         self.runs = GuardedRuns(lineage) if writer.concurrent else None
+        # new sets built in builder processes (`fll.server.set_builder`), and
+        # the set each run got from the last event one built (its next
+        # event's union is made there too)
+        self.builder = builder
+        self._built_runs: OrderedDict[str, str] = OrderedDict()
 
     async def answer(self, declared: str | None, encoding: str,
                      stream: AsyncIterator[bytes]) -> JSONResponse:
@@ -105,6 +112,11 @@ class OpenLineageIngest:
         began = time.monotonic()
         event = parse_json(raw)
         fields = check_fields(event, self.max_fields)  # before any lineage object is built
+        lineage = None
+        if self.builder is not None and fields <= INLINE_FIELDS:
+            waited = time.monotonic()
+            lineage = await self._build_elsewhere(event)
+            began += time.monotonic() - waited  # the loop did other work meanwhile
         try:
             # a usual event is checked and built on the event loop, as the hot
             # reads are answered: in a worker thread it waited for the GIL after
@@ -119,7 +131,7 @@ class OpenLineageIngest:
                 write = await run_in_threadpool(self.prepare, event)
                 del event
                 return await self.writer.alone(write)
-            write = self.prepare(event)
+            write = self.prepare(event, lineage)
             del event
             self.writer.prepared(time.monotonic() - began)
             return await self.writer.submit(write)
@@ -127,9 +139,40 @@ class OpenLineageIngest:
             # well-formed JSON that is not a valid RunEvent: the reason names the JSON path
             raise ApiError(422, f"invalid OpenLineage event: {e}") from None
 
-    def prepare(self, event: Any) -> Callable[[], JSONResponse]:
+    async def _build_elsewhere(self, event: Any) -> bytes | None:
+        """Have a builder build the set of an event's column lineage when this
+        process has not built it (`fll.server.set_builder`): `prepare` then
+        finds it built, as for a repeated event. Anything the builder does not
+        give, `prepare` builds itself (an invalid event included: it says why).
+        Returns the event's `fll.openlineage.lineage_json` when made."""
+        assert self.builder is not None
+        if not _has_column_lineage(event):
+            return None
+        try:
+            raw = ol.lineage_json(event)
+            if raw is None or ol.built_here(raw):
+                return raw
+            run_id = event_run_id(event)
+        except (FllError, ValueError, TypeError):
+            return None
+        known = self.runs.known(run_id) if self.runs is not None else None
+        prior = known.checksum if known is not None else self._built_runs.get(run_id)
+        made = await self.builder.build(raw, run_id, prior)
+        if made is None:
+            return raw
+
+        def keep(checksum: str) -> None:
+            self._built_runs[run_id] = checksum
+            self._built_runs.move_to_end(run_id)
+            while len(self._built_runs) > RUNS_KEPT:
+                self._built_runs.popitem(last=False)
+        adopt(self.lineage, raw, prior, made, keep)
+        return raw
+
+    def prepare(self, event: Any, lineage: bytes | None = None) -> Callable[[], JSONResponse]:
         """Check ``event`` and build its lineage; its write, to run in a batch.
-        Everything is validated here, before the first write: nothing half-recorded."""
+        Everything is validated here, before the first write: nothing half-recorded.
+        ``lineage``: the event's `fll.openlineage.lineage_json`, when made already."""
         if not isinstance(event, dict):
             raise BadRequest("$ must be a JSON object (an OpenLineage event)", "$")
         kind = ol.event_kind(event)
@@ -137,7 +180,8 @@ class OpenLineageIngest:
             return self._static_event(event, kind)
         check_shape(event)
         facts = ol.dataset_facts(event, kind)
-        parsed, again = run_event(event) if _has_column_lineage(event) else (None, None)
+        parsed, again = run_event(event, lineage) if _has_column_lineage(event) \
+            else (None, None)
         if parsed is None or again is None:
             run_id, at = event_run_id(event), event_time_ms(event)
             symlinks = any(f.symlinks for f in facts)

@@ -8,6 +8,7 @@ import zlib
 from typing import Sequence
 
 import msgpack
+import xxhash
 
 from .. import rowkeys as rk
 from ..codec import canonical_doc
@@ -141,6 +142,39 @@ def split_shape(info: FieldLineageInfo) -> tuple[bytes, list[dict]] | None:
     if msgpack.packb(doc, use_bin_type=True) != info.canonical_bytes():
         return None
     return shape, eps
+
+
+def set_rows(info: FieldLineageInfo, shapes: dict[str, bytes]
+             ) -> dict[bytes, dict[str, bytes]]:
+    """The ``d|`` row of a set, and the ``p|`` row of its shape (format 5).
+    ``shapes``: the ``p|`` rows' values made lately, by shape checksum (a
+    writer's cache, filled here and cleared when it holds 1,024)."""
+    key = rk.data(info.checksum)
+    split = split_shape(info)
+    if split is None:
+        return {key: data_row(info)}
+    shape, eps = split
+    shape_checksum = xxhash.xxh3_128_hexdigest(shape)
+    z = shapes.get(shape_checksum)
+    if z is None:
+        # the shape's summaries are the set's with each endpoint named by its
+        # placeholder (summaries know fields by position, never by name), so
+        # the shape is not decoded and summarized again; split_shape made
+        # sure the shape and its endpoints give back the set byte for byte
+        placeholders = {(e["namespace"], e["name"]): (PLACEHOLDER_NS, str(i))
+                        for i, e in enumerate(eps)}
+        if len(shapes) > 1024:
+            shapes.clear()
+        z = shapes[shape_checksum] = _deflated(shape, summaries_to_bytes(info, placeholders))
+    value = rk.checksum_bytes(shape_checksum) + _pack_endpoints(eps)
+    return {key: {SHAPED: value}, rk.shape(shape_checksum): {"z": z}}
+
+
+def set_endpoints(info: FieldLineageInfo) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(destinations, sources) of a set as sorted (namespace, name) pairs: the
+    endpoints its runs are indexed under."""
+    return ([(e.namespace, e.name) for e in sorted(info.destinations)],
+            [(e.namespace, e.name) for e in sorted(info.sources)])
 
 
 def join_shape(shape: bytes, eps: Sequence[dict]) -> bytes:

@@ -9,7 +9,7 @@ from .. import rowkeys as rk
 from ..errors import FllError
 from ..opset import FieldLineageInfo
 from .base import Table
-from .datarows import decode_data
+from .datarows import decode_data, set_endpoints
 from .layout import (_BUCKET1_MS, _BUCKET_OF_RUN, _RUN_ROW_MS, _T, FIRST_OF_RUN, failed_rows,
                      unused_buckets)
 from .state import StoreState
@@ -69,8 +69,7 @@ class IndexCells(StoreState):
         if hit is None:
             if len(self._eps) > 65536:
                 self._eps.clear()
-            hit = ([(e.namespace, e.name) for e in sorted(info.destinations)],
-                   [(e.namespace, e.name) for e in sorted(info.sources)])
+            hit = set_endpoints(info)
             self._eps[info.checksum] = hit
         return hit
 

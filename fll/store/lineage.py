@@ -148,6 +148,9 @@ class LineageStore(Writer, Levels, Datasets):
         self._raw: dict[str, bytes] = {}
         self._shape_rows: dict[str, bytes] = {}  # shape checksum -> its p| row's z, to write
         self._sets_put: set[str] = set()  # sets whose data rows a put of this process stored
+        # rows of sets made by another process, until written (`Writer.adopt`)
+        self._adopted: OrderedDict[str, dict[bytes, dict[str, bytes]]] = OrderedDict()
+        self._adopt_lock = threading.Lock()
         # read: ops, summaries as stored
         self._shapes: SizedLRU[tuple[bytes, bytes]] = SizedLRU(
             self.cache_budget.shapes, lambda p: 200 + len(p[0]) + len(p[1]), 1024)

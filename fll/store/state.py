@@ -35,6 +35,8 @@ class StoreState:
     _raw: dict[str, bytes]
     _shape_rows: dict[str, bytes]
     _sets_put: set[str]
+    _adopted: OrderedDict[str, dict[bytes, dict[str, bytes]]]
+    _adopt_lock: threading.Lock
     _shapes: SizedLRU[tuple[bytes, bytes]]
     _written: OrderedDict[str, FieldLineageInfo]
     _schema_bodies: OrderedDict[bytes, list]

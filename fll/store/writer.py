@@ -7,14 +7,11 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterable, NamedTuple
 
-import xxhash
-
 from .. import rowkeys as rk
 from ..errors import InvalidLineageError, StoreError
 from ..opset import FieldLineageInfo
-from ..summaries import PLACEHOLDER_NS, summaries_to_bytes
 from .base import Table
-from .datarows import SHAPED, _deflated, _pack_endpoints, data_row, split_shape
+from .datarows import set_rows
 from .grouped import meanwhile
 from .indexing import IndexCells, not_put
 from .layout import (_T, FIRST_OF_RUN, UNDER_WAY, _check_run, failed_rows,
@@ -29,6 +26,8 @@ _WRITTEN = b"1"
 LEASE = "lease"
 WRITER_PREFIX = "writer-"
 WRITER_TTL_MS = 30_000
+#: sets made by another process whose rows wait for their first write (`Writer.adopt`)
+ADOPTED_KEPT = 512
 
 
 def _now_ms() -> int:
@@ -225,27 +224,26 @@ class Writer(IndexCells):
                         f"bytes, over this backend's limit of {limit:,}; nothing was recorded")
 
     def _data_rows(self, info: FieldLineageInfo) -> dict[bytes, dict[str, bytes]]:
-        """The ``d|`` row of a set, and the ``p|`` row of its shape (format 5)."""
-        key = rk.data(info.checksum)
-        split = split_shape(info)
-        if split is None:
-            return {key: data_row(info)}
-        shape, eps = split
-        shape_checksum = xxhash.xxh3_128_hexdigest(shape)
-        z = self._shape_rows.get(shape_checksum)
-        if z is None:
-            # the shape's summaries are the set's with each endpoint named by its
-            # placeholder (summaries know fields by position, never by name), so
-            # the shape is not decoded and summarized again; split_shape made
-            # sure the shape and its endpoints give back the set byte for byte
-            placeholders = {(e["namespace"], e["name"]): (PLACEHOLDER_NS, str(i))
-                            for i, e in enumerate(eps)}
-            if len(self._shape_rows) > 1024:
-                self._shape_rows.clear()
-            z = self._shape_rows[shape_checksum] = _deflated(
-                shape, summaries_to_bytes(info, placeholders))
-        value = rk.checksum_bytes(shape_checksum) + _pack_endpoints(eps)
-        return {key: {SHAPED: value}, rk.shape(shape_checksum): {"z": z}}
+        """The ``d|`` row of a set and the ``p|`` row of its shape: as made
+        elsewhere (`adopt`), else made here (`fll.store.datarows.set_rows`)."""
+        made = self._adopted.pop(info.checksum, None)  # one call: atomic
+        return made if made is not None else set_rows(info, self._shape_rows)
+
+    def adopt(self, checksum: str, endpoints: tuple[list[tuple[str, str]],
+                                                    list[tuple[str, str]]],
+              rows: dict[bytes, dict[str, bytes]]) -> None:
+        """What another process made of the set ``checksum`` (its endpoints,
+        `fll.store.datarows.set_endpoints`, and its rows, `set_rows`): a run
+        of it recorded next is indexed and written from these, without the
+        set's operations (an ingest hands the write a `DeferredSet`). The
+        rows are kept until written, the last `ADOPTED_KEPT` at most."""
+        with self._adopt_lock:
+            if len(self._eps) > 65536:
+                self._eps.clear()
+            self._eps[checksum] = endpoints
+            self._adopted[checksum] = rows
+            while len(self._adopted) > ADOPTED_KEPT:
+                self._adopted.popitem(last=False)
 
     def _record_in_txn(self, table: Table, items: dict[str, "_Pending"], supersede: bool,
                        known: "Known | None" = None, starts: dict[str, int] | None = None

@@ -35,10 +35,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from ingest_cpu import send_events  # noqa: E402
-from warehouse import Backend, Warehouse  # noqa: E402
+from warehouse import Backend, Warehouse, _cpu_seconds  # noqa: E402
 
 from fll import open_store  # noqa: E402
 from fll.server import create_app  # noqa: E402
+from fll.server.set_builder import SetBuilder  # noqa: E402
 
 
 @click.command()
@@ -49,9 +50,11 @@ from fll.server import create_app  # noqa: E402
 @click.option("--rtt-ms", default=1.0, show_default=True, type=click.FloatRange(0, 100))
 @click.option("--connections", default=16, show_default=True, type=click.IntRange(1, 64),
               help="clients sending at once (16: the ingests fll serve takes at once here)")
+@click.option("--build-processes", default=0, show_default=True, type=click.IntRange(0, 8),
+              help="new sets built in this many processes (fll serve --build-processes)")
 @click.option("--profile", "prefix", default=None, metavar="PREFIX")
 def main(kind: str, datasets: int, runs_per_day: int, rtt_ms: float, connections: int,
-         prefix: str | None) -> None:
+         build_processes: int, prefix: str | None) -> None:
     wh = Warehouse(datasets, 5, runs_per_day, 7, "half")
     bodies = [(wh.event(r, "START"), wh.event(r, "COMPLETE")) for r in wh.runs]
     directory = tempfile.mkdtemp(prefix="fll-remote-ingest-cpu-")
@@ -62,6 +65,10 @@ def main(kind: str, datasets: int, runs_per_day: int, rtt_ms: float, connections
     try:
         store = open_store(url, cache_size=32_768)
         app = create_app(store, checkpoint_every=None, gc_freeze=True)
+        builder = app.state.ingest.builder = SetBuilder(
+            build_processes, store.cache_budget.ingest) if build_processes else None
+        if builder is not None:  # started before the clock
+            asyncio.run(builder.build(b"[[], []]", "warm-up", None))
         writer = app.state.writer
         local = threading.local()
 
@@ -91,6 +98,9 @@ def main(kind: str, datasets: int, runs_per_day: int, rtt_ms: float, connections
         n = asyncio.run(send_events(app, bodies, connections, statuses, loop_prof))
         cpu, loop_cpu = time.process_time() - cpu0, time.thread_time() - loop0
         took = time.monotonic() - t0
+        built = sum(_cpu_seconds(pid) for pid in builder.pids) if builder else 0.0
+        if builder is not None:
+            builder.close()
         turns = (backend.turns() or 0) - turns0
         app.state.writer.close()
         store.close()
@@ -100,6 +110,7 @@ def main(kind: str, datasets: int, runs_per_day: int, rtt_ms: float, connections
                    f"the rest (on Bigtable gRPC's threads) "
                    f"{(cpu - loop_cpu - sum(writers.values())) / n * 1000:.2f}; "
                    f"{turns / n:.2f} round trips per event; "
+                   f"{f'builders {built / n * 1000:.2f} ms per event; ' if builder else ''}"
                    f"answers "
                    f"{dict(sorted(statuses.items()))}; load average "
                    f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")

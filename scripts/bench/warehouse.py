@@ -371,6 +371,10 @@ def fll_command(given: str | None) -> list[str]:
             "import sys; from fll.cli import main; sys.exit(main(sys.argv[1:], prog_name='fll'))"]
 
 
+#: more options of every `fll serve` this benchmark starts (set from the command line)
+SERVE_ARGS: list[str] = []
+
+
 def start_server(fll: list[str], url: str, port: int, workers: int, cache_sets: int, cache_mb: int,
                  log: Any) -> subprocess.Popen:
     env = same_fll_env()
@@ -379,7 +383,7 @@ def start_server(fll: list[str], url: str, port: int, workers: int, cache_sets: 
     proc = subprocess.Popen(fll + ["--store", url, "serve", "--host", "127.0.0.1", "--port",
                                    str(port), "--log-level", "warning", "--cache-sets",
                                    str(cache_sets), "--cache-mb", str(cache_mb),
-                                   "--workers", str(workers)],
+                                   "--workers", str(workers)] + SERVE_ARGS,
                             env=env, stdout=subprocess.DEVNULL, stderr=log)
     from fll.testing.serving import wait_until_serving
     try:
@@ -1043,6 +1047,8 @@ def render(r: dict[str, Any]) -> str:
 @click.option("--seed", default=7, show_default=True)
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 8),
               help="fll serve --workers")
+@click.option("--build-processes", default=None, type=click.IntRange(0, 8),
+              help="fll serve --build-processes [default: fll serve's]")
 @click.option("--cache-sets", default=32768, show_default=True, type=click.IntRange(1),
               help="fll serve --cache-sets")
 @click.option("--cache-mb", default=512, show_default=True, type=click.IntRange(16),
@@ -1076,12 +1082,14 @@ def render(r: dict[str, Any]) -> str:
               help="Ask the questions of a store this bench ingested into --dir before "
                    "(the same generation options), without ingesting again.")
 def cli(n_datasets: int, days: int, runs_per_day: int, seed: int, workers: int,
-        cache_sets: int, cache_mb: int, rss_budget_mb: float, n_one_hop: int, n_deep: int,
+        build_processes: int | None, cache_sets: int, cache_mb: int, rss_budget_mb: float, n_one_hop: int, n_deep: int,
         candidates: int,
         start_lineage: str, schemas: bool, connections: int, directory: str | None,
         fll_path: str | None, backend_kind: str, rtt_ms: float, as_json: bool,
         reuse: bool) -> None:
     """Run the warehouse benchmark and print the table."""
+    if build_processes is not None:
+        SERVE_ARGS.extend(["--build-processes", str(build_processes)])
     if connections is None:
         from fll.server.guard import DEFAULT_MAX_INGESTS, REMOTE_MAX_INGESTS
         connections = DEFAULT_MAX_INGESTS if backend_kind == "sqlite" else REMOTE_MAX_INGESTS
