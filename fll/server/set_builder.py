@@ -34,7 +34,6 @@ import time
 from typing import Any, Callable
 
 from .. import openlineage as ol
-from ..errors import FllError
 from ..opset import FieldLineageInfo
 from ..store.datarows import set_endpoints, set_rows
 from .collector import PERIOD, YOUNG
@@ -159,11 +158,16 @@ def serve(conn: Any, budget: int) -> None:
 
 def build(raw: bytes, prior: str | None, shapes: dict[str, bytes]) -> tuple | None:
     """What `SetBuilder.build` gives, made in this process; None when the
-    event is not valid (the server builds it again, to say why)."""
+    event is not valid, or anything else failed (the server builds it again,
+    and says why): an event never ends its builder."""
     try:
-        info = ol.build_json(raw)
-    except (FllError, ValueError, TypeError):
+        return _build(raw, prior, shapes)
+    except Exception:  # noqa: BLE001
         return None
+
+
+def _build(raw: bytes, prior: str | None, shapes: dict[str, bytes]) -> tuple:
+    info = ol.build_json(raw)
     if info is None:
         return None, None
     union: Any = None

@@ -15,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from fll import open_store
+from fll import openlineage as ol
 from fll import rowkeys as rk
 from fll.openlineage import ingest
 from fll.server import create_app
@@ -114,7 +115,7 @@ def test_the_store_holds_byte_for_byte_what_a_server_building_sets_itself_writes
     assert builds == [] and made_rows == []
 
 
-def test_an_invalid_event_is_refused_as_before_and_nothing_is_written(tmp_path):
+def test_an_invalid_event_is_refused_as_before_and_nothing_is_written(tmp_path, monkeypatch):
     bad = _event("0190a0b0-0000-7000-8000-000000000099", "COMPLETE", "bad", ["a", "b"])
     bad["outputs"][0]["facets"]["columnLineage"]["fields"]["b"]["inputFields"][0]["field"] = 7
     answers = {}
@@ -122,10 +123,19 @@ def test_an_invalid_event_is_refused_as_before_and_nothing_is_written(tmp_path):
         _forget()
         store = open_store(f"sqlite:///{tmp_path / str(n)}.db")
         try:
-            with TestClient(create_app(store, build_processes=n)) as client:
+            app = create_app(store, build_processes=n)
+            with TestClient(app) as client:
                 r = client.post(ROUTE, json=bad)
                 answers[n] = (r.status_code, r.json())
-            assert not any(k.startswith(rk.data("")) for k, _ in store.table.scan())
+                assert not any(k.startswith(rk.data("")) for k, _ in store.table.scan())
+                if n:  # the builder lives on, and builds the next event's set
+                    builds: list[int] = []
+                    real = ingest._lineage_info
+                    monkeypatch.setattr(ingest, "_lineage_info",
+                                        lambda ev, builds=builds, real=real: builds.append(1) or real(ev))
+                    assert client.post(ROUTE, json=_events()[1]).status_code == 201
+                    assert builds == [] and len(app.state.ingest.builder.pids) == 1
+                    assert _gone(app.state.ingest.builder.pids[0], 0.1) is False
         finally:
             store.close()
     assert answers[1] == answers[0]
@@ -147,6 +157,16 @@ def test_a_builder_gone_leaves_the_server_building_its_sets_itself(tmp_path):
         assert store.run("0190a0b0-0000-7000-8000-000000000001") is not None
     finally:
         store.close()
+
+
+def test_whatever_fails_in_a_builder_is_answered_none_for_the_server_to_build(monkeypatch):
+    from fll.server import set_builder
+    raw = ol.lineage_json(_events()[1])
+    assert raw is not None
+    made = set_builder.build(raw, None, {})
+    assert made is not None and made[0][0] == ol.build_json(raw).checksum
+    monkeypatch.setattr(ol, "build_json", lambda raw: (_ for _ in ()).throw(RecursionError()))
+    assert set_builder.build(raw, None, {}) is None
 
 
 def _builders(pid: int) -> list[int]:
