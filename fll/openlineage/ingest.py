@@ -173,10 +173,11 @@ def _lineage_info(ev: dict) -> FieldLineageInfo | None:
 # Building a new set is most of a new event's CPU, and a server's one process
 # does it holding the GIL. A builder process (`fll.server.set_builder`) builds
 # instead: this process sends an event's inputs and outputs as JSON
-# (`lineage_json`, when not `built_here`), the builder builds them (`build_json`, and `union_built` for
-# the union with the run's set when it built that one too), and this process
-# remembers what came back (`adopt`, `adopt_union`) as it remembers what it
-# built: the event then gets a `DeferredSet`, as a repeated event does.
+# (`lineage_json`, when not `built_here`), the builder builds them
+# (`build_json`, and `union_built` for the union with the run's set when it
+# built that one too), and this process remembers what came back (`adopt`,
+# `adopt_union`) as it remembers what it built: the event then gets a
+# `DeferredSet`, as a repeated event does.
 
 def lineage_json(ev: Any) -> bytes | None:
     """The JSON an event's set is built from (its inputs and outputs, keys

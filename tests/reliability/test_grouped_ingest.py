@@ -34,9 +34,13 @@ from fll.store.grouped import GroupedTable
 from fll.store.layout import UNDER_WAY
 from fll.store.writer import WRITER_PREFIX
 
+from ..openlineage.test_ingest_memo import _forget
 from ..openlineage.test_run_cycle import OUT, event
 
 ROUNDS = 3
+# one round more, whose new sets are built in a builder process
+# (`fll.server.set_builder`), the ingest memos forgotten first so they are
+BUILDER_ROUND = ROUNDS
 DISTINCT = 20      # clients, each with its own run
 SAME = 3           # runs each posted by several clients at once
 SENDERS = 4        # clients posting each of those
@@ -148,18 +152,32 @@ def _post_all(client: TestClient, events: list[dict], barrier: threading.Barrier
     return [client.post("/api/v1/lineage", json=e).status_code for e in events]
 
 
+def _builders(round_: int) -> int:
+    """The set builders of a round's concurrent server (`BUILDER_ROUND`)."""
+    if round_ != BUILDER_ROUND:
+        return 0
+    _forget()
+    return 1
+
+
 @pytest.mark.reliability("20 distinct runs (START then COMPLETE or FAIL) and 3 runs posted by "
                          "4 clients each, all at once into one server, Bigtable emulator "
-                         "and HBase double, 3 rounds each")
+                         "and HBase double, 3 rounds each and one with a set builder")
 @pytest.mark.parametrize("backend", ["bigtable", "hbase"])
-def test_events_written_at_once_store_the_rows_of_one_at_a_time(backend, request, figures):
+def test_events_written_at_once_store_the_rows_of_one_at_a_time(backend, request, figures,
+                                                               monkeypatch):
     """The rows stored equal those of the same events posted one at a time, and
     the writes did go out grouped (fewer calls than callers)."""
+    from fll.server import openlineage_ingest
+    adopted: list[int] = []
+    real_adopt = openlineage_ingest.adopt
+    monkeypatch.setattr(openlineage_ingest, "adopt",
+                        lambda *a: adopted.append(1) or real_adopt(*a))
     grouped_parts = grouped_calls = 0
-    for round_ in range(ROUNDS):
+    for round_ in range(ROUNDS + 1):
         clients = _clients(round_)
         concurrent = open_store(_url(backend, request))
-        app = create_app(concurrent, max_ingests=64)
+        app = create_app(concurrent, max_ingests=64, build_processes=_builders(round_))
         barrier = threading.Barrier(len(clients))
         with TestClient(app) as client, ThreadPoolExecutor(len(clients)) as pool:
             statuses = list(pool.map(_post_all, [client] * len(clients), clients,
@@ -181,11 +199,12 @@ def test_events_written_at_once_store_the_rows_of_one_at_a_time(backend, request
     figures["grouped_calls"] = grouped_calls
     figures["callers"] = grouped_parts
     assert grouped_calls < grouped_parts  # the writes did share calls
+    assert adopted  # the builder round's sets came from the builder
 
 
 @pytest.mark.reliability("20 runs sharing 15 operation sets (START then COMPLETE or FAIL) and 3 "
                          "runs posted by 4 clients each, all at once, Bigtable emulator and "
-                         "HBase double, 3 rounds each")
+                         "HBase double, 3 rounds each and one with a set builder")
 @pytest.mark.parametrize("backend", ["bigtable", "hbase"])
 def test_runs_sharing_sets_at_once_answer_as_one_at_a_time(backend, request):
     """Runs of shared sets posted at once: every row but a set's index rows
@@ -193,13 +212,14 @@ def test_runs_sharing_sets_at_once_answer_as_one_at_a_time(backend, request):
     the same."""
     from fll.store.admin import fsck
 
-    for round_ in range(ROUNDS):
+    for round_ in range(ROUNDS + 1):
         clients = _clients(round_, shared_sets=True)
         run_ids = sorted({c[0]["run"]["runId"] for c in clients})
         outs = sorted({c[0]["outputs"][0]["name"] for c in clients})
         concurrent = open_store(_url(backend, request))
         barrier = threading.Barrier(len(clients))
-        with TestClient(create_app(concurrent, max_ingests=64)) as client, \
+        with TestClient(create_app(concurrent, max_ingests=64,
+                                   build_processes=_builders(round_))) as client, \
                 ThreadPoolExecutor(len(clients)) as pool:
             statuses = list(pool.map(_post_all, [client] * len(clients), clients,
                                      [barrier] * len(clients)))
